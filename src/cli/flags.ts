@@ -1,0 +1,111 @@
+import { Option, type Command } from 'commander';
+import { Cidr } from '../net/cidr.js';
+import { UsageError } from '../model/errors.js';
+import { encapsulations, granularities, type Encapsulate, type Granularity, type KiloNode } from '../model/types.js';
+import { defaultMeshOptions, type MeshOptions } from '../mesh/options.js';
+import { defaultTopologyLabel } from '../model/annotations.js';
+
+/** Kilo's Go flags accept `--flag`, `--flag=true` and `--flag=false`; so do ours. */
+export function parseBool(name: string) {
+  return (value: string): boolean => {
+    if (value === 'true' || value === '1') return true;
+    if (value === 'false' || value === '0') return false;
+    throw new UsageError(`--${name}: want true or false, got ${JSON.stringify(value)}`);
+  };
+}
+
+export function boolOption(name: string, description: string, def: boolean): Option {
+  return new Option(`--${name} [bool]`, description).argParser(parseBool(name)).preset(true).default(def);
+}
+
+export function parseCidrFlag(name: string) {
+  return (value: string, previous?: Cidr[] | Cidr): Cidr => {
+    const c = Cidr.tryParse(value);
+    if (!c) throw new UsageError(`--${name}: not a CIDR: ${JSON.stringify(value)}`);
+    void previous;
+    return c;
+  };
+}
+
+export function parseIntFlag(name: string, min: number, max: number) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+      throw new UsageError(`--${name}: want a whole number from ${min} to ${max}, got ${JSON.stringify(value)}`);
+    }
+    return Number(value);
+  };
+}
+
+function oneOf<T extends string>(name: string, values: readonly T[]) {
+  return (value: string): T => {
+    if (!(values as readonly string[]).includes(value)) {
+      throw new UsageError(`--${name}: want one of ${values.join(', ')}, got ${JSON.stringify(value)}`);
+    }
+    return value as T;
+  };
+}
+
+/** The flags that shape a plan, named and defaulted as Kilo's `kg`. */
+export function addMeshFlags(cmd: Command, opts: { allowAuto: boolean }): Command {
+  const gran = opts.allowAuto ? [...granularities, 'auto' as const] : granularities;
+  return cmd
+    .addOption(
+      new Option('--mesh-granularity <granularity>', `location, full, cross, subnet${opts.allowAuto ? ' or auto (what the nodes announce)' : ''}`)
+        .argParser(oneOf('mesh-granularity', gran))
+        .default(opts.allowAuto ? 'auto' : 'location'),
+    )
+    .addOption(new Option('--subnet <cidr>', 'the WireGuard subnet').argParser(parseCidrFlag('subnet')).default(defaultMeshOptions.subnet, '10.4.0.0/16'))
+    .addOption(new Option('--port <port>', 'WireGuard listen port when the endpoint names none').argParser(parseIntFlag('port', 1, 65535)).default(51820))
+    .addOption(new Option('--encapsulate <strategy>', 'never, crosssubnet or always').argParser(oneOf('encapsulate', encapsulations)).default('always'))
+    .addOption(boolOption('local', 'route inside a location in the clear over the private network', true))
+    .addOption(boolOption('cni', 'Kilo manages the CNI (masquerade the pod subnet)', true))
+    .addOption(boolOption('iptables-forward-rules', 'accept forwarded pod traffic in FORWARD', false))
+    .addOption(
+      new Option('--service-cidr <cidr>', 'service CIDR not to masquerade (repeatable)')
+        .argParser((v: string, prev: Cidr[] = []) => [...prev, parseCidrFlag('service-cidr')(v)])
+        .default([], 'none'),
+    )
+    .addOption(new Option('--topology-label <label>', 'node label that holds the location').default(defaultTopologyLabel))
+    .addOption(new Option('--now <seconds>', 'the time readiness is judged at (default: newest last-seen)').argParser(parseIntFlag('now', 0, Number.MAX_SAFE_INTEGER)));
+}
+
+export interface MeshFlagValues {
+  meshGranularity: Granularity | 'auto';
+  subnet: Cidr;
+  port: number;
+  encapsulate: Encapsulate;
+  local: boolean;
+  cni: boolean;
+  iptablesForwardRules: boolean;
+  serviceCidr: Cidr[];
+  topologyLabel: string;
+  now?: number;
+}
+
+/** `auto`: the granularity the named node announces, else the most common among the nodes. */
+export function resolveGranularity(flag: Granularity | 'auto', nodes: readonly KiloNode[], hostname?: string): Granularity {
+  if (flag !== 'auto') return flag;
+  const valid = (g: string | null): g is Granularity => !!g && (granularities as readonly string[]).includes(g);
+  const own = nodes.find((n) => n.name === hostname)?.granularity ?? null;
+  if (valid(own)) return own;
+  const counts = new Map<Granularity, number>();
+  for (const n of nodes) if (valid(n.granularity)) counts.set(n.granularity, (counts.get(n.granularity) ?? 0) + 1);
+  let best: Granularity = 'location';
+  let most = 0;
+  for (const g of granularities) if ((counts.get(g) ?? 0) > most) [best, most] = [g, counts.get(g)!];
+  return best;
+}
+
+export function meshOptionsFrom(v: MeshFlagValues, granularity: Granularity): MeshOptions {
+  return {
+    ...defaultMeshOptions,
+    granularity,
+    subnet: v.subnet.masked(),
+    port: v.port,
+    encapsulate: v.encapsulate,
+    local: v.local,
+    cni: v.cni,
+    iptablesForwardRules: v.iptablesForwardRules,
+    serviceCIDRs: v.serviceCidr,
+  };
+}

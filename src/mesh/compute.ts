@@ -1,0 +1,37 @@
+import type { ParsedCluster } from '../model/parse.js';
+import { isNodeReady, isPeerReady } from '../model/ready.js';
+import type { KiloNode } from '../model/types.js';
+import type { MeshOptions } from './options.js';
+import { planNode } from './plan.js';
+import { buildTopology, TopologyError, type Topology } from './topology.js';
+import type { Plan } from './types.js';
+
+/** Why a node is not ready, for an error a user can act on. */
+export function notReadyReason(node: KiloNode, now: number): string | null {
+  if (!node.endpoint) return 'it has no endpoint';
+  if (!node.key) return 'it has no WireGuard key';
+  if (!node.podCIDR) return 'it has no pod CIDR (spec.podCIDR)';
+  if (node.lastSeen === null) return 'it has never checked in (no last-seen)';
+  if (!isNodeReady(node, now)) return `its last-seen ${node.lastSeen} is more than 60 s older than now (${now})`;
+  return null;
+}
+
+/** The topology of the ready part of a cluster, as `hostname` sees it. */
+export function topologyOf(cluster: ParsedCluster, hostname: string, options: MeshOptions, now: number): Topology {
+  const self = cluster.nodes.find((n) => n.name === hostname);
+  if (!self) {
+    const rejected = cluster.errors.find((e) => e.object === `Node ${JSON.stringify(hostname)}`);
+    throw new TopologyError(
+      rejected ? `node ${JSON.stringify(hostname)} was rejected: ${rejected.message}` : `node ${JSON.stringify(hostname)} not found`,
+    );
+  }
+  const reason = notReadyReason(self, now);
+  if (reason) throw new TopologyError(`node ${JSON.stringify(hostname)} is not ready: ${reason}`);
+  const nodes = cluster.nodes.filter((n) => isNodeReady(n, now));
+  const peers = cluster.peers.filter(isPeerReady);
+  return buildTopology(nodes, peers, options.granularity, hostname, options.subnet);
+}
+
+export function planOf(cluster: ParsedCluster, hostname: string, options: MeshOptions, now: number): Plan {
+  return planNode(topologyOf(cluster, hostname, options, now), options);
+}

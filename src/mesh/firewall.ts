@@ -1,0 +1,85 @@
+import type { Cidr } from '../net/cidr.js';
+import type { MeshOptions } from './options.js';
+import { groupSegments, type Topology } from './topology.js';
+import type { Firewall, FirewallRule, IPFamily } from './types.js';
+
+export const natChain = 'KILO-NAT';
+export const ipipChain = 'KILO-IPIP';
+export const forwardChain = 'KILO-FORWARD';
+
+/**
+ * Kilo's iptables rules for one node: masquerade what leaves the mesh, never what stays in it;
+ * accept IPIP only from the nodes that route to this one in the clear.
+ */
+export function planFirewall(t: Topology, options: MeshOptions): Firewall {
+  const fw: Firewall = {
+    chains: [
+      { family: 4, table: 'nat', name: natChain },
+      { family: 6, table: 'nat', name: natChain },
+    ],
+    rules: [],
+  };
+  const add = (family: IPFamily, table: FirewallRule['table'], chain: string, args: string[], comment: string, position: FirewallRule['position'] = 'append') =>
+    fw.rules.push({ family, table, chain, args, comment, position });
+  const fam = (c: Cidr): IPFamily => c.family;
+  const self = t.local.node;
+
+  if (options.cni && self.podCIDR) {
+    add(fam(self.podCIDR), 'nat', 'POSTROUTING', ['-s', self.podCIDR.networkText, '-j', natChain], 'Kilo: jump to KILO-NAT chain', 'prepend');
+  }
+  if (options.cni && options.iptablesForwardRules) {
+    // Some distributions drop forwarded packets by default; a leader forwards for its whole segment.
+    const cidrs = t.local.leader
+      ? groupSegments(t).flatMap((s) => s.nodes.flatMap((n) => (n.podCIDR ? [n.podCIDR] : [])))
+      : self.podCIDR ? [self.podCIDR] : [];
+    for (const c of cidrs) {
+      add(fam(c), 'filter', 'FORWARD', ['-s', c.networkText, '-j', 'ACCEPT'], 'Kilo: forward packets from the pod subnet', 'prepend');
+      add(fam(c), 'filter', 'FORWARD', ['-d', c.networkText, '-j', 'ACCEPT'], 'Kilo: forward packets to the pod subnet', 'prepend');
+    }
+  }
+  const ownGroup = t.local.segment.group;
+  for (const s of t.segments) {
+    const wg = s.wireGuardIP.toHostCidr();
+    add(fam(wg), 'nat', natChain, ['-d', wg.networkText, '-j', 'RETURN'], 'Kilo: do not NAT packets destined for WireGuard IPs');
+    for (const c of s.allowedIPs) {
+      add(fam(c), 'nat', natChain, ['-d', c.networkText, '-j', 'RETURN'], 'Kilo: do not NAT packets destined for known IPs');
+    }
+    // Replies from an allowed-location network (a printer LAN) must find their way back.
+    if (s.group === ownGroup) {
+      for (const c of s.allowedLocationIPs) {
+        add(fam(c), 'nat', 'POSTROUTING', ['-d', c.networkText, '-j', natChain], 'Kilo: jump to KILO-NAT chain', 'prepend');
+      }
+    }
+  }
+  for (const p of t.peers) {
+    for (const c of p.allowedIPs) {
+      add(fam(c), 'nat', 'POSTROUTING', ['-s', c.networkText, '-j', natChain], 'Kilo: jump to KILO-NAT chain', 'prepend');
+      add(fam(c), 'nat', natChain, ['-d', c.networkText, '-j', 'RETURN'], 'Kilo: do not NAT packets destined for peers');
+    }
+  }
+  for (const c of options.serviceCIDRs) {
+    add(fam(c), 'nat', natChain, ['-d', c.networkText, '-j', 'RETURN'], 'Kilo: do not NAT packets destined for service CIDRs');
+  }
+  add(4, 'nat', natChain, ['-j', 'MASQUERADE'], 'Kilo: NAT remaining packets');
+  add(6, 'nat', natChain, ['-j', 'MASQUERADE'], 'Kilo: NAT remaining packets');
+
+  if (options.encapsulate !== 'never' && options.local) {
+    fw.chains.push({ family: 4, table: 'filter', name: ipipChain }, { family: 6, table: 'filter', name: ipipChain });
+    for (const family of [4, 6] as const) {
+      add(family, 'filter', 'INPUT', ['-p', 'ipencap', '-j', ipipChain], 'Kilo: jump to IPIP chain');
+    }
+    // Kilo's upstream list is empty in cross mode, which drops all IPIP inside a location:
+    // accept exactly the group members that route to this node in the clear.
+    for (const s of groupSegments(t)) {
+      for (const n of s.nodes) {
+        if (n === self || !n.internalIP) continue;
+        const c = n.internalIP.ip.toHostCidr();
+        add(fam(c), 'filter', ipipChain, ['-s', c.networkText, '-j', 'ACCEPT'], 'Kilo: allow IPIP traffic');
+      }
+    }
+    for (const family of [4, 6] as const) {
+      add(family, 'filter', 'INPUT', ['-p', 'ipencap', '-j', 'DROP'], 'Kilo: reject other IPIP traffic');
+    }
+  }
+  return fw;
+}

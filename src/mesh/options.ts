@@ -1,0 +1,31 @@
+import { Cidr } from '../net/cidr.js';
+import type { Encapsulate, Granularity } from '../model/types.js';
+
+/** The flags of `kg` that shape one node's plan. */
+export interface MeshOptions {
+  granularity: Granularity;
+  /** The WireGuard subnet (Kilo's --subnet). */
+  subnet: Cidr;
+  /** Listen port when the node's endpoint names none (Kilo's --port). */
+  port: number;
+  encapsulate: Encapsulate;
+  /** Route inside the own location in the clear (Kilo's --local). */
+  local: boolean;
+  /** Kilo manages the CNI: masquerade the pod subnet (Kilo's --cni). */
+  cni: boolean;
+  serviceCIDRs: Cidr[];
+  iptablesForwardRules: boolean;
+  privateKeyPath: string;
+}
+
+export const defaultMeshOptions: MeshOptions = {
+  granularity: 'location',
+  subnet: Cidr.parse('10.4.0.0/16'),
+  port: 51820,
+  encapsulate: 'always',
+  local: true,
+  cni: true,
+  serviceCIDRs: [],
+  iptablesForwardRules: false,
+  privateKeyPath: '/var/lib/kilo/key',
+};

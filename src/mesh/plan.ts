@@ -1,0 +1,147 @@
+import type { Cidr, IP } from '../net/cidr.js';
+import { formatEndpoint } from '../model/parse.js';
+import type { KiloNode, KiloPeer } from '../model/types.js';
+import { planFirewall } from './firewall.js';
+import type { MeshOptions } from './options.js';
+import { effectiveEndpoint, groupSegments, remoteSegments, type Topology } from './topology.js';
+import { kiloTable, type Plan, type PlanPeer, type PlanRoute, type PlanRule } from './types.js';
+
+/** One node's desired state, from the topology as that node sees it. Pure. */
+export function planNode(t: Topology, options: MeshOptions): Plan {
+  const { node, leader } = t.local;
+  const routing = leader ? leaderRoutes(t, options) : followerRoutes(t, options);
+  return {
+    node: node.name,
+    granularity: t.granularity,
+    encapsulate: options.encapsulate,
+    leader,
+    wireGuardIP: leader ? `${t.local.segment.wireGuardIP.text}/${t.subnet.prefix}` : null,
+    listenPort: node.endpoint?.port ?? options.port,
+    privateKey: { path: options.privateKeyPath },
+    interfaceUp: leader,
+    peers: leader ? wireGuardPeers(t) : [],
+    routes: routing.routes,
+    rules: routing.rules,
+    firewall: planFirewall(t, options),
+  };
+}
+
+function wireGuardPeers(t: Topology): PlanPeer[] {
+  const keepalive = t.local.node.persistentKeepalive;
+  const peers: PlanPeer[] = remoteSegments(t).map((s) => {
+    const e = effectiveEndpoint(t, s.leader.endpoint, s.leader.key!, s.leader.persistentKeepalive);
+    return {
+      kind: 'segment',
+      names: s.nodes.map((n) => n.name),
+      publicKey: s.leader.key!,
+      endpoint: e ? formatEndpoint(e) : null,
+      allowedIPs: s.allowedIPs.map((c) => c.networkText),
+      persistentKeepalive: keepalive,
+      presharedKey: null,
+    };
+  });
+  for (const p of t.peers) peers.push(peerOf(t, p, keepalive));
+  return peers;
+}
+
+function peerOf(t: Topology, p: KiloPeer, keepalive: number): PlanPeer {
+  const e = effectiveEndpoint(t, p.endpoint, p.publicKey, p.persistentKeepalive);
+  return {
+    kind: 'peer',
+    names: [p.name],
+    publicKey: p.publicKey,
+    endpoint: e ? formatEndpoint(e) : null,
+    allowedIPs: p.allowedIPs.map((c) => c.networkText),
+    persistentKeepalive: keepalive,
+    presharedKey: p.presharedKey,
+  };
+}
+
+interface Routing {
+  routes: PlanRoute[];
+  rules: PlanRule[];
+}
+
+/** Whether traffic to `gw` inside the location must be encapsulated under the strategy. */
+function encapsulates(options: MeshOptions, self: KiloNode, gw: IP): boolean {
+  if (options.encapsulate === 'always') return true;
+  if (options.encapsulate === 'crosssubnet') return !self.internalIP || !self.internalIP.contains(gw);
+  return false;
+}
+
+function viaPrivate(options: MeshOptions, self: KiloNode, dst: Cidr, gw: IP): PlanRoute {
+  return {
+    dst: dst.networkText,
+    gw: gw.text,
+    dev: encapsulates(options, self, gw) ? 'tunnel' : 'private',
+    src: null,
+    table: 'main',
+    onlink: true,
+  };
+}
+
+/**
+ * Routes to the other members of the own group, in the clear over the private network; with
+ * encapsulation also the table-1107 route and rules that send pod traffic through the tunnel.
+ */
+function localRoutes(t: Topology, options: MeshOptions, out: Routing, withKiloRule: boolean): void {
+  if (!options.local) return;
+  const self = t.local.node;
+  for (const s of groupSegments(t)) {
+    for (const n of s.nodes) {
+      if (n === self || !n.internalIP || !n.podCIDR) continue;
+      const gw = n.internalIP.ip;
+      out.routes.push(viaPrivate(options, self, n.podCIDR, gw));
+      if (!encapsulates(options, self, gw)) continue;
+      const host = gw.toHostCidr().networkText;
+      out.routes.push({ dst: host, gw: gw.text, dev: 'tunnel', src: null, table: kiloTable, onlink: true });
+      out.rules.push({ src: self.podCIDR?.networkText ?? null, dst: host, table: kiloTable, iif: null });
+      if (withKiloRule) out.rules.push({ src: null, dst: host, table: kiloTable, iif: 'kilo' });
+    }
+  }
+}
+
+function leaderRoutes(t: Topology, options: MeshOptions): Routing {
+  const out: Routing = { routes: [], rules: [] };
+  localRoutes(t, options, out, true);
+  const src = t.local.node.internalIP?.ip.text ?? null;
+  const viaKilo = (dst: Cidr, gw: IP | null): PlanRoute => ({
+    dst: dst.networkText,
+    gw: gw?.text ?? null,
+    dev: 'kilo',
+    src,
+    table: 'main',
+    onlink: gw !== null,
+  });
+  for (const s of remoteSegments(t)) {
+    const endpointIP = effectiveEndpoint(t, s.leader.endpoint, s.leader.key!, s.leader.persistentKeepalive)?.ip;
+    for (const n of s.nodes) {
+      if (n.podCIDR) out.routes.push(viaKilo(n.podCIDR, s.wireGuardIP));
+      // A node reachable only at its endpoint IP cannot be routed to through the tunnel that
+      // carries its own packets.
+      if (n.internalIP && !n.internalIP.ip.equals(endpointIP)) {
+        out.routes.push(viaKilo(n.internalIP.ip.toHostCidr(), s.wireGuardIP));
+      }
+    }
+    for (const c of s.allowedLocationIPs) out.routes.push(viaKilo(c, s.wireGuardIP));
+  }
+  for (const p of t.peers) for (const c of p.allowedIPs) out.routes.push(viaKilo(c, null));
+  return out;
+}
+
+/** A non-leader sends everything remote to its segment leader over the private network. */
+function followerRoutes(t: Topology, options: MeshOptions): Routing {
+  const out: Routing = { routes: [], rules: [] };
+  const self = t.local.node;
+  const gw = t.local.segment.leader.internalIP!.ip;
+  const via = (dst: Cidr) => out.routes.push(viaPrivate(options, self, dst, gw));
+  for (const s of t.segments) via(s.wireGuardIP.toHostCidr());
+  localRoutes(t, options, out, false);
+  for (const s of remoteSegments(t)) {
+    for (const n of s.nodes) if (n.podCIDR) via(n.podCIDR);
+    for (const n of s.nodes) if (n.internalIP) via(n.internalIP.ip.toHostCidr());
+    for (const c of s.allowedLocationIPs) via(c);
+  }
+  for (const p of t.peers) for (const c of p.allowedIPs) via(c);
+  return out;
+}

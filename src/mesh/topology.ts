@@ -1,0 +1,215 @@
+import { Cidr, IP } from '../net/cidr.js';
+import type { Endpoint, Granularity, KiloNode, KiloPeer } from '../model/types.js';
+
+/**
+ * A set of nodes that the rest of the mesh sees as one WireGuard peer: the leader's key and
+ * endpoint, and allowed IPs covering every member.
+ */
+export interface Segment {
+  /** Sort key and identity: `location:<name>` or `node:<name>`. */
+  key: string;
+  /** The group the segment belongs to: nodes of one group route to each other in the clear. */
+  group: string;
+  /** The human location (label or annotation), for graphs. */
+  location: string;
+  /** Members, by name. */
+  nodes: KiloNode[];
+  leader: KiloNode;
+  wireGuardIP: IP;
+  /** After filtering: only those that overlap nothing else. */
+  allowedLocationIPs: Cidr[];
+  /** Pod CIDRs, internal IPs (/32), WireGuard IP (/32), then allowed-location IPs. */
+  allowedIPs: Cidr[];
+}
+
+export interface Topology {
+  granularity: Granularity;
+  subnet: Cidr;
+  segments: Segment[];
+  /** Ready Peers by name, each allowed IP claimed only by the first Peer that names it. */
+  peers: KiloPeer[];
+  /** Public key → discovered endpoint: the local node's first, then other nodes' in segment order. */
+  discoveredEndpoints: Map<string, Endpoint>;
+  local: {
+    node: KiloNode;
+    segment: Segment;
+    /** True when the local node leads its segment (always outside location granularity). */
+    leader: boolean;
+  };
+}
+
+export class TopologyError extends Error {
+  override name = 'TopologyError';
+}
+
+const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Where a node belongs: its segment key and the group whose members talk in the clear. */
+function placement(node: KiloNode, granularity: Granularity): { key: string; group: string } {
+  const alone = `node:${node.name}`;
+  // A node without an internal IP cannot be reached over the private network, so it is a
+  // group of its own in every granularity (Kilo leaves it isolated in cross).
+  if (!node.internalIP) return { key: alone, group: alone };
+  switch (granularity) {
+    case 'location': {
+      const loc = `location:${node.location}`;
+      return { key: loc, group: loc };
+    }
+    case 'full':
+      return { key: alone, group: alone };
+    case 'cross':
+      return { key: alone, group: `location:${node.location}` };
+    case 'subnet':
+      return { key: alone, group: `subnet:${node.location}/${node.internalIP.networkText}` };
+  }
+}
+
+function isPublic(e: Endpoint | null): boolean {
+  return !!e?.ip && !e.ip.isPrivate();
+}
+
+/** Kilo's leader rule: annotated with a public endpoint, else annotated, else public, else first. */
+export function electLeader(nodes: readonly KiloNode[]): KiloNode {
+  const annotated = nodes.filter((n) => n.wantsLeader);
+  return (
+    annotated.find((n) => isPublic(n.endpoint)) ??
+    annotated[0] ??
+    nodes.find((n) => isPublic(n.endpoint)) ??
+    nodes[0]!
+  );
+}
+
+/** Drops allowed IPs already claimed (as exact prefixes) by an earlier Peer by name. */
+export function deduplicatePeerIPs(peers: readonly KiloPeer[]): KiloPeer[] {
+  const seen = new Set<string>();
+  return peers.map((p) => {
+    const allowedIPs = p.allowedIPs.filter((c) => {
+      const k = c.networkText;
+      if (seen.has(k)) return false;
+      seen.add(k);
+      return true;
+    });
+    return allowedIPs.length === p.allowedIPs.length ? p : { ...p, allowedIPs };
+  });
+}
+
+/**
+ * Computes the mesh from the ready nodes and Peers, as seen from `hostname`. Pure: the same
+ * objects give the same topology on every node.
+ */
+export function buildTopology(
+  nodes: readonly KiloNode[],
+  peers: readonly KiloPeer[],
+  granularity: Granularity,
+  hostname: string,
+  subnet: Cidr,
+): Topology {
+  const localNode = nodes.find((n) => n.name === hostname);
+  if (!localNode) throw new TopologyError(`node ${JSON.stringify(hostname)} is not a ready node of the cluster`);
+
+  const bySegment = new Map<string, { group: string; nodes: KiloNode[] }>();
+  for (const node of nodes) {
+    const { key, group } = placement(node, granularity);
+    let s = bySegment.get(key);
+    if (!s) bySegment.set(key, (s = { group, nodes: [] }));
+    s.nodes.push(node);
+  }
+  const keys = [...bySegment.keys()].sort(byString);
+  if (BigInt(keys.length) >= subnet.size() - 1n) {
+    throw new TopologyError(`the WireGuard subnet ${subnet.networkText} has too few addresses for ${keys.length} segments`);
+  }
+
+  const segments: Segment[] = keys.map((key, i) => {
+    const { group, nodes: members } = bySegment.get(key)!;
+    members.sort(byName);
+    const leader = electLeader(members);
+    const wireGuardIP = subnet.nth(i + 1)!;
+    const allowedIPs: Cidr[] = [];
+    const alips = new Map<string, Cidr>();
+    for (const n of members) {
+      if (n.podCIDR) allowedIPs.push(n.podCIDR);
+      if (n.internalIP) allowedIPs.push(n.internalIP.ip.toHostCidr());
+      for (const c of n.allowedLocationIPs) if (!alips.has(c.networkText)) alips.set(c.networkText, c);
+    }
+    allowedIPs.push(wireGuardIP.toHostCidr());
+    return {
+      key,
+      group,
+      location: leader.location,
+      nodes: members,
+      leader,
+      wireGuardIP,
+      allowedLocationIPs: [...alips.values()],
+      allowedIPs,
+    };
+  });
+
+  const readyPeers = deduplicatePeerIPs([...peers].sort(byName));
+  filterAllowedLocationIPs(segments, readyPeers);
+
+  const discoveredEndpoints = new Map<string, Endpoint>(localNode.discoveredEndpoints);
+  for (const s of segments) {
+    for (const n of s.nodes) {
+      for (const [k, e] of n.discoveredEndpoints) if (!discoveredEndpoints.has(k)) discoveredEndpoints.set(k, e);
+    }
+  }
+
+  const localSegment = segments.find((s) => s.nodes.includes(localNode))!;
+  return {
+    granularity,
+    subnet,
+    segments,
+    peers: readyPeers,
+    discoveredEndpoints,
+    local: { node: localNode, segment: localSegment, leader: localSegment.leader === localNode },
+  };
+}
+
+/**
+ * Keeps an allowed-location IP only when it overlaps nothing else: no other group's
+ * allowed-location IPs, no segment's allowed IPs, no Peer's allowed IPs. Both claims of a
+ * conflict are dropped, so the result does not depend on which location sorts first.
+ */
+function filterAllowedLocationIPs(segments: Segment[], peers: readonly KiloPeer[]): void {
+  const others: Cidr[] = [];
+  for (const s of segments) others.push(...s.allowedIPs);
+  for (const p of peers) others.push(...p.allowedIPs);
+  const claims = segments.flatMap((s) => s.allowedLocationIPs.map((c) => ({ group: s.group, c })));
+  // In cross and subnet one group holds many segments: the first segment of the group that
+  // names a prefix carries it, so no two WireGuard peers claim the same allowed IP.
+  const carried = new Set<string>();
+  for (const s of segments) {
+    s.allowedLocationIPs = s.allowedLocationIPs.filter((c) => {
+      if (others.some((o) => o.overlaps(c))) return false;
+      if (claims.some((o) => o.group !== s.group && o.c.overlaps(c))) return false;
+      const k = `${s.group}\u0000${c.networkText}`;
+      if (carried.has(k)) return false;
+      carried.add(k);
+      return true;
+    });
+    s.allowedIPs.push(...s.allowedLocationIPs);
+  }
+}
+
+/** The endpoint to dial for a target: where WireGuard last saw it when it roams behind NAT. */
+export function effectiveEndpoint(
+  t: Topology,
+  endpoint: Endpoint | null,
+  publicKey: string,
+  persistentKeepalive: number,
+): Endpoint | null {
+  if (persistentKeepalive > 0) return t.discoveredEndpoints.get(publicKey) ?? endpoint;
+  return endpoint;
+}
+
+/** The segments this node reaches over WireGuard: every segment outside its own group. */
+export function remoteSegments(t: Topology): Segment[] {
+  return t.segments.filter((s) => s.group !== t.local.segment.group);
+}
+
+/** Segments of the node's own group other than its own: reached in the clear. */
+export function groupSegments(t: Topology): Segment[] {
+  return t.segments.filter((s) => s.group === t.local.segment.group);
+}
+

@@ -1,0 +1,24 @@
+/** Kilo's annotation keys: the same names as upstream, so a Kilo cluster can switch agents. */
+const prefix = 'kilo.squat.ai/';
+
+export const Annotation = {
+  location: `${prefix}location`,
+  leader: `${prefix}leader`,
+  forceEndpoint: `${prefix}force-endpoint`,
+  forceInternalIP: `${prefix}force-internal-ip`,
+  persistentKeepalive: `${prefix}persistent-keepalive`,
+  allowedLocationIPs: `${prefix}allowed-location-ips`,
+  key: `${prefix}key`,
+  endpoint: `${prefix}endpoint`,
+  internalIP: `${prefix}internal-ip`,
+  wireGuardIP: `${prefix}wireguard-ip`,
+  lastSeen: `${prefix}last-seen`,
+  discoveredEndpoints: `${prefix}discovered-endpoints`,
+  granularity: `${prefix}granularity`,
+  cniCompatibilityIP: `${prefix}cni-compatibility-ip`,
+} as const;
+
+export const defaultTopologyLabel = 'topology.kubernetes.io/region';
+
+/** A node is ready only when it has checked in this recently (seconds). */
+export const readinessWindowSeconds = 60;

@@ -1,0 +1,294 @@
+import { Cidr, IP } from '../net/cidr.js';
+import { Annotation, defaultTopologyLabel } from './annotations.js';
+import { ValidationError } from './errors.js';
+import type { Endpoint, KiloNode, KiloPeer } from './types.js';
+
+/** The parts of a Kubernetes object that Kilo reads. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    annotations?: Record<string, string> | null;
+    labels?: Record<string, string> | null;
+    resourceVersion?: string;
+  };
+  spec?: Record<string, unknown>;
+}
+
+export interface ParseOptions {
+  topologyLabel?: string;
+}
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; errors: ValidationError[] };
+
+/** Collects every problem of one object instead of stopping at the first, so one log line names them all. */
+class Reader {
+  readonly errors: ValidationError[] = [];
+  constructor(readonly object: string) {}
+
+  fail(field: string, value: unknown, reason: string): null {
+    this.errors.push(new ValidationError(this.object, field, value, reason));
+    return null;
+  }
+
+  cidr(field: string, value: unknown, keepHostBits: boolean): Cidr | null {
+    if (typeof value !== 'string') return this.fail(field, value, 'not a CIDR');
+    const c = Cidr.tryParse(value.trim());
+    if (!c) return this.fail(field, value, 'not a CIDR');
+    return keepHostBits ? c : c.masked();
+  }
+
+  key(field: string, value: unknown): string | null {
+    if (typeof value !== 'string' || !isWireGuardKey(value)) {
+      return this.fail(field, value, 'not a WireGuard key (base64 of 32 bytes)');
+    }
+    return value;
+  }
+
+  /** A whole number of seconds: a keepalive (at most a day) or a unix timestamp. */
+  seconds(field: string, value: unknown, max = 86_400): number | null {
+    const text = typeof value === 'number' ? String(value) : value;
+    if (typeof text !== 'string' || !/^\d{1,12}$/.test(text.trim()) || Number(text.trim()) > max) {
+      return this.fail(field, value, `not a whole number of seconds between 0 and ${max}`);
+    }
+    return Number(text.trim());
+  }
+
+  endpoint(field: string, value: unknown): Endpoint | null {
+    if (typeof value !== 'string') return this.fail(field, value, 'not an endpoint (host:port)');
+    const e = parseEndpoint(value.trim());
+    if (!e) return this.fail(field, value, 'not an endpoint (ip:port, [ipv6]:port or dns-name:port)');
+    return e;
+  }
+
+  result<T>(value: T): Parsed<T> {
+    return this.errors.length === 0 ? { ok: true, value } : { ok: false, errors: this.errors };
+  }
+}
+
+const base64Key = /^[A-Za-z0-9+/]{43}=$/;
+
+export function isWireGuardKey(value: string): boolean {
+  return base64Key.test(value) && Buffer.from(value, 'base64').length === 32;
+}
+
+const dnsName = /^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*\.?$/;
+
+function parsePort(text: string): number | null {
+  if (!/^\d{1,5}$/.test(text)) return null;
+  const port = Number(text);
+  return port >= 1 && port <= 65535 ? port : null;
+}
+
+/** Parses `ip:port`, `[ipv6]:port` or `dns-name:port`. */
+export function parseEndpoint(value: string): Endpoint | null {
+  let host: string;
+  let portText: string;
+  if (value.startsWith('[')) {
+    const close = value.indexOf(']');
+    if (close < 0 || value[close + 1] !== ':') return null;
+    host = value.slice(1, close);
+    portText = value.slice(close + 2);
+    const ip = IP.tryParse(host);
+    const port = parsePort(portText);
+    return ip && ip.family === 6 && port ? { ip, dns: null, port } : null;
+  }
+  const colon = value.lastIndexOf(':');
+  if (colon <= 0) return null;
+  host = value.slice(0, colon);
+  portText = value.slice(colon + 1);
+  const port = parsePort(portText);
+  if (!port) return null;
+  const ip = IP.tryParse(host);
+  if (ip) return ip.family === 4 ? { ip, dns: null, port } : null;
+  // A name made only of digits and dots is a mistyped address, not a DNS name.
+  if (/^[\d.]+$/.test(host) || !dnsName.test(host)) return null;
+  return { ip: null, dns: host, port };
+}
+
+export function formatEndpoint(e: Endpoint): string {
+  if (e.ip) return e.ip.family === 6 ? `[${e.ip.text}]:${e.port}` : `${e.ip.text}:${e.port}`;
+  return `${e.dns}:${e.port}`;
+}
+
+/** Parses a Node object into Kilo's view of it; a malformed value drops the whole node. */
+export function parseNode(obj: KubeObject, options: ParseOptions = {}): Parsed<KiloNode> {
+  const name = obj.metadata?.name ?? '';
+  const r = new Reader(`Node ${JSON.stringify(name)}`);
+  if (!name) r.fail('metadata.name', name, 'missing');
+  const a = obj.metadata?.annotations ?? {};
+  const labels = obj.metadata?.labels ?? {};
+  const field = (key: string) => `metadata.annotations["${key}"]`;
+  const has = (key: string) => Object.prototype.hasOwnProperty.call(a, key);
+
+  const location = has(Annotation.location)
+    ? a[Annotation.location]!
+    : (labels[options.topologyLabel ?? defaultTopologyLabel] ?? '');
+
+  let endpoint: Endpoint | null = null;
+  if (a[Annotation.forceEndpoint]) {
+    endpoint = r.endpoint(field(Annotation.forceEndpoint), a[Annotation.forceEndpoint]);
+  } else if (a[Annotation.endpoint]) {
+    endpoint = r.endpoint(field(Annotation.endpoint), a[Annotation.endpoint]);
+  }
+
+  let internalIP: Cidr | null = null;
+  if (has(Annotation.forceInternalIP)) {
+    const v = a[Annotation.forceInternalIP]!.trim();
+    if (v !== '' && v !== '-') internalIP = r.cidr(field(Annotation.forceInternalIP), v, true);
+  } else if (a[Annotation.internalIP]) {
+    internalIP = r.cidr(field(Annotation.internalIP), a[Annotation.internalIP], true);
+  }
+
+  const key = a[Annotation.key] ? r.key(field(Annotation.key), a[Annotation.key]) : null;
+  const lastSeen = a[Annotation.lastSeen] ? r.seconds(field(Annotation.lastSeen), a[Annotation.lastSeen], Number.MAX_SAFE_INTEGER) : null;
+  const podCIDRValue = obj.spec?.['podCIDR'];
+  const podCIDR = podCIDRValue ? r.cidr('spec.podCIDR', podCIDRValue, false) : null;
+  const persistentKeepalive = a[Annotation.persistentKeepalive]
+    ? (r.seconds(field(Annotation.persistentKeepalive), a[Annotation.persistentKeepalive]) ?? 0)
+    : 0;
+
+  const allowedLocationIPs: Cidr[] = [];
+  const alips = a[Annotation.allowedLocationIPs];
+  if (alips) {
+    for (const part of alips.split(',')) {
+      if (part.trim() === '') continue;
+      const c = r.cidr(field(Annotation.allowedLocationIPs), part, false);
+      if (c) allowedLocationIPs.push(c);
+    }
+  }
+
+  const discoveredEndpoints = new Map<string, Endpoint>();
+  const de = a[Annotation.discoveredEndpoints];
+  if (de) parseDiscoveredEndpoints(r, field(Annotation.discoveredEndpoints), de, discoveredEndpoints);
+
+  const wg = a[Annotation.wireGuardIP];
+  const wireGuardIP = wg ? r.cidr(field(Annotation.wireGuardIP), wg, true) : null;
+
+  return r.result<KiloNode>({
+    name,
+    location,
+    wantsLeader: has(Annotation.leader),
+    endpoint,
+    internalIP,
+    key,
+    lastSeen,
+    podCIDR,
+    persistentKeepalive,
+    allowedLocationIPs,
+    discoveredEndpoints,
+    wireGuardIP,
+    granularity: a[Annotation.granularity] || null,
+  });
+}
+
+function parseDiscoveredEndpoints(r: Reader, field: string, text: string, into: Map<string, Endpoint>): void {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    r.fail(field, text, 'not valid JSON');
+    return;
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+    r.fail(field, text, 'not a JSON object of public key to {"IP", "Port"}');
+    return;
+  }
+  for (const [key, v] of Object.entries(json as Record<string, unknown>)) {
+    if (!isWireGuardKey(key)) {
+      r.fail(field, key, 'not a WireGuard key (base64 of 32 bytes)');
+      continue;
+    }
+    const e = v as { IP?: unknown; Port?: unknown } | null;
+    const ip = typeof e?.IP === 'string' ? IP.tryParse(e.IP) : null;
+    const port = typeof e?.Port === 'number' && Number.isInteger(e.Port) && e.Port >= 1 && e.Port <= 65535 ? e.Port : null;
+    if (!ip || !port) {
+      r.fail(`${field}[${JSON.stringify(key)}]`, v, 'not an endpoint {"IP": "<ip>", "Port": <1-65535>}');
+      continue;
+    }
+    into.set(key, { ip, dns: null, port });
+  }
+}
+
+/** Parses a Peer; a Peer must name at least one allowed IP and a public key. */
+export function parsePeer(obj: KubeObject): Parsed<KiloPeer> {
+  const name = obj.metadata?.name ?? '';
+  const r = new Reader(`Peer ${JSON.stringify(name)}`);
+  if (!name) r.fail('metadata.name', name, 'missing');
+  const spec = obj.spec ?? {};
+
+  const allowedIPs: Cidr[] = [];
+  const aips = spec['allowedIPs'];
+  if (!Array.isArray(aips) || aips.length === 0) {
+    r.fail('spec.allowedIPs', aips ?? null, 'a Peer needs at least one allowed IP');
+  } else {
+    aips.forEach((v, i) => {
+      const c = r.cidr(`spec.allowedIPs[${i}]`, v, false);
+      if (c) allowedIPs.push(c);
+    });
+  }
+
+  const publicKey = r.key('spec.publicKey', spec['publicKey'] ?? null);
+
+  let endpoint: Endpoint | null = null;
+  const ep = spec['endpoint'] as { dnsOrIP?: { dns?: string; ip?: string }; port?: unknown } | undefined | null;
+  if (ep) {
+    const port = typeof ep.port === 'number' && Number.isInteger(ep.port) && ep.port >= 1 && ep.port <= 65535 ? ep.port : null;
+    if (!port) r.fail('spec.endpoint.port', ep.port ?? null, 'not a port (1-65535)');
+    const dnsOrIP = ep.dnsOrIP ?? {};
+    if (dnsOrIP.ip) {
+      const ip = IP.tryParse(dnsOrIP.ip);
+      if (!ip) r.fail('spec.endpoint.dnsOrIP.ip', dnsOrIP.ip, 'not an IP address');
+      else if (port) endpoint = { ip, dns: null, port };
+    } else if (dnsOrIP.dns) {
+      if (!dnsName.test(dnsOrIP.dns)) r.fail('spec.endpoint.dnsOrIP.dns', dnsOrIP.dns, 'not a DNS name');
+      else if (port) endpoint = { ip: null, dns: dnsOrIP.dns, port };
+    } else {
+      r.fail('spec.endpoint.dnsOrIP', ep.dnsOrIP ?? null, 'needs dns or ip');
+    }
+  }
+
+  const ka = spec['persistentKeepalive'];
+  const persistentKeepalive = ka === undefined || ka === null ? 0 : (r.seconds('spec.persistentKeepalive', ka) ?? 0);
+
+  const psk = spec['presharedKey'];
+  const presharedKey = psk ? r.key('spec.presharedKey', psk) : null;
+
+  return r.result<KiloPeer>({
+    name,
+    allowedIPs,
+    publicKey: publicKey ?? '',
+    endpoint,
+    persistentKeepalive,
+    presharedKey,
+  });
+}
+
+export function isPeerKind(obj: KubeObject): boolean {
+  return obj.kind === 'Peer' && (obj.apiVersion ?? '').startsWith('kilo.squat.ai/');
+}
+
+export interface ParsedCluster {
+  nodes: KiloNode[];
+  peers: KiloPeer[];
+  /** One entry per rejected value; each names its object, field and value. */
+  errors: ValidationError[];
+}
+
+/** Splits a list of Nodes and Peers into valid objects and errors; other kinds are ignored. */
+export function parseCluster(objects: readonly KubeObject[], options: ParseOptions = {}): ParsedCluster {
+  const out: ParsedCluster = { nodes: [], peers: [], errors: [] };
+  for (const obj of objects) {
+    if (obj.kind === 'Node') {
+      const p = parseNode(obj, options);
+      if (p.ok) out.nodes.push(p.value);
+      else out.errors.push(...p.errors);
+    } else if (isPeerKind(obj)) {
+      const p = parsePeer(obj);
+      if (p.ok) out.peers.push(p.value);
+      else out.errors.push(...p.errors);
+    }
+  }
+  return out;
+}

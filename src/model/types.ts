@@ -1,0 +1,50 @@
+import type { Cidr, IP } from '../net/cidr.js';
+
+export const granularities = ['location', 'full', 'cross', 'subnet'] as const;
+export type Granularity = (typeof granularities)[number];
+
+export const encapsulations = ['never', 'crosssubnet', 'always'] as const;
+export type Encapsulate = (typeof encapsulations)[number];
+
+/** A WireGuard endpoint: an IP literal or a DNS name, and a UDP port. */
+export interface Endpoint {
+  /** The IP when the host is an address; null for a DNS name. */
+  readonly ip: IP | null;
+  /** DNS name when the host is not an address. */
+  readonly dns: string | null;
+  readonly port: number;
+}
+
+/** A Kubernetes Node as Kilo sees it, validated. */
+export interface KiloNode {
+  readonly name: string;
+  /** "" when the node has no location. */
+  readonly location: string;
+  /** The leader annotation is present (any value). */
+  readonly wantsLeader: boolean;
+  /** force-endpoint when set, else the detected endpoint. */
+  readonly endpoint: Endpoint | null;
+  /** force-internal-ip when set (null for "" or "-"), else the detected internal IP. */
+  readonly internalIP: Cidr | null;
+  readonly key: string | null;
+  /** Unix seconds. */
+  readonly lastSeen: number | null;
+  readonly podCIDR: Cidr | null;
+  /** Seconds; 0 = not behind NAT. */
+  readonly persistentKeepalive: number;
+  readonly allowedLocationIPs: readonly Cidr[];
+  /** Public key → where WireGuard on this node last saw that peer. */
+  readonly discoveredEndpoints: ReadonlyMap<string, Endpoint>;
+  readonly wireGuardIP: Cidr | null;
+  readonly granularity: string | null;
+}
+
+/** A kilo.squat.ai/v1alpha1 Peer, validated. */
+export interface KiloPeer {
+  readonly name: string;
+  readonly allowedIPs: readonly Cidr[];
+  readonly publicKey: string;
+  readonly endpoint: Endpoint | null;
+  readonly persistentKeepalive: number;
+  readonly presharedKey: string | null;
+}

@@ -1,0 +1,158 @@
+import ipaddr from 'ipaddr.js';
+
+export type Family = 4 | 6;
+
+/** An IP address (IPv4 or IPv6) in canonical text form with its bytes. */
+export class IP {
+  private constructor(
+    readonly family: Family,
+    readonly bytes: Uint8Array,
+    readonly text: string,
+  ) {}
+
+  /** Parses an address; throws a TypeError naming the value when it is not one. */
+  static parse(value: string): IP {
+    const ip = IP.tryParse(value);
+    if (!ip) throw new TypeError(`not an IP address: ${JSON.stringify(value)}`);
+    return ip;
+  }
+
+  static tryParse(value: string): IP | null {
+    // ipaddr.isValid accepts "1" or "0x1" as IPv4 (inet_aton forms); Kubernetes never means those.
+    if (ipaddr.IPv4.isValidFourPartDecimal(value)) {
+      return IP.fromBytes(Uint8Array.from(ipaddr.IPv4.parse(value).toByteArray()));
+    }
+    if (value.includes(':') && ipaddr.IPv6.isValid(value) && !value.includes('%')) {
+      const v6 = ipaddr.IPv6.parse(value);
+      return IP.fromBytes(Uint8Array.from(v6.toByteArray()));
+    }
+    return null;
+  }
+
+  static fromBytes(bytes: Uint8Array): IP {
+    const family: Family = bytes.length === 4 ? 4 : 6;
+    const text =
+      family === 4
+        ? Array.from(bytes).join('.')
+        : ipaddr.fromByteArray(Array.from(bytes)).toString();
+    return new IP(family, bytes, text);
+  }
+
+  equals(other: IP | null | undefined): boolean {
+    return !!other && other.text === this.text;
+  }
+
+  /** RFC 1918 and fd00::/16 count as private (Kilo's leader and discovery rule); everything else is public. */
+  isPrivate(): boolean {
+    const b = this.bytes;
+    if (this.family === 4) {
+      return b[0] === 10 || (b[0] === 172 && (b[1]! & 0xf0) === 16) || (b[0] === 192 && b[1] === 168);
+    }
+    return b[0] === 0xfd && b[1] === 0x00;
+  }
+
+  /** The address as a single-address CIDR (/32 or /128). */
+  toHostCidr(): Cidr {
+    return Cidr.of(this, this.family === 4 ? 32 : 128);
+  }
+
+  toString(): string {
+    return this.text;
+  }
+}
+
+/**
+ * An IP with a prefix length. `ip` keeps the host bits as written (an internal IP "10.0.0.5/24"
+ * is an address with its mask); `network` is the masked prefix.
+ */
+export class Cidr {
+  private constructor(
+    readonly ip: IP,
+    readonly prefix: number,
+    readonly network: IP,
+  ) {}
+
+  get family(): Family {
+    return this.ip.family;
+  }
+
+  static parse(value: string): Cidr {
+    const c = Cidr.tryParse(value);
+    if (!c) throw new TypeError(`not a CIDR: ${JSON.stringify(value)}`);
+    return c;
+  }
+
+  static tryParse(value: string): Cidr | null {
+    const slash = value.indexOf('/');
+    if (slash < 0) return null;
+    const ip = IP.tryParse(value.slice(0, slash));
+    const prefixText = value.slice(slash + 1);
+    if (!ip || !/^\d{1,3}$/.test(prefixText)) return null;
+    const prefix = Number(prefixText);
+    if (prefix > (ip.family === 4 ? 32 : 128)) return null;
+    return Cidr.of(ip, prefix);
+  }
+
+  static of(ip: IP, prefix: number): Cidr {
+    const masked = new Uint8Array(ip.bytes.length);
+    for (let i = 0; i < masked.length; i++) {
+      const bits = Math.max(0, Math.min(8, prefix - i * 8));
+      masked[i] = ip.bytes[i]! & ((0xff << (8 - bits)) & 0xff);
+    }
+    return new Cidr(ip, prefix, IP.fromBytes(masked));
+  }
+
+  /** The masked prefix, e.g. "10.0.0.0/24" for "10.0.0.5/24". */
+  get networkText(): string {
+    return `${this.network.text}/${this.prefix}`;
+  }
+
+  /** As written with host bits, e.g. "10.0.0.5/24". */
+  toString(): string {
+    return `${this.ip.text}/${this.prefix}`;
+  }
+
+  /** The network prefix as a CIDR without host bits. */
+  masked(): Cidr {
+    return Cidr.of(this.network, this.prefix);
+  }
+
+  contains(ip: IP): boolean {
+    if (ip.family !== this.family) return false;
+    return prefixEqual(this.network.bytes, ip.bytes, this.prefix);
+  }
+
+  /** True when the two prefixes share at least one address. */
+  overlaps(other: Cidr): boolean {
+    if (other.family !== this.family) return false;
+    return prefixEqual(this.network.bytes, other.network.bytes, Math.min(this.prefix, other.prefix));
+  }
+
+  /** The n-th address of the network (n = 1 is the first after the network address). */
+  nth(n: number): IP | null {
+    const bytes = Uint8Array.from(this.network.bytes);
+    let carry = BigInt(n);
+    for (let i = bytes.length - 1; i >= 0 && carry > 0n; i--) {
+      const sum = BigInt(bytes[i]!) + (carry & 0xffn);
+      bytes[i] = Number(sum & 0xffn);
+      carry = (carry >> 8n) + (sum >> 8n);
+    }
+    if (carry > 0n) return null;
+    const ip = IP.fromBytes(bytes);
+    return this.contains(ip) ? ip : null;
+  }
+
+  /** Number of addresses in the prefix, as a bigint (IPv6 prefixes are large). */
+  size(): bigint {
+    return 1n << BigInt((this.family === 4 ? 32 : 128) - this.prefix);
+  }
+}
+
+function prefixEqual(a: Uint8Array, b: Uint8Array, prefix: number): boolean {
+  const full = prefix >> 3;
+  for (let i = 0; i < full; i++) if (a[i] !== b[i]) return false;
+  const rest = prefix & 7;
+  if (rest === 0) return true;
+  const mask = (0xff << (8 - rest)) & 0xff;
+  return (a[full]! & mask) === (b[full]! & mask);
+}
