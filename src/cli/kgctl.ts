@@ -1,11 +1,15 @@
 import { Command } from 'commander';
+import { graphCommand } from './graph.js';
 import { planCommand } from './plan.js';
 import { runProgram } from './run.js';
+import { showconfCommand } from './showconf.js';
 
 export function kgctlProgram(): Command {
   return new Command('kgctl')
     .description('inspect a Kilo mesh: plans, WireGuard configs and graphs')
-    .addCommand(planCommand());
+    .addCommand(planCommand())
+    .addCommand(showconfCommand())
+    .addCommand(graphCommand());
 }
 
 export async function main(argv: string[]): Promise<void> {

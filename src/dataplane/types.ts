@@ -1,0 +1,86 @@
+import type { Firewall, PlanPeer, PlanRoute, PlanRule } from '../mesh/types.js';
+
+/**
+ * The seams of the dataplane. Each concern has a Linux implementation and an in-memory fake
+ * that pass the same contract tests; reconcile composes them.
+ */
+
+/** Write operations a reconcile performed; an unchanged plan must cost zero. */
+export interface Ops {
+  writes: number;
+  /** One short line per write, for logs and tests (never a private key). */
+  details: string[];
+}
+
+/** Real interface names behind the plan's device roles. */
+export interface DeviceNames {
+  kilo: string;
+  /** The interface holding the internal IP; null when the node has none. */
+  private: string | null;
+  /** The encapsulation interface (tunl0); null when encapsulation is off or impossible. */
+  tunnel: string | null;
+}
+
+export interface WireGuardConfig {
+  /** base64; read from the key file, never logged. */
+  privateKey: string;
+  listenPort: number;
+  /** Firewall mark for the device's own UDP packets (0 = none). */
+  fwmark?: number;
+  peers: PlanPeer[];
+}
+
+export interface WireGuardPeerState {
+  publicKey: string;
+  endpoint: string | null;
+  allowedIPs: string[];
+  persistentKeepalive: number;
+  /** Whether a preshared key is set; its value is never read back. */
+  hasPresharedKey: boolean;
+  /** Unix seconds, 0 = never. */
+  latestHandshake: number;
+  rxBytes: number;
+  txBytes: number;
+}
+
+export interface WireGuardState {
+  publicKey: string | null;
+  listenPort: number;
+  fwmark: number;
+  peers: WireGuardPeerState[];
+}
+
+export interface PeerChanges {
+  added: string[];
+  removed: string[];
+  updated: string[];
+}
+
+export interface WireGuardDevice {
+  readonly name: string;
+  /** Makes sure the interface exists: creates it (kernel), starts wireguard-go, or adopts it. */
+  ensure(): Promise<void>;
+  read(): Promise<WireGuardState>;
+  /** Applies only the difference: an unchanged peer keeps its session. */
+  configure(config: WireGuardConfig): Promise<PeerChanges>;
+  /** Removes the interface (and stops wireguard-go when we started it). */
+  destroy(): Promise<void>;
+}
+
+export interface RoutingTables {
+  /** Makes Kilo's routes and rules equal to these; never touches what is not Kilo's. */
+  reconcile(routes: readonly PlanRoute[], rules: readonly PlanRule[], devices: DeviceNames): Promise<Ops>;
+  /** Removes every route and rule that is Kilo's. */
+  cleanup(): Promise<Ops>;
+}
+
+export interface FirewallTables {
+  /** Makes Kilo's chains and jumps equal to the plan's, atomically per family. */
+  reconcile(firewall: Firewall): Promise<Ops>;
+  cleanup(): Promise<Ops>;
+}
+
+export interface Links {
+  /** Sets the interface's only address to `cidr` (or none), up/down and MTU; returns writes. */
+  reconcile(device: string, state: { address: string | null; up: boolean; mtu: number | null }): Promise<Ops>;
+}
