@@ -1,0 +1,254 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Annotation } from '../../src/model/annotations.js';
+import { ValidationError } from '../../src/model/errors.js';
+import { parseCluster, parseNode, parsePeer, type KubeObject } from '../../src/model/parse.js';
+import { kiloNode, kiloPeer, node, peer, wgKey, type NodeSpec } from '../helpers/cluster.js';
+
+const good: NodeSpec = {
+  location: 'eu',
+  internalIP: '10.1.0.5/24',
+  endpoint: '198.51.100.1:51820',
+  podCIDR: '10.2.1.0/24',
+};
+const shortKey = Buffer.alloc(16, 7).toString('base64');
+const longKey = Buffer.alloc(33, 7).toString('base64');
+
+/**
+ * Asserts the object is rejected with exactly one error that names the object, the field and
+ * the value — what an operator needs to find and fix it.
+ */
+function assertRejected(obj: KubeObject, object: string, field: string, value: unknown): ValidationError {
+  const p = obj.kind === 'Node' ? parseNode(obj) : parsePeer(obj);
+  assert.equal(p.ok, false, `expected ${object} to be rejected for ${field}=${JSON.stringify(value)}`);
+  if (p.ok) throw new Error('unreachable');
+  assert.equal(p.errors.length, 1, p.errors.map((e) => e.message).join('\n'));
+  const e = p.errors[0]!;
+  assert.ok(e instanceof ValidationError);
+  assert.equal(e.object, object);
+  assert.ok(e.field.includes(field), `field ${e.field} should name ${field}`);
+  assert.deepEqual(e.value, value);
+  assert.ok(e.message.includes(object), e.message);
+  assert.ok(e.message.includes(field), e.message);
+  assert.ok(e.message.includes(JSON.stringify(value)), e.message);
+  return e;
+}
+
+const rejectedNode = (spec: NodeSpec, field: string, value: unknown) => assertRejected(node('x', { ...good, ...spec }), 'Node "x"', field, value);
+const rejectNode = (spec: NodeSpec, field: string, value: unknown): void => void rejectedNode(spec, field, value);
+
+describe('parseNode rejects malformed values', () => {
+  const bad = ['10.1.0.5', '10.1.0.5/33', '10.1.0/24', 'fd00::1/129', 'nonsense', '10.1.0.5/24/1', '1/8'];
+  for (const v of bad) {
+    test(`internal-ip ${JSON.stringify(v)}`, () => rejectNode({ internalIP: v }, Annotation.internalIP, v));
+    test(`force-internal-ip ${JSON.stringify(v)}`, () => rejectNode({ forceInternalIP: v }, Annotation.forceInternalIP, v));
+    test(`podCIDR ${JSON.stringify(v)}`, () => rejectNode({ podCIDR: v }, 'spec.podCIDR', v));
+  }
+
+  test('one bad allowed-location IP among good ones', () => {
+    rejectNode({ allowedLocationIPs: '192.168.5.0/24,192.168.300.0/24,10.9.0.0/16' }, Annotation.allowedLocationIPs, '192.168.300.0/24');
+  });
+
+  test('key that is not base64', () => rejectNode({ key: 'not a key!' }, Annotation.key, 'not a key!'));
+  test('key of 16 bytes', () => rejectNode({ key: shortKey }, Annotation.key, shortKey));
+  test('key of 33 bytes', () => rejectNode({ key: longKey }, Annotation.key, longKey));
+  test('key without padding', () => {
+    const k = wgKey('a').slice(0, 43);
+    rejectNode({ key: k }, Annotation.key, k);
+  });
+
+  for (const v of ['198.51.100.1', '198.51.100.1:0', '198.51.100.1:70000', '[::1]', '[::1]51820', '1.2.3:51820', '::1:51820', 'host:', ':51820', '198.51.100.1:port', '[10.0.0.1]:51820']) {
+    test(`endpoint ${JSON.stringify(v)}`, () => rejectNode({ endpoint: v }, Annotation.endpoint, v));
+    test(`force-endpoint ${JSON.stringify(v)}`, () => rejectNode({ forceEndpoint: v }, Annotation.forceEndpoint, v));
+  }
+
+  for (const v of ['-1', 'abc', '1.5', '86401']) {
+    test(`persistent-keepalive ${JSON.stringify(v)}`, () => rejectNode({ keepalive: v }, Annotation.persistentKeepalive, v));
+  }
+
+  test('last-seen that is not a number', () => rejectNode({ lastSeen: 'yesterday' }, Annotation.lastSeen, 'yesterday'));
+
+  test('discovered-endpoints that is not JSON', () => rejectNode({ discovered: '{"a":' }, Annotation.discoveredEndpoints, '{"a":'));
+  for (const v of ['[]', '"x"', '42', 'null']) {
+    test(`discovered-endpoints of wrong shape ${v}`, () => rejectNode({ discovered: v }, Annotation.discoveredEndpoints, v));
+  }
+  test('discovered-endpoints with a bad key inside', () => {
+    rejectNode({ discovered: { 'not-a-key': { IP: '203.0.113.9', Port: 51820 } } }, Annotation.discoveredEndpoints, 'not-a-key');
+  });
+  test('discovered-endpoints with a bad endpoint inside', () => {
+    const k = wgKey('roamer');
+    for (const v of [{ IP: 'nope', Port: 51820 }, { IP: '203.0.113.9', Port: 0 }, { IP: '203.0.113.9' }, 'x']) {
+      const e = rejectedNode({ discovered: JSON.stringify({ [k]: v }) }, Annotation.discoveredEndpoints, v);
+      assert.ok(e.field.includes(k), `field ${e.field} should name the key`);
+    }
+  });
+
+  test('every problem of one node is reported, not only the first', () => {
+    const p = parseNode(node('x', { ...good, internalIP: 'bad', keepalive: 'abc', key: 'k' }));
+    assert.equal(p.ok, false);
+    if (p.ok) return;
+    assert.deepEqual(p.errors.map((e) => e.field).sort(), [Annotation.internalIP, Annotation.key, Annotation.persistentKeepalive].map((k) => `metadata.annotations["${k}"]`).sort());
+  });
+});
+
+describe('parsePeer rejects malformed values', () => {
+  const rejectPeer = (spec: Parameters<typeof peer>[1], field: string, value: unknown): void => void assertRejected(peer('y', { allowedIPs: ['10.5.0.1/32'], ...spec }), 'Peer "y"', field, value);
+
+  test('no allowed IPs', () => {
+    void assertRejected(peer('y', {}), 'Peer "y"', 'spec.allowedIPs', null);
+    rejectPeer({ allowedIPs: [] }, 'spec.allowedIPs', []);
+  });
+  test('a bad allowed IP among good ones', () => rejectPeer({ allowedIPs: ['10.5.0.1/32', '10.5.0.300/32'] }, 'spec.allowedIPs[1]', '10.5.0.300/32'));
+  test('allowed IP without mask', () => rejectPeer({ allowedIPs: ['10.5.0.1'] }, 'spec.allowedIPs[0]', '10.5.0.1'));
+  test('missing publicKey', () => rejectPeer({ publicKey: null }, 'spec.publicKey', null));
+  test('publicKey not base64', () => rejectPeer({ publicKey: '!!!' }, 'spec.publicKey', '!!!'));
+  test('publicKey of 16 bytes', () => rejectPeer({ publicKey: shortKey }, 'spec.publicKey', shortKey));
+  for (const port of [0, 70000, -1, 1.5, '51820']) {
+    test(`endpoint port ${JSON.stringify(port)}`, () => rejectPeer({ endpoint: { dnsOrIP: { ip: '203.0.113.7' }, port } }, 'spec.endpoint.port', port));
+  }
+  test('endpoint with a bad IP', () => rejectPeer({ endpoint: { dnsOrIP: { ip: '203.0.113' }, port: 51820 } }, 'spec.endpoint.dnsOrIP.ip', '203.0.113'));
+  test('endpoint with a bad DNS name', () => rejectPeer({ endpoint: { dnsOrIP: { dns: 'bad_name!' }, port: 51820 } }, 'spec.endpoint.dnsOrIP.dns', 'bad_name!'));
+  test('presharedKey not a key', () => rejectPeer({ presharedKey: 'secret' }, 'spec.presharedKey', 'secret'));
+  test('persistentKeepalive negative', () => rejectPeer({ keepalive: -1 }, 'spec.persistentKeepalive', -1));
+});
+
+describe('parseCluster', () => {
+  test('a malformed object drops out, all others remain', () => {
+    const c = parseCluster([
+      node('a', good),
+      node('b', { ...good, internalIP: '10.1.0.300/24' }),
+      node('c', { ...good, endpoint: '198.51.100.3:0' }),
+      node('d', good),
+      peer('p1', { allowedIPs: ['10.5.0.1/32'] }),
+      peer('p2', { allowedIPs: ['10.5.0.2/32'], publicKey: 'bad' }),
+      peer('p3', { allowedIPs: ['10.5.0.3/32'] }),
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ignored' } },
+      { apiVersion: 'example.com/v1', kind: 'Peer', metadata: { name: 'not-kilo' }, spec: {} },
+    ]);
+    assert.deepEqual(c.nodes.map((n) => n.name), ['a', 'd']);
+    assert.deepEqual(c.peers.map((p) => p.name), ['p1', 'p3']);
+    assert.deepEqual(c.errors.map((e) => e.object), ['Node "b"', 'Node "c"', 'Peer "p2"']);
+  });
+
+  test('a node without a name is rejected', () => {
+    const obj = node('', good);
+    const c = parseCluster([obj]);
+    assert.equal(c.nodes.length, 0);
+    assert.equal(c.errors[0]?.field, 'metadata.name');
+  });
+});
+
+describe('parseNode accepts good values', () => {
+  test('IPv6 internal IP keeps its host bits and mask', () => {
+    const n = kiloNode('x', { ...good, internalIP: 'fd00:1::5/64' });
+    assert.equal(n.internalIP?.ip.text, 'fd00:1::5');
+    assert.equal(n.internalIP?.prefix, 64);
+    assert.equal(n.internalIP?.networkText, 'fd00:1::/64');
+  });
+
+  test('IPv4 internal IP keeps its host bits; pod CIDR and allowed-location IPs are masked', () => {
+    const n = kiloNode('x', { ...good, podCIDR: '10.2.1.7/24', allowedLocationIPs: ' 192.168.5.9/24 , 10.9.0.0/16,' });
+    assert.equal(n.internalIP?.toString(), '10.1.0.5/24');
+    assert.equal(n.podCIDR?.toString(), '10.2.1.0/24');
+    assert.deepEqual(n.allowedLocationIPs.map(String), ['192.168.5.0/24', '10.9.0.0/16']);
+  });
+
+  test('IPv6 endpoint in brackets', () => {
+    const n = kiloNode('x', { ...good, endpoint: '[fd00::1]:51820' });
+    assert.equal(n.endpoint?.ip?.text, 'fd00::1');
+    assert.equal(n.endpoint?.dns, null);
+    assert.equal(n.endpoint?.port, 51820);
+  });
+
+  test('DNS endpoint', () => {
+    const n = kiloNode('x', { ...good, endpoint: 'node-1.example.com:51821' });
+    assert.equal(n.endpoint?.ip, null);
+    assert.equal(n.endpoint?.dns, 'node-1.example.com');
+    assert.equal(n.endpoint?.port, 51821);
+  });
+
+  test('force-endpoint overrides the detected endpoint', () => {
+    const n = kiloNode('x', { ...good, endpoint: '10.1.0.5:51820', forceEndpoint: '203.0.113.5:6000' });
+    assert.equal(n.endpoint?.ip?.text, '203.0.113.5');
+    assert.equal(n.endpoint?.port, 6000);
+  });
+
+  test('a bad detected endpoint does not matter when force-endpoint replaces it', () => {
+    const p = parseNode(node('x', { ...good, endpoint: 'garbage', forceEndpoint: '203.0.113.5:6000' }));
+    assert.equal(p.ok, true);
+  });
+
+  test('force-internal-ip overrides the detected internal IP', () => {
+    assert.equal(kiloNode('x', { ...good, forceInternalIP: '172.16.0.9/16' }).internalIP?.toString(), '172.16.0.9/16');
+  });
+
+  for (const v of ['', '-']) {
+    test(`force-internal-ip ${JSON.stringify(v)} means no internal IP`, () => {
+      assert.equal(kiloNode('x', { ...good, forceInternalIP: v }).internalIP, null);
+    });
+  }
+
+  test('empty internal-ip means no internal IP', () => {
+    assert.equal(kiloNode('x', { ...good, internalIP: '' }).internalIP, null);
+  });
+
+  test('location annotation overrides the topology label, even when empty', () => {
+    const labels = { 'topology.kubernetes.io/region': 'us-east' };
+    assert.equal(kiloNode('x', { ...good, location: undefined, labels }).location, 'us-east');
+    assert.equal(kiloNode('x', { ...good, location: 'eu', labels }).location, 'eu');
+    assert.equal(kiloNode('x', { ...good, location: '', labels }).location, '');
+  });
+
+  test('a custom topology label is read instead of the default', () => {
+    const labels = { 'topology.kubernetes.io/region': 'us-east', 'example.com/site': 'lab' };
+    const p = parseNode(node('x', { ...good, location: undefined, labels }), { topologyLabel: 'example.com/site' });
+    assert.ok(p.ok);
+    assert.equal(p.value.location, 'lab');
+    const none = parseNode(node('x', { ...good, location: undefined, labels: {} }), { topologyLabel: 'example.com/site' });
+    assert.ok(none.ok);
+    assert.equal(none.value.location, '');
+  });
+
+  test('leader annotation: presence means leader, whatever the value', () => {
+    for (const v of ['true', 'false', '']) assert.equal(kiloNode('x', { ...good, leader: v }).wantsLeader, true, v);
+    assert.equal(kiloNode('x', good).wantsLeader, false);
+  });
+
+  test('persistent keepalive, last-seen and discovered endpoints', () => {
+    const k = wgKey('roamer');
+    const n = kiloNode('x', { ...good, keepalive: 25, lastSeen: 1700000000, discovered: { [k]: { IP: '203.0.113.9', Port: 40000 } } });
+    assert.equal(n.persistentKeepalive, 25);
+    assert.equal(n.lastSeen, 1700000000);
+    assert.equal(n.discoveredEndpoints.get(k)?.ip?.text, '203.0.113.9');
+    assert.equal(n.discoveredEndpoints.get(k)?.port, 40000);
+  });
+
+  test('missing key, endpoint and pod CIDR are not errors (the node is merely not ready)', () => {
+    const n = kiloNode('x', { key: null, lastSeen: null });
+    assert.equal(n.key, null);
+    assert.equal(n.endpoint, null);
+    assert.equal(n.podCIDR, null);
+    assert.equal(n.lastSeen, null);
+  });
+});
+
+describe('parsePeer accepts good values', () => {
+  test('IP endpoint, keepalive, preshared key', () => {
+    const psk = wgKey('psk');
+    const p = kiloPeer('y', { allowedIPs: ['10.5.0.1/32', '10.6.0.0/24'], endpoint: '203.0.113.7:51820', keepalive: 10, presharedKey: psk });
+    assert.deepEqual(p.allowedIPs.map(String), ['10.5.0.1/32', '10.6.0.0/24']);
+    assert.equal(p.publicKey, wgKey('y'));
+    assert.equal(p.endpoint?.ip?.text, '203.0.113.7');
+    assert.equal(p.endpoint?.port, 51820);
+    assert.equal(p.persistentKeepalive, 10);
+    assert.equal(p.presharedKey, psk);
+  });
+
+  test('DNS endpoint and no endpoint', () => {
+    assert.equal(kiloPeer('y', { allowedIPs: ['10.5.0.1/32'], endpoint: 'vpn.example.com:443' }).endpoint?.dns, 'vpn.example.com');
+    const p = kiloPeer('y', { allowedIPs: ['10.5.0.1/32'] });
+    assert.equal(p.endpoint, null);
+    assert.equal(p.persistentKeepalive, 0);
+    assert.equal(p.presharedKey, null);
+  });
+});
