@@ -38,12 +38,17 @@ export function planFirewall(t: Topology, options: MeshOptions): Firewall {
     }
   }
   const ownGroup = t.local.segment.group;
+  // A destination needs one RETURN; Kilo writes the WireGuard /32 twice (as itself and as an
+  // allowed IP), which only lengthens the chain.
+  const returned = new Set<string>();
+  const noNAT = (c: Cidr, comment: string) => {
+    if (returned.has(c.networkText)) return;
+    returned.add(c.networkText);
+    add(fam(c), 'nat', natChain, ['-d', c.networkText, '-j', 'RETURN'], comment);
+  };
   for (const s of t.segments) {
-    const wg = s.wireGuardIP.toHostCidr();
-    add(fam(wg), 'nat', natChain, ['-d', wg.networkText, '-j', 'RETURN'], 'Kilo: do not NAT packets destined for WireGuard IPs');
-    for (const c of s.allowedIPs) {
-      add(fam(c), 'nat', natChain, ['-d', c.networkText, '-j', 'RETURN'], 'Kilo: do not NAT packets destined for known IPs');
-    }
+    noNAT(s.wireGuardIP.toHostCidr(), 'Kilo: do not NAT packets destined for WireGuard IPs');
+    for (const c of s.allowedIPs) noNAT(c, 'Kilo: do not NAT packets destined for known IPs');
     // Replies from an allowed-location network (a printer LAN) must find their way back.
     if (s.group === ownGroup) {
       for (const c of s.allowedLocationIPs) {
@@ -54,12 +59,10 @@ export function planFirewall(t: Topology, options: MeshOptions): Firewall {
   for (const p of t.peers) {
     for (const c of p.allowedIPs) {
       add(fam(c), 'nat', 'POSTROUTING', ['-s', c.networkText, '-j', natChain], 'Kilo: jump to KILO-NAT chain', 'prepend');
-      add(fam(c), 'nat', natChain, ['-d', c.networkText, '-j', 'RETURN'], 'Kilo: do not NAT packets destined for peers');
+      noNAT(c, 'Kilo: do not NAT packets destined for peers');
     }
   }
-  for (const c of options.serviceCIDRs) {
-    add(fam(c), 'nat', natChain, ['-d', c.networkText, '-j', 'RETURN'], 'Kilo: do not NAT packets destined for service CIDRs');
-  }
+  for (const c of options.serviceCIDRs) noNAT(c, 'Kilo: do not NAT packets destined for service CIDRs');
   add(4, 'nat', natChain, ['-j', 'MASQUERADE'], 'Kilo: NAT remaining packets');
   add(6, 'nat', natChain, ['-j', 'MASQUERADE'], 'Kilo: NAT remaining packets');
 

@@ -30,13 +30,11 @@ export class IP {
   }
 
   static fromBytes(bytes: Uint8Array): IP {
-    const family: Family = bytes.length === 4 ? 4 : 6;
-    const text =
-      family === 4
-        ? Array.from(bytes).join('.')
-        : ipaddr.fromByteArray(Array.from(bytes)).toString();
-    return new IP(family, bytes, text);
+    if (bytes.length === 4) return new IP(4, bytes, `${bytes[0]}.${bytes[1]}.${bytes[2]}.${bytes[3]}`);
+    return new IP(6, bytes, ipaddr.fromByteArray(Array.from(bytes)).toString());
   }
+
+  private hostCidr: Cidr | undefined;
 
   equals(other: IP | null | undefined): boolean {
     return !!other && other.text === this.text;
@@ -53,7 +51,8 @@ export class IP {
 
   /** The address as a single-address CIDR (/32 or /128). */
   toHostCidr(): Cidr {
-    return Cidr.of(this, this.family === 4 ? 32 : 128);
+    // Memoised: plans of large clusters ask for the same /32s many times.
+    return (this.hostCidr ??= Cidr.of(this, this.family === 4 ? 32 : 128));
   }
 
   toString(): string {
@@ -94,6 +93,7 @@ export class Cidr {
   }
 
   static of(ip: IP, prefix: number): Cidr {
+    if (prefix === ip.bytes.length * 8) return new Cidr(ip, prefix, ip);
     const masked = new Uint8Array(ip.bytes.length);
     for (let i = 0; i < masked.length; i++) {
       const bits = Math.max(0, Math.min(8, prefix - i * 8));
@@ -102,9 +102,11 @@ export class Cidr {
     return new Cidr(ip, prefix, IP.fromBytes(masked));
   }
 
+  private networkTextCache: string | undefined;
+
   /** The masked prefix, e.g. "10.0.0.0/24" for "10.0.0.5/24". */
   get networkText(): string {
-    return `${this.network.text}/${this.prefix}`;
+    return (this.networkTextCache ??= `${this.network.text}/${this.prefix}`);
   }
 
   /** As written with host bits, e.g. "10.0.0.5/24". */

@@ -1,0 +1,1 @@
+console.log("## Dataplane: not yet measured\n");

@@ -1,0 +1,45 @@
+import { generateKeyPairSync } from 'node:crypto';
+import type { KubeObject } from '../src/model/parse.js';
+
+/** Deterministic-enough public keys: real X25519 keys, so parsing does real work. */
+function publicKey(): string {
+  const { publicKey } = generateKeyPairSync('x25519');
+  return publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64');
+}
+
+/**
+ * A cross-mesh cluster: `nodes` nodes spread over `locations` locations, each location one
+ * private LAN, every node with a public endpoint; `peers` Peers. Pod CIDRs from 10.42/16 up.
+ */
+export function generateCluster(nodes: number, locations: number, peers: number, lastSeen = 1_764_662_400): KubeObject[] {
+  const items: KubeObject[] = [];
+  for (let i = 0; i < nodes; i++) {
+    const loc = i % locations;
+    const n = Math.floor(i / locations) + 1;
+    items.push({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: {
+        name: `node-${String(i).padStart(5, '0')}`,
+        labels: { 'topology.kubernetes.io/region': `region-${loc}` },
+        annotations: {
+          'kilo.squat.ai/key': publicKey(),
+          'kilo.squat.ai/endpoint': `100.${64 + (i >> 16)}.${(i >> 8) & 0xff}.${i & 0xff}:51820`,
+          'kilo.squat.ai/internal-ip': `172.${16 + (loc >> 4)}.${((loc & 0xf) << 4) | (n >> 8)}.${n & 0xff}/20`,
+          'kilo.squat.ai/last-seen': String(lastSeen),
+          'kilo.squat.ai/granularity': 'cross',
+        },
+      },
+      spec: { podCIDR: `10.${42 + (i >> 8)}.${i & 0xff}.0/24` },
+    });
+  }
+  for (let p = 0; p < peers; p++) {
+    items.push({
+      apiVersion: 'kilo.squat.ai/v1alpha1',
+      kind: 'Peer',
+      metadata: { name: `peer-${p}` },
+      spec: { allowedIPs: [`10.5.${p}.1/32`], publicKey: publicKey(), persistentKeepalive: 10 },
+    });
+  }
+  return items;
+}
