@@ -1,0 +1,86 @@
+import type { Plan } from '../mesh/types.js';
+import type { DeviceNames, FirewallTables, Links, Ops, PeerChanges, RoutingTables, WireGuardDevice } from './types.js';
+
+/** The node's dataplane: one implementation per concern, real or fake. */
+export interface Dataplane {
+  device: WireGuardDevice;
+  links: Links;
+  routes: RoutingTables;
+  firewall: FirewallTables;
+}
+
+export interface ReconcileInput {
+  plan: Plan;
+  devices: DeviceNames;
+  /** base64; read from the key file by the caller, never logged. */
+  privateKey: string;
+  /** null leaves the MTU alone. */
+  mtu: number | null;
+  /** Firewall mark for WireGuard's own packets (0 = none). */
+  fwmark?: number;
+}
+
+export interface ReconcileResult {
+  wireGuard: PeerChanges;
+  links: Ops;
+  routes: Ops;
+  firewall: Ops;
+  /** Total write operations; zero when the machine already matched the plan. */
+  writes: number;
+  /** One entry per failed step, each naming what failed; the other steps were still applied. */
+  errors: Error[];
+}
+
+const noChanges = (): PeerChanges => ({ added: [], removed: [], updated: [] });
+const noOps = (): Ops => ({ writes: 0, details: [] });
+
+/**
+ * Makes the machine equal to the plan, step by step. A step that fails does not stop the
+ * others: a route the kernel rejects must not keep WireGuard peers or the firewall stale.
+ */
+export async function reconcile(dp: Dataplane, input: ReconcileInput): Promise<ReconcileResult> {
+  const { plan } = input;
+  const result: ReconcileResult = { wireGuard: noChanges(), links: noOps(), routes: noOps(), firewall: noOps(), writes: 0, errors: [] };
+  const step = async <T>(name: string, f: () => Promise<T>): Promise<T | null> => {
+    try {
+      return await f();
+    } catch (e) {
+      const err = e instanceof Error ? e : new Error(String(e));
+      result.errors.push(new Error(`${name}: ${err.message}`, { cause: err }));
+      return null;
+    }
+  };
+
+  const deviceReady = (await step('WireGuard interface', () => dp.device.ensure())) !== null;
+  if (deviceReady) {
+    result.links =
+      (await step(`interface ${input.devices.kilo}`, () =>
+        dp.links.reconcile(input.devices.kilo, { address: plan.wireGuardIP, up: plan.interfaceUp, mtu: input.mtu }),
+      )) ?? noOps();
+    result.wireGuard =
+      (await step(`WireGuard peers of ${input.devices.kilo}`, () =>
+        dp.device.configure({ privateKey: input.privateKey, listenPort: plan.listenPort, fwmark: input.fwmark ?? 0, peers: plan.peers }),
+      )) ?? noChanges();
+  }
+  result.routes = (await step('routes', () => dp.routes.reconcile(plan.routes, plan.rules, input.devices))) ?? noOps();
+  result.firewall = (await step('iptables', () => dp.firewall.reconcile(plan.firewall))) ?? noOps();
+  const wg = result.wireGuard;
+  result.writes = result.links.writes + result.routes.writes + result.firewall.writes + wg.added.length + wg.removed.length + wg.updated.length;
+  return result;
+}
+
+/** Removes everything Kilo added: firewall, routes and rules, and (optionally) the interface. */
+export async function cleanUp(dp: Dataplane, opts: { interface: boolean }): Promise<Error[]> {
+  const errors: Error[] = [];
+  const attempt = async (name: string, f: () => Promise<unknown>) => {
+    try {
+      await f();
+    } catch (e) {
+      errors.push(new Error(`clean-up of ${name}: ${(e as Error).message}`, { cause: e }));
+    }
+  };
+  await attempt('iptables', () => dp.firewall.cleanup());
+  await attempt('routes', () => dp.routes.cleanup());
+  if (opts.interface) await attempt('WireGuard interface', () => dp.device.destroy());
+  return errors;
+}
