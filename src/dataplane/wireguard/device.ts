@@ -1,0 +1,302 @@
+import type { ChildProcess } from 'node:child_process';
+import { lookup } from 'node:dns/promises';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { IP } from '../../net/cidr.js';
+import { parseDump } from '../../wireguard/dump.js';
+import { ExecError, type Exec } from '../exec.js';
+import type { Ops, PeerChanges, WireGuardConfig, WireGuardDevice, WireGuardState } from '../types.js';
+import { describeDiff, diffWireGuard, isEmptyDiff, peerChangesOf } from './diff.js';
+import { defaultArgvBudget, wgSetCommands } from './wg-set.js';
+
+export type WireGuardImplementation = 'auto' | 'kernel' | 'userspace';
+
+export interface WireGuardDeviceOptions {
+  name: string;
+  /** false: adopt an interface someone else made; it is never created or deleted. Default true. */
+  createInterface?: boolean;
+  /** 'auto' uses the kernel module when `ip link add … type wireguard` works, else wireguard-go. */
+  implementation?: WireGuardImplementation;
+  /** The wireguard-go command. */
+  wireguardGo?: string;
+  /** One line per event (never a key). */
+  log?: (line: string) => void;
+  /** Called after a crashed wireguard-go was restarted and the last config re-applied: addresses
+   * and routes on the new interface are gone, so the caller reconciles links and routes. */
+  onRestart?: () => void;
+  /** Resolves a DNS endpoint's host to an address; default: the system resolver. */
+  resolve?: (host: string) => Promise<string>;
+  /** How long to wait for wireguard-go's UAPI socket. */
+  socketTimeoutMs?: number;
+  /** Largest argv of one `wg set`; more changes are split across invocations. */
+  argvBudget?: number;
+}
+
+type Kind = 'kernel' | 'userspace' | 'adopted';
+
+const maxRestartDelayMs = 30_000;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/**
+ * A WireGuard interface on Linux driven through `wg` and `ip` over an Exec: read with
+ * `wg show dump`, written by difference with `wg set` (one invocation per reconcile), so peers
+ * that did not change keep their sessions.
+ */
+export class LinuxWireGuardDevice implements WireGuardDevice {
+  readonly name: string;
+  /** What the last configure() wrote; zero writes when nothing changed. */
+  lastOps: Ops = { writes: 0, details: [] };
+  private kind: Kind | null = null;
+  private child: ChildProcess | null = null;
+  private stopping = false;
+  private restartDelayMs = 500;
+  private lastConfig: WireGuardConfig | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly log: (line: string) => void;
+
+  constructor(
+    private readonly exec: Exec,
+    private readonly options: WireGuardDeviceOptions,
+  ) {
+    this.name = options.name;
+    this.log = options.log ?? (() => {});
+  }
+
+  /** How the interface is run: our kernel link, our wireguard-go, or someone else's. */
+  get implementation(): Kind | null {
+    return this.kind;
+  }
+
+  /** The PID of the wireguard-go this device started and supervises, if any. */
+  get pid(): number | null {
+    return this.child?.pid ?? null;
+  }
+
+  private get socketPath(): string {
+    return join(this.exec.wireGuardRunDir, `${this.name}.sock`);
+  }
+
+  /** Operations run one at a time: a restart must not interleave with a configure. */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => {});
+    return next;
+  }
+
+  ensure(): Promise<void> {
+    return this.serial(() => this.ensureNow());
+  }
+
+  private async linkInfo(): Promise<{ kind: string | null } | null> {
+    try {
+      const { stdout } = await this.exec.run(['ip', '-d', '-j', 'link', 'show', 'dev', this.name]);
+      const links = JSON.parse(stdout) as { linkinfo?: { info_kind?: string } }[];
+      return { kind: links[0]?.linkinfo?.info_kind ?? null };
+    } catch (e) {
+      if (e instanceof ExecError && /does not exist|Cannot find device/i.test(e.stderr)) return null;
+      throw e;
+    }
+  }
+
+  private async ensureNow(): Promise<void> {
+    this.stopping = false;
+    if (this.kind === 'userspace' && this.child) return;
+    const link = await this.linkInfo();
+    if (this.options.createInterface === false) {
+      if (!link) throw new Error(`WireGuard interface ${this.name} does not exist (it is adopted, not created: createInterface=false)`);
+      this.kind = 'adopted';
+      return;
+    }
+    if (link) {
+      // Ours from an earlier run (same name): keep it, and with it every peer's session.
+      if (link.kind === 'wireguard') this.kind = 'kernel';
+      else if (link.kind === 'tun' && existsSync(this.socketPath)) this.kind = 'userspace';
+      else throw new Error(`interface ${this.name} exists but is not a WireGuard device (kind ${link.kind ?? 'unknown'})`);
+      return;
+    }
+    const implementation = this.options.implementation ?? 'auto';
+    if (implementation !== 'userspace') {
+      try {
+        await this.exec.run(['ip', 'link', 'add', this.name, 'type', 'wireguard']);
+        this.kind = 'kernel';
+        this.log(`wireguard ${this.name}: created kernel interface`);
+        return;
+      } catch (e) {
+        const unsupported = e instanceof ExecError && /Unknown device type|not supported/i.test(e.stderr);
+        if (implementation === 'kernel' || !unsupported) throw e;
+        this.log(`wireguard ${this.name}: no kernel WireGuard (${(e as ExecError).stderr.trim()}), using wireguard-go`);
+      }
+    }
+    await this.startUserspace();
+    this.kind = 'userspace';
+  }
+
+  private async startUserspace(): Promise<void> {
+    // A socket left by a killed wireguard-go would look like a live one.
+    rmSync(this.socketPath, { force: true });
+    const argv = ['env', 'WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD=1', this.options.wireguardGo ?? 'wireguard-go', '-f', this.name];
+    const child = this.exec.start(argv);
+    this.child = child;
+    let exited = false;
+    let running = false;
+    let spawnError: Error | null = null;
+    child.on('error', (e) => {
+      spawnError = e;
+      exited = true;
+    });
+    let lastLine = '';
+    const forward = (data: Buffer) => {
+      for (const line of data.toString('utf8').split('\n')) {
+        // Skips the banner box wireguard-go draws when the kernel could do the job.
+        if (!line.trim() || /^[│┌└]/.test(line)) continue;
+        lastLine = line.trim();
+        this.log(`wireguard-go ${this.name}: ${lastLine}`);
+      }
+    };
+    child.stdout?.on('data', forward);
+    child.stderr?.on('data', forward);
+    child.on('exit', (code, signal) => {
+      exited = true;
+      if (this.child !== child) return;
+      this.child = null;
+      // A start that failed is reported by ensure(); only a running one is restarted.
+      if (this.stopping || !running) return;
+      this.log(`wireguard-go ${this.name} (pid ${child.pid}) exited (${signal ?? code}); restarting in ${this.restartDelayMs} ms`);
+      void this.restartLater();
+    });
+    const deadline = Date.now() + (this.options.socketTimeoutMs ?? 10_000);
+    while (!existsSync(this.socketPath)) {
+      if (exited) {
+        this.child = null;
+        throw new Error(`wireguard-go ${this.name} exited before creating ${this.socketPath}${spawnError ? `: ${(spawnError as Error).message}` : lastLine ? `: ${lastLine}` : ''}`);
+      }
+      if (Date.now() > deadline) {
+        await this.stopChild();
+        throw new Error(`wireguard-go ${this.name} did not create ${this.socketPath} in time`);
+      }
+      await sleep(20);
+    }
+    running = true;
+    this.log(`wireguard ${this.name}: started wireguard-go (pid ${child.pid})`);
+  }
+
+  private async restartLater(): Promise<void> {
+    const delay = this.restartDelayMs;
+    this.restartDelayMs = Math.min(this.restartDelayMs * 2, maxRestartDelayMs);
+    await sleep(delay);
+    await this.serial(async () => {
+      if (this.stopping || this.child) return;
+      try {
+        await this.startUserspace();
+        if (this.lastConfig) await this.configureNow(this.lastConfig);
+        this.restartDelayMs = 500;
+        this.options.onRestart?.();
+      } catch (e) {
+        this.log(`wireguard ${this.name}: restart failed: ${(e as Error).message}`);
+        if (!this.child && !this.stopping) void this.restartLater();
+      }
+    });
+  }
+
+  read(): Promise<WireGuardState> {
+    return this.serial(async () => (await this.readNow()).state);
+  }
+
+  private async readNow() {
+    const { stdout } = await this.exec.run(['wg', 'show', this.name, 'dump']);
+    return parseDump(stdout);
+  }
+
+  configure(config: WireGuardConfig): Promise<PeerChanges> {
+    return this.serial(() => this.configureNow(config));
+  }
+
+  private async resolveEndpoints(config: WireGuardConfig): Promise<WireGuardConfig> {
+    const resolve = this.options.resolve ?? (async (host: string) => (await lookup(host)).address);
+    const peers = await Promise.all(
+      config.peers.map(async (p) => {
+        const m = p.endpoint ? /^([^[\]:]+):(\d+)$/.exec(p.endpoint) : null;
+        if (!m || IP.tryParse(m[1]!)) return p;
+        // WireGuard stores addresses: resolve here so an unchanged DNS endpoint is no change.
+        try {
+          const ip = IP.parse(await resolve(m[1]!));
+          return { ...p, endpoint: ip.family === 6 ? `[${ip.text}]:${m[2]}` : `${ip.text}:${m[2]}` };
+        } catch (e) {
+          this.log(`wireguard ${this.name}: peer ${p.publicKey}: cannot resolve endpoint ${p.endpoint}: ${(e as Error).message}; keeping the current one`);
+          return { ...p, endpoint: null };
+        }
+      }),
+    );
+    return { ...config, peers };
+  }
+
+  private async configureNow(config: WireGuardConfig): Promise<PeerChanges> {
+    const resolved = await this.resolveEndpoints(config);
+    const { state, presharedKeyDigests } = await this.readNow();
+    const diff = diffWireGuard(state, resolved, presharedKeyDigests);
+    this.lastConfig = config;
+    if (isEmptyDiff(diff)) {
+      this.lastOps = { writes: 0, details: [] };
+      return peerChangesOf(diff);
+    }
+    const details = describeDiff(this.name, diff);
+    // Keys go to 0600 files in a 0700 directory that lives only for this write.
+    const dir = mkdtempSync(join(tmpdir(), 'kilo-wg-'));
+    try {
+      let n = 0;
+      const secretFile = (secret: string) => {
+        const path = join(dir, `k${n++}`);
+        writeFileSync(path, `${secret}\n`, { mode: 0o600 });
+        return path;
+      };
+      for (const argv of wgSetCommands(this.name, diff, secretFile, this.options.argvBudget ?? defaultArgvBudget)) {
+        await this.exec.run(argv, { timeoutMs: 120_000 });
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    this.lastOps = { writes: details.length, details };
+    for (const line of details) this.log(line);
+    return peerChangesOf(diff);
+  }
+
+  destroy(): Promise<void> {
+    return this.serial(async () => {
+      this.stopping = true;
+      const kind = this.kind;
+      this.kind = null;
+      this.lastConfig = null;
+      if (kind === 'adopted' || kind === null) return;
+      if (this.child) {
+        await this.stopChild();
+        this.log(`wireguard ${this.name}: stopped wireguard-go`);
+        return;
+      }
+      // A kernel link, or a wireguard-go from an earlier run: deleting the link ends either.
+      if (await this.linkInfo()) await this.exec.run(['ip', 'link', 'del', 'dev', this.name]);
+      this.log(`wireguard ${this.name}: deleted interface`);
+    });
+  }
+
+  /** Stops the wireguard-go we started, by its PID: SIGTERM, then SIGKILL after 5 s. */
+  private async stopChild(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    this.child = null;
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((r) => child.once('exit', () => r()));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+/** The Linux WireGuard device for `options.name`; the implementation is chosen by ensure(). */
+export function createWireGuardDevice(exec: Exec, options: WireGuardDeviceOptions): LinuxWireGuardDevice {
+  return new LinuxWireGuardDevice(exec, options);
+}

@@ -1,0 +1,176 @@
+import { Cidr, IP } from '../../net/cidr.js';
+import { presharedKeyDigest } from '../../wireguard/dump.js';
+import { publicKeyOf } from '../../wireguard/keys.js';
+import type { PeerChanges, WireGuardConfig, WireGuardPeerState, WireGuardState } from '../types.js';
+
+/** Settings of a peer that a change writes; an absent field is left as it is. */
+export interface PeerSettings {
+  endpoint?: string;
+  allowedIPs?: string[];
+  persistentKeepalive?: number;
+  /** The new preshared key, or null to remove it. Secret: never logged. */
+  presharedKey?: string | null;
+}
+
+export type PeerChange =
+  | { kind: 'remove'; publicKey: string }
+  | { kind: 'update'; publicKey: string; set: PeerSettings }
+  | { kind: 'add'; publicKey: string; set: PeerSettings };
+
+export interface InterfaceChanges {
+  listenPort?: number;
+  fwmark?: number;
+  /** The new private key. Secret: never logged. */
+  privateKey?: string;
+}
+
+/**
+ * What has to be written to make a device match a config. Peers come removes first, then
+ * updates, then adds: an allowed IP moving from a removed or updated peer to a new one is
+ * released before it is claimed.
+ */
+export interface WireGuardDiff {
+  interface: InterfaceChanges;
+  peers: PeerChange[];
+}
+
+/** A config that cannot be applied (a plan bug); names the peer. */
+export class WireGuardConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WireGuardConfigError';
+  }
+}
+
+/** The allowed IP as WireGuard reports it: host bits cleared, canonical address text. */
+export function normalizeAllowedIP(value: string): string {
+  return Cidr.tryParse(value.trim())?.networkText ?? value.trim();
+}
+
+/** `ip:port` / `[ipv6]:port` with the address in canonical form; DNS names are left as written. */
+export function normalizeEndpoint(value: string): string {
+  const m = /^\[([^\]]+)\]:(\d+)$/.exec(value) ?? /^([^:]+):(\d+)$/.exec(value);
+  if (!m) return value;
+  const [, host, port] = m as unknown as [string, string, string];
+  const [addr, zone] = host.split('%', 2) as [string, string | undefined];
+  const ip = IP.tryParse(addr);
+  if (!ip) return value;
+  const text = zone === undefined ? ip.text : `${ip.text}%${zone}`;
+  return ip.family === 6 ? `[${text}]:${Number(port)}` : `${text}:${Number(port)}`;
+}
+
+function allowedSet(list: readonly string[]): string[] {
+  return [...new Set(list.map(normalizeAllowedIP))].sort();
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+function byKey(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function peerUpdate(
+  current: WireGuardPeerState,
+  desired: WireGuardConfig['peers'][number],
+  currentDigest: string | undefined,
+  digestsKnown: boolean,
+): PeerSettings {
+  const set: PeerSettings = {};
+  // A null endpoint means "wherever WireGuard last saw it" (a peer behind NAT): never fight
+  // the roaming endpoint WireGuard learned.
+  if (desired.endpoint !== null && normalizeEndpoint(desired.endpoint) !== (current.endpoint && normalizeEndpoint(current.endpoint))) {
+    set.endpoint = desired.endpoint;
+  }
+  const allowed = allowedSet(desired.allowedIPs);
+  if (!sameList(allowed, allowedSet(current.allowedIPs))) set.allowedIPs = allowed;
+  if (desired.persistentKeepalive !== current.persistentKeepalive) set.persistentKeepalive = desired.persistentKeepalive;
+  if (desired.presharedKey === null) {
+    if (current.hasPresharedKey) set.presharedKey = null;
+  } else if (!current.hasPresharedKey || (digestsKnown && currentDigest !== presharedKeyDigest(desired.presharedKey))) {
+    set.presharedKey = desired.presharedKey;
+  }
+  return set;
+}
+
+/**
+ * The writes that turn `current` into `desired`; an unchanged peer produces nothing.
+ * `presharedKeyDigests` (from parseDump) lets a changed preshared key be noticed; without it
+ * only presence is compared.
+ * @throws WireGuardConfigError when two desired peers share a public key.
+ */
+export function diffWireGuard(
+  current: WireGuardState,
+  desired: WireGuardConfig,
+  presharedKeyDigests?: ReadonlyMap<string, string>,
+): WireGuardDiff {
+  const iface: InterfaceChanges = {};
+  // Port 0 asks WireGuard to pick one; what it picked is then the right port, not a change.
+  if (desired.listenPort !== 0 && desired.listenPort !== current.listenPort) iface.listenPort = desired.listenPort;
+  if ((desired.fwmark ?? 0) !== current.fwmark) iface.fwmark = desired.fwmark ?? 0;
+  if (publicKeyOf(desired.privateKey) !== current.publicKey) iface.privateKey = desired.privateKey;
+
+  const have = new Map(current.peers.map((p) => [p.publicKey, p]));
+  const want = new Map<string, WireGuardConfig['peers'][number]>();
+  for (const p of desired.peers) {
+    if (want.has(p.publicKey)) throw new WireGuardConfigError(`two WireGuard peers with public key ${p.publicKey}: ${want.get(p.publicKey)!.names.join(',')} and ${p.names.join(',')}`);
+    want.set(p.publicKey, p);
+  }
+
+  const removes: PeerChange[] = [];
+  const updates: PeerChange[] = [];
+  const adds: PeerChange[] = [];
+  for (const key of [...have.keys()].sort(byKey)) {
+    if (!want.has(key)) removes.push({ kind: 'remove', publicKey: key });
+  }
+  for (const key of [...want.keys()].sort(byKey)) {
+    const d = want.get(key)!;
+    const c = have.get(key);
+    if (!c) {
+      const set: PeerSettings = { allowedIPs: allowedSet(d.allowedIPs) };
+      if (d.endpoint !== null) set.endpoint = d.endpoint;
+      if (d.persistentKeepalive !== 0) set.persistentKeepalive = d.persistentKeepalive;
+      if (d.presharedKey !== null) set.presharedKey = d.presharedKey;
+      adds.push({ kind: 'add', publicKey: key, set });
+      continue;
+    }
+    const set = peerUpdate(c, d, presharedKeyDigests?.get(key), presharedKeyDigests !== undefined);
+    if (Object.keys(set).length > 0) updates.push({ kind: 'update', publicKey: key, set });
+  }
+  return { interface: iface, peers: [...removes, ...updates, ...adds] };
+}
+
+export function isEmptyDiff(diff: WireGuardDiff): boolean {
+  return diff.peers.length === 0 && Object.keys(diff.interface).length === 0;
+}
+
+export function peerChangesOf(diff: WireGuardDiff): PeerChanges {
+  const of = (kind: PeerChange['kind']) => diff.peers.filter((p) => p.kind === kind).map((p) => p.publicKey);
+  return { added: of('add'), removed: of('remove'), updated: of('update') };
+}
+
+function describeSettings(s: PeerSettings): string {
+  const parts: string[] = [];
+  if (s.endpoint !== undefined) parts.push(`endpoint ${s.endpoint}`);
+  if (s.allowedIPs !== undefined) parts.push(`allowed-ips ${s.allowedIPs.join(',') || '(none)'}`);
+  if (s.persistentKeepalive !== undefined) parts.push(`persistent-keepalive ${s.persistentKeepalive}`);
+  if (s.presharedKey !== undefined) parts.push(s.presharedKey === null ? 'preshared-key removed' : 'preshared-key set');
+  return parts.join(' ');
+}
+
+/** One line per change, for logs and Ops; secrets appear only as "set"/"changed". */
+export function describeDiff(device: string, diff: WireGuardDiff): string[] {
+  const lines: string[] = [];
+  const i = diff.interface;
+  const ifaceParts: string[] = [];
+  if (i.listenPort !== undefined) ifaceParts.push(`listen-port ${i.listenPort}`);
+  if (i.fwmark !== undefined) ifaceParts.push(`fwmark 0x${i.fwmark.toString(16)}`);
+  if (i.privateKey !== undefined) ifaceParts.push(`private-key changed (public key ${publicKeyOf(i.privateKey)})`);
+  if (ifaceParts.length > 0) lines.push(`wireguard ${device}: ${ifaceParts.join(' ')}`);
+  for (const p of diff.peers) {
+    const rest = p.kind === 'remove' ? '' : ` ${describeSettings(p.set)}`;
+    lines.push(`wireguard ${device}: ${p.kind} peer ${p.publicKey}${rest}`);
+  }
+  return lines;
+}

@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { PeerChanges, WireGuardConfig, WireGuardDevice, WireGuardState } from '../../src/dataplane/types.js';
+import type { PlanPeer } from '../../src/mesh/types.js';
+import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
+
+export interface ContractSubject {
+  device: WireGuardDevice;
+  cleanup(): Promise<void>;
+}
+
+function sorted(keys: string[]): string[] {
+  return [...keys].sort();
+}
+
+const noChanges: PeerChanges = { added: [], removed: [], updated: [] };
+
+function changes(c: Partial<PeerChanges>): PeerChanges {
+  return { added: sorted(c.added ?? []), removed: sorted(c.removed ?? []), updated: sorted(c.updated ?? []) };
+}
+
+function peer(name: string, over: Partial<PlanPeer> = {}): PlanPeer {
+  return {
+    kind: 'segment',
+    names: [name],
+    publicKey: publicKeyOf(generatePrivateKey()),
+    endpoint: null,
+    allowedIPs: [],
+    persistentKeepalive: 0,
+    presharedKey: null,
+    ...over,
+  };
+}
+
+/** What read() must give back for a config: its peers, in WireGuard's normal form. */
+function view(state: WireGuardState) {
+  return state.peers
+    .map((p) => ({
+      publicKey: p.publicKey,
+      endpoint: p.endpoint,
+      allowedIPs: [...p.allowedIPs].sort(),
+      persistentKeepalive: p.persistentKeepalive,
+      hasPresharedKey: p.hasPresharedKey,
+    }))
+    .sort((a, b) => (a.publicKey < b.publicKey ? -1 : 1));
+}
+
+/**
+ * The behaviour every WireGuardDevice has, fake or real: configure applies exactly the
+ * difference and says which peers it touched; an unchanged config touches nothing.
+ */
+export function wireGuardContract(label: string, make: () => Promise<ContractSubject>, skip: string | false = false): void {
+  const privateKey = generatePrivateKey();
+  const p1 = peer('node-1', { endpoint: '192.0.2.1:51820', allowedIPs: ['10.4.0.1/32', '10.42.1.0/24'] });
+  const p2 = peer('node-2', {
+    endpoint: '[2001:db8::2]:51820',
+    allowedIPs: ['10.4.0.2/32', '10.42.2.0/24', 'fd42:2::/64'],
+    persistentKeepalive: 25,
+    presharedKey: generatePrivateKey(),
+  });
+  const p3 = peer('node-3', { endpoint: '192.0.2.3:51821', allowedIPs: ['10.4.0.3/32'] });
+  const p4 = peer('node-4', { endpoint: null, allowedIPs: ['10.4.0.4/32'], kind: 'peer' });
+  const configA: WireGuardConfig = { privateKey, listenPort: 51820, peers: [p1, p2, p3] };
+  const configB: WireGuardConfig = {
+    privateKey,
+    listenPort: 51820,
+    fwmark: 0x1107,
+    peers: [
+      { ...p1, allowedIPs: ['10.42.1.0/24', '10.4.0.1/32', '10.42.11.0/24'] },
+      { ...p2, presharedKey: generatePrivateKey() },
+      p4,
+    ],
+  };
+
+  test(`${label}: WireGuard device contract`, { skip }, async (t) => {
+    const subject = await make();
+    t.after(() => subject.cleanup());
+    const d = subject.device;
+    await d.ensure();
+
+    await t.test('configure A: every peer added, read back exactly', async () => {
+      assert.deepEqual(await d.configure(configA), changes({ added: [p1.publicKey, p2.publicKey, p3.publicKey] }));
+      const s = await d.read();
+      assert.equal(s.publicKey, publicKeyOf(privateKey));
+      assert.equal(s.listenPort, 51820);
+      assert.equal(s.fwmark, 0);
+      assert.deepEqual(view(s), [
+        { publicKey: p1.publicKey, endpoint: '192.0.2.1:51820', allowedIPs: ['10.4.0.1/32', '10.42.1.0/24'], persistentKeepalive: 0, hasPresharedKey: false },
+        { publicKey: p2.publicKey, endpoint: '[2001:db8::2]:51820', allowedIPs: ['10.4.0.2/32', '10.42.2.0/24', 'fd42:2::/64'], persistentKeepalive: 25, hasPresharedKey: true },
+        { publicKey: p3.publicKey, endpoint: '192.0.2.3:51821', allowedIPs: ['10.4.0.3/32'], persistentKeepalive: 0, hasPresharedKey: false },
+      ].sort((a, b) => (a.publicKey < b.publicKey ? -1 : 1)));
+    });
+
+    await t.test('configure A again: no changes', async () => {
+      assert.deepEqual(await d.configure(configA), noChanges);
+      // Allowed IPs are a set: order and host bits are not changes.
+      const shuffled = { ...configA, peers: [{ ...p2, allowedIPs: ['fd42:2::1/64', '10.42.2.7/24', '10.4.0.2/32'] }, p3, p1] };
+      assert.deepEqual(await d.configure(shuffled), noChanges);
+    });
+
+    await t.test('configure B: exactly the difference', async () => {
+      const before = await d.read();
+      assert.deepEqual(await d.configure(configB), changes({ added: [p4.publicKey], removed: [p3.publicKey], updated: [p1.publicKey, p2.publicKey] }));
+      const s = await d.read();
+      assert.equal(s.fwmark, 0x1107);
+      assert.equal(s.listenPort, before.listenPort);
+      assert.deepEqual(view(s), [
+        { publicKey: p1.publicKey, endpoint: '192.0.2.1:51820', allowedIPs: ['10.4.0.1/32', '10.42.1.0/24', '10.42.11.0/24'], persistentKeepalive: 0, hasPresharedKey: false },
+        { publicKey: p2.publicKey, endpoint: '[2001:db8::2]:51820', allowedIPs: ['10.4.0.2/32', '10.42.2.0/24', 'fd42:2::/64'], persistentKeepalive: 25, hasPresharedKey: true },
+        { publicKey: p4.publicKey, endpoint: null, allowedIPs: ['10.4.0.4/32'], persistentKeepalive: 0, hasPresharedKey: false },
+      ].sort((a, b) => (a.publicKey < b.publicKey ? -1 : 1)));
+    });
+
+    await t.test('configure B again: no changes', async () => {
+      assert.deepEqual(await d.configure(configB), noChanges);
+    });
+
+    await t.test('endpoint, keepalive and preshared-key removal are updates', async () => {
+      const c: WireGuardConfig = {
+        ...configB,
+        peers: [{ ...configB.peers[0]!, endpoint: '198.51.100.1:51820', persistentKeepalive: 10 }, { ...configB.peers[1]!, presharedKey: null }, p4],
+      };
+      assert.deepEqual(await d.configure(c), changes({ updated: [p1.publicKey, p2.publicKey] }));
+      const byKey = new Map((await d.read()).peers.map((p) => [p.publicKey, p]));
+      assert.equal(byKey.get(p1.publicKey)!.endpoint, '198.51.100.1:51820');
+      assert.equal(byKey.get(p1.publicKey)!.persistentKeepalive, 10);
+      assert.equal(byKey.get(p2.publicKey)!.hasPresharedKey, false);
+      assert.deepEqual(await d.configure(c), noChanges);
+    });
+
+    await t.test('a null endpoint leaves the endpoint WireGuard has', async () => {
+      const withEndpoint: WireGuardConfig = { ...configB, peers: [{ ...p4, endpoint: '203.0.113.4:51820' }] };
+      await d.configure(withEndpoint);
+      assert.deepEqual(await d.configure({ ...configB, peers: [p4] }), noChanges);
+      assert.equal((await d.read()).peers[0]!.endpoint, '203.0.113.4:51820');
+    });
+
+    await t.test('a new private key changes the interface, not the peers', async () => {
+      const other = generatePrivateKey();
+      assert.deepEqual(await d.configure({ ...configB, privateKey: other, peers: [p4] }), noChanges);
+      assert.equal((await d.read()).publicKey, publicKeyOf(other));
+    });
+
+    await t.test('removing every peer', async () => {
+      const left = (await d.read()).peers.map((p) => p.publicKey);
+      assert.ok(left.length > 0);
+      assert.deepEqual(await d.configure({ privateKey, listenPort: 51820, peers: [] }), changes({ removed: left }));
+      assert.deepEqual((await d.read()).peers, []);
+      assert.deepEqual(await d.configure({ privateKey, listenPort: 51820, peers: [] }), noChanges);
+    });
+  });
+}
