@@ -15,7 +15,7 @@ export function parseBool(name: string) {
 }
 
 export function boolOption(name: string, description: string, def: boolean): Option {
-  return new Option(`--${name} [bool]`, description).argParser(parseBool(name)).preset(true).default(def);
+  return new Option(`--${name} [bool]`, description).argParser(parseBool(name)).preset('true').default(def);
 }
 
 export function parseCidrFlag(name: string) {

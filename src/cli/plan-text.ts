@@ -1,6 +1,90 @@
-import type { Plan } from '../mesh/types.js';
+import type { FirewallRule, Plan, PlanPeer, PlanRoute, PlanRule } from '../mesh/types.js';
+import { interfaceSection, peerSection } from '../wireguard/ini.js';
 
-/** Placeholder until the text renderer lands: JSON is the contract. */
+/**
+ * A plan as an operator reads it: the WireGuard device as `wg showconf` prints it, then the
+ * routes and rules as `ip route` / `ip rule` arguments, then the firewall as iptables-save.
+ * Devices stay roles (kilo, private, tunnel): the agent maps them to interface names. Secrets
+ * never appear: the private key is named by its file, a preshared key by its Peer.
+ */
 export function renderPlanText(plan: Plan): string {
-  return `${JSON.stringify(plan, null, 2)}\n`;
+  const out: string[] = [
+    `# kgctl plan ${plan.node}: granularity ${plan.granularity}, encapsulate ${plan.encapsulate}, ${plan.leader ? 'leader' : 'not a leader'}`,
+    '# devices are roles: kilo = the WireGuard interface, private = the interface holding the internal IP, tunnel = the encapsulation interface',
+    '',
+  ];
+  out.push(...wireGuardText(plan), '');
+  if (plan.routes.length > 0) out.push('# ip route (proto static)', ...plan.routes.map(routeText), '');
+  if (plan.rules.length > 0) out.push('# ip rule', ...plan.rules.map(ruleText), '');
+  out.push(...firewallText(plan));
+  while (out.at(-1) === '') out.pop();
+  return `${out.join('\n')}\n`;
+}
+
+function wireGuardText(plan: Plan): string[] {
+  if (!plan.interfaceUp) return ['# WireGuard: interface kilo is down (only the leader of a segment runs WireGuard)'];
+  const [header, ...rest] = interfaceSection({ listenPort: plan.listenPort, address: plan.wireGuardIP ? [plan.wireGuardIP] : [] });
+  const lines = [header!, `PrivateKey = (read from ${plan.privateKey.path})`, ...rest];
+  for (const p of plan.peers) lines.push('', ...peerSection(iniPeer(p)));
+  return lines;
+}
+
+function iniPeer(p: PlanPeer) {
+  const who = p.kind === 'peer' ? `${p.names.join(', ')} (Peer)` : p.names.join(', ');
+  return {
+    comment: who,
+    publicKey: p.publicKey,
+    presharedKey: p.presharedKey ? `(from Peer ${p.names.join(', ')})` : null,
+    allowedIPs: p.allowedIPs,
+    endpoint: p.endpoint,
+    persistentKeepalive: p.persistentKeepalive,
+  };
+}
+
+export function routeText(r: PlanRoute): string {
+  const parts = [r.dst];
+  if (r.gw) parts.push('via', r.gw);
+  parts.push('dev', r.dev);
+  if (r.onlink) parts.push('onlink');
+  if (r.src) parts.push('src', r.src);
+  if (r.table !== 'main') parts.push('table', String(r.table));
+  return parts.join(' ');
+}
+
+export function ruleText(r: PlanRule): string {
+  const parts: string[] = [];
+  if (r.src) parts.push('from', r.src);
+  if (r.iif) parts.push('iif', r.iif);
+  if (r.dst) parts.push('to', r.dst);
+  parts.push('lookup', String(r.table));
+  return parts.join(' ');
+}
+
+/** iptables-save layout per family and table: Kilo's chains declared, then the rules in plan order. */
+function firewallText(plan: Plan): string[] {
+  const out: string[] = [];
+  for (const family of [4, 6] as const) {
+    const tables = (['nat', 'filter'] as const).filter(
+      (t) => plan.firewall.rules.some((r) => r.family === family && r.table === t) || plan.firewall.chains.some((c) => c.family === family && c.table === t),
+    );
+    if (tables.length === 0) continue;
+    out.push(`# ${family === 4 ? 'iptables' : 'ip6tables'}`);
+    for (const table of tables) {
+      out.push(`*${table}`);
+      for (const c of plan.firewall.chains) if (c.family === family && c.table === table) out.push(`:${c.name} - [0:0]`);
+      for (const r of plan.firewall.rules) if (r.family === family && r.table === table) out.push(ruleLine(r));
+      out.push('COMMIT');
+    }
+    out.push('');
+  }
+  return out;
+}
+
+/** `-A`/`-I` then the match, the Kilo comment, then the target, as iptables-save orders them. */
+export function ruleLine(r: FirewallRule): string {
+  const jump = r.args.indexOf('-j');
+  const match = jump < 0 ? r.args : r.args.slice(0, jump);
+  const target = jump < 0 ? [] : r.args.slice(jump);
+  const verb = r.position === 'prepend' ? '-I' : '-A';
+  return [verb, r.chain, ...match, '-m', 'comment', '--comment', JSON.stringify(r.comment), ...target].join(' ');
 }
