@@ -167,3 +167,27 @@ export function ruleLines(plan: Plan): string[] {
 export function peerNames(plan: Plan): string[] {
   return plan.peers.map((p) => p.names.join('+'));
 }
+
+/**
+ * A small two-location cluster for plan tests:
+ *   eu: eu-a (public endpoint, 10.1.0.1/24), eu-b (10.1.0.2/24), eu-c (10.1.1.3/24, another subnet)
+ *   us: us-a (public endpoint port 51821, 10.8.0.1/24), us-b (10.8.0.2/24)
+ *   Peer laptop: 10.5.0.1/32.
+ * Location segments: location:eu = 10.4.0.1 (leader eu-a), location:us = 10.4.0.2 (leader us-a).
+ */
+export function twoLocations(overrides: Record<string, NodeSpec> = {}): KubeObject[] {
+  const spec = (name: string, s: NodeSpec) => node(name, { ...s, ...(overrides[name] ?? {}) });
+  return [
+    spec('eu-a', { location: 'eu', internalIP: '10.1.0.1/24', endpoint: '198.51.100.1:51820', podCIDR: '10.2.1.0/24' }),
+    spec('eu-b', { location: 'eu', internalIP: '10.1.0.2/24', endpoint: '10.1.0.2:51820', podCIDR: '10.2.2.0/24' }),
+    spec('eu-c', { location: 'eu', internalIP: '10.1.1.3/24', endpoint: '10.1.1.3:51820', podCIDR: '10.2.3.0/24' }),
+    spec('us-a', { location: 'us', internalIP: '10.8.0.1/24', endpoint: '198.51.100.8:51821', podCIDR: '10.2.8.0/24' }),
+    spec('us-b', { location: 'us', internalIP: '10.8.0.2/24', endpoint: '10.8.0.2:51820', podCIDR: '10.2.9.0/24' }),
+    peer('laptop', { allowedIPs: ['10.5.0.1/32'] }),
+  ];
+}
+
+/** Sorted copy, for comparing route and rule sets whose order carries no meaning. */
+export function sorted(lines: readonly string[]): string[] {
+  return [...lines].sort();
+}
