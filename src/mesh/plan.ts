@@ -104,12 +104,13 @@ function localRoutes(t: Topology, options: MeshOptions, out: Routing, withKiloRu
 function leaderRoutes(t: Topology, options: MeshOptions): Routing {
   const out: Routing = { routes: [], rules: [] };
   localRoutes(t, options, out, true);
-  const src = t.local.node.internalIP?.ip.text ?? null;
+  const own = t.local.node.internalIP?.ip ?? null;
   const viaKilo = (dst: Cidr, gw: IP | null): PlanRoute => ({
     dst: dst.networkText,
     gw: gw?.text ?? null,
     dev: 'kilo',
-    src,
+    // A source of the other family makes the route invalid (an IPv6 Peer IP in an IPv4 cluster).
+    src: own && own.family === dst.family ? own.text : null,
     table: 'main',
     onlink: gw !== null,
   });

@@ -61,4 +61,14 @@ describe('full granularity', () => {
     assert.equal(laptop.endpoint, null);
     assert.equal(laptop.presharedKey, psk);
   });
+
+  test('a route\'s src is of the route\'s family: an IPv6 Peer IP gets no IPv4 source', () => {
+    const objs = [...twoLocations().filter((o) => o.kind === 'Node'), peer('phone', { allowedIPs: ['10.5.0.2/32', 'fd05::2/128'] })];
+    const lines = routeLines(planFor(objs, 'eu-a', full));
+    assert.ok(lines.includes('10.5.0.2/32 dev kilo src 10.1.0.1'), lines.join('\n'));
+    assert.ok(lines.includes('fd05::2/128 dev kilo'), lines.join('\n'));
+    const v6 = twoLocations({ 'eu-a': { internalIP: 'fd01::1/64' } });
+    const v6lines = routeLines(planFor(v6, 'eu-a', full));
+    assert.ok(v6lines.includes('10.2.2.0/24 via 10.4.0.2 dev kilo onlink'), v6lines.join('\n'));
+  });
 });
