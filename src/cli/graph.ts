@@ -1,6 +1,49 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
+import { notReadyReason, topologyOf } from '../mesh/compute.js';
+import { graphDOT, layouts, type Layout } from '../mesh/graph.js';
+import { UsageError } from '../model/errors.js';
+import { isNodeReady } from '../model/ready.js';
+import { loadCluster } from './cluster.js';
+import { addMeshFlags, meshOptionsFrom, resolveGranularity, type MeshFlagValues } from './flags.js';
 
-/** Filled in by the graph work. */
+interface GraphFlags extends MeshFlagValues {
+  cluster?: string;
+  output: 'dot' | 'svg';
+  layout: Layout;
+}
+
 export function graphCommand(): Command {
-  return new Command('graph').description('draw the mesh (DOT or SVG)');
+  const cmd = new Command('graph')
+    .description('draw the mesh as Graphviz DOT or SVG: a box per location, a line per linked pair')
+    .option('--cluster <file>', 'cluster snapshot (Kubernetes List or multi-document YAML)')
+    .addOption(new Option('-o, --output <format>', 'dot or svg').choices(['dot', 'svg']).default('dot'))
+    .addOption(
+      new Option('--layout <engine>', 'Graphviz layout: dot and fdp keep the location boxes, neato and circo do not')
+        .choices(layouts)
+        .default('dot'),
+    );
+  addMeshFlags(cmd, { allowAuto: true });
+  return cmd.action(async (flags: GraphFlags) => {
+    const { cluster, now } = loadCluster(flags);
+    // The topology is the same from every node (only `local` differs), so any ready node will
+    // do; the first by name keeps the output stable.
+    const ready = cluster.nodes.filter((n) => isNodeReady(n, now)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const viewer = ready[0];
+    if (!viewer) {
+      const first = cluster.nodes[0];
+      if (!first) throw new UsageError(`nothing to draw: ${flags.cluster} holds no valid Node`);
+      throw new UsageError(
+        `nothing to draw: none of the ${cluster.nodes.length} nodes in ${flags.cluster} is ready (node ${JSON.stringify(first.name)}: ${notReadyReason(first, now)})`,
+      );
+    }
+    // `auto` follows what the drawn-from node announces, as `kgctl plan NODE` would.
+    const options = meshOptionsFrom(flags, resolveGranularity(flags.meshGranularity, cluster.nodes, viewer.name));
+    const dot = graphDOT(topologyOf(cluster, viewer.name, options, now), { layout: flags.layout });
+    if (flags.output === 'dot') {
+      process.stdout.write(dot);
+      return;
+    }
+    const { renderSVG } = await import('../graph/render.js');
+    process.stdout.write(await renderSVG(dot, flags.layout));
+  });
 }
