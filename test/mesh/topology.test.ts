@@ -279,3 +279,34 @@ describe('stable ordering', () => {
     });
   }
 });
+
+describe('the local node', () => {
+  test('a rejected local node is an error that carries the validation message', () => {
+    const cluster = parseCluster([n('a', { internalIP: 'bogus' }), n('b')]);
+    assert.throws(() => topologyOf(cluster, 'a', meshOptions(), NOW), (e: unknown) => e instanceof TopologyError && e.message.includes('"bogus"') && e.message.includes('internal-ip'));
+  });
+
+  test('a missing local node is an error naming it', () => {
+    assert.throws(() => topologyFor([n('a')], 'ghost'), /"ghost" not found/);
+  });
+
+  for (const [what, spec] of [
+    ['no endpoint', { endpoint: undefined }],
+    ['no key', { key: null }],
+    ['no pod CIDR', { podCIDR: undefined }],
+    ['a stale last-seen', { lastSeen: NOW - 61 }],
+  ] as const) {
+    test(`a local node with ${what} is not ready, and the error says why`, () => {
+      const base: NodeSpec = { location: 'eu', internalIP: '10.1.0.1/24', endpoint: '10.1.0.1:51820', podCIDR: '10.2.0.0/24' };
+      const objs = [node('a', { ...base, ...(spec as NodeSpec) }), n('b')];
+      assert.throws(() => topologyFor(objs, 'a'), (e: unknown) => e instanceof TopologyError && /not ready: /.test(e.message));
+    });
+  }
+
+  test('nodes that are not ready take no part: no segment, no WireGuard IP, no peer', () => {
+    const objs = [n('a', { location: 'x' }), n('b', { location: 'y', lastSeen: NOW - 61 }), n('c', { location: 'z', key: null })];
+    const t = topologyFor(objs, 'a');
+    assert.deepEqual(t.segments.map((s) => s.key), ['location:x']);
+    assert.deepEqual(planFor(objs, 'a').peers, []);
+  });
+});
