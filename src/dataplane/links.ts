@@ -1,0 +1,169 @@
+import { Cidr, IP } from '../net/cidr.js';
+import type { Exec } from './exec.js';
+import { runBatch, type BatchFailure } from './routes/batch.js';
+import { PartialApplyError, type ApplyFailure } from './routes/errors.js';
+import { isDeviceName } from './routes/state.js';
+import type { Links, Ops } from './types.js';
+
+/** What WireGuard adds to each packet (IPv6 outer header 40 + UDP 8 + WireGuard 32): `--mtu auto`. */
+export const wireGuardOverhead = 80;
+
+/** An interface as Links sees it. */
+export interface LinkState {
+  up: boolean;
+  mtu: number;
+  /** Addresses with their prefix ("10.4.0.1/16"), except kernel-made IPv6 link-local ones. */
+  addresses: string[];
+}
+
+export interface DesiredLink {
+  address: string | null;
+  up: boolean;
+  mtu: number | null;
+}
+
+export type LinkOp =
+  | { kind: 'address'; action: 'add' | 'del'; address: string }
+  | { kind: 'mtu'; mtu: number }
+  | { kind: 'up' | 'down' };
+
+/** "10.4.0.1/16" in canonical text (host bits kept: it is an interface address). */
+export function canonicalAddress(text: string): string {
+  const c = Cidr.tryParse(text);
+  if (!c) throw new TypeError(`interface address ${JSON.stringify(text)} is not an address with a prefix (e.g. 10.4.0.1/16)`);
+  return c.toString();
+}
+
+/**
+ * The changes from `current` to `desired`. Down goes first and up last so that the interface
+ * never carries traffic with the old address or MTU; an MTU of null leaves it as it is.
+ */
+export function diffLink(current: LinkState, desired: DesiredLink): LinkOp[] {
+  const ops: LinkOp[] = [];
+  const want = desired.address === null ? null : canonicalAddress(desired.address);
+  if (!desired.up && current.up) ops.push({ kind: 'down' });
+  if (desired.mtu !== null && desired.mtu !== current.mtu) ops.push({ kind: 'mtu', mtu: desired.mtu });
+  for (const a of current.addresses) if (a !== want) ops.push({ kind: 'address', action: 'del', address: a });
+  if (want !== null && !current.addresses.includes(want)) ops.push({ kind: 'address', action: 'add', address: want });
+  if (desired.up && !current.up) ops.push({ kind: 'up' });
+  return ops;
+}
+
+/** Rejects what would make a malformed `ip` line, naming the field and value. */
+export function checkDesired(device: string, state: DesiredLink): void {
+  if (!isDeviceName(device)) throw new TypeError(`interface name ${JSON.stringify(device)} is not valid`);
+  if (state.mtu !== null && !(Number.isInteger(state.mtu) && state.mtu >= 68 && state.mtu <= 65535)) {
+    throw new TypeError(`interface ${device}: MTU ${state.mtu} is not an integer from 68 to 65535`);
+  }
+  if (state.address !== null) canonicalAddress(state.address);
+}
+
+export function describeLinkOp(device: string, op: LinkOp): string {
+  switch (op.kind) {
+    case 'address':
+      return `address ${op.action} ${op.address} dev ${device}`;
+    case 'mtu':
+      return `link set dev ${device} mtu ${op.mtu}`;
+    default:
+      return `link set dev ${device} ${op.kind}`;
+  }
+}
+
+interface IpAddrJson {
+  ifname: string;
+  flags?: string[];
+  mtu?: number;
+  addr_info?: { family: string; local?: string; prefixlen?: number; scope?: string }[];
+}
+
+function linkStateOf(entry: IpAddrJson): LinkState {
+  const addresses: string[] = [];
+  for (const a of entry.addr_info ?? []) {
+    if (a.local === undefined || a.prefixlen === undefined) continue;
+    // The kernel makes and owns IPv6 link-local addresses; removing one only makes it come back.
+    if (a.family === 'inet6' && a.scope === 'link') continue;
+    const ip = IP.tryParse(a.local);
+    if (ip) addresses.push(`${ip.text}/${a.prefixlen}`);
+  }
+  return { up: entry.flags?.includes('UP') ?? false, mtu: entry.mtu ?? 0, addresses };
+}
+
+async function addrShow(exec: Exec, device?: string): Promise<IpAddrJson[]> {
+  const argv = ['ip', '-j', 'addr', 'show'];
+  if (device !== undefined) argv.push('dev', device);
+  const { stdout } = await exec.run(argv);
+  return JSON.parse(stdout || '[]') as IpAddrJson[];
+}
+
+/** Links through iproute2: one `ip -j addr show dev X` to read, one `ip -batch` to write. */
+export class LinuxLinks implements Links {
+  constructor(private readonly exec: Exec) {}
+
+  async read(device: string): Promise<LinkState> {
+    const entries = await addrShow(this.exec, device).catch((e: unknown) => {
+      throw new Error(`interface ${device}: cannot read it: ${e instanceof Error ? e.message : String(e)}`);
+    });
+    const entry = entries[0];
+    if (!entry) throw new Error(`interface ${device} does not exist`);
+    return linkStateOf(entry);
+  }
+
+  async reconcile(device: string, state: DesiredLink): Promise<Ops> {
+    checkDesired(device, state);
+    const ops = diffLink(await this.read(device), state);
+    const lines = ops.map((op) => describeLinkOp(device, op));
+    const result = await runBatch(this.exec, lines);
+    return opsOrThrow(lines, result.failures);
+  }
+}
+
+/** Ops for the lines that took effect; throws PartialApplyError naming the ones that did not. */
+export function opsOrThrow(lines: readonly string[], failed: readonly BatchFailure[]): Ops {
+  const byIndex = new Map(failed.map((f) => [f.index, f.message]));
+  const failures: ApplyFailure[] = [];
+  const ops: Ops = { writes: 0, details: [] };
+  lines.forEach((line, i) => {
+    const message = byIndex.get(i);
+    if (message !== undefined) failures.push({ object: line, message });
+    else {
+      ops.writes++;
+      ops.details.push(line);
+    }
+  });
+  if (failures.length > 0) throw new PartialApplyError('links', failures, ops);
+  return ops;
+}
+
+interface IpRouteJson {
+  dev?: string;
+  metric?: number;
+  nexthops?: { dev?: string }[];
+}
+
+/**
+ * The MTU of the interface the default route leaves by (IPv4 first, then IPv6); `--mtu auto` is this
+ * minus wireGuardOverhead. Throws when there is no default route to measure.
+ */
+export async function defaultRouteMTU(exec: Exec): Promise<number> {
+  for (const family of ['-4', '-6']) {
+    const { stdout } = await exec.run(['ip', '-j', family, 'route', 'show', 'default']);
+    const routes = (JSON.parse(stdout || '[]') as IpRouteJson[]).sort((a, b) => (a.metric ?? 0) - (b.metric ?? 0));
+    const dev = routes.map((r) => r.dev ?? r.nexthops?.find((n) => n.dev)?.dev).find((d) => d !== undefined);
+    if (dev === undefined) continue;
+    const { stdout: link } = await exec.run(['ip', '-j', 'link', 'show', 'dev', dev]);
+    const mtu = (JSON.parse(link) as { mtu?: number }[])[0]?.mtu;
+    if (mtu === undefined) throw new Error(`default route interface ${dev}: ip printed no MTU`);
+    return mtu;
+  }
+  throw new Error('--mtu auto: there is no default route (IPv4 or IPv6) to take the MTU from; give --mtu a number');
+}
+
+/** The interface holding `internalIP` ("192.168.1.5" or "192.168.1.5/24"), or null when none does. */
+export async function findPrivateInterface(exec: Exec, internalIP: string): Promise<string | null> {
+  const ip = IP.tryParse(internalIP) ?? Cidr.tryParse(internalIP)?.ip;
+  if (!ip) throw new TypeError(`internal IP ${JSON.stringify(internalIP)} is not an IP address`);
+  for (const entry of await addrShow(exec)) {
+    if ((entry.addr_info ?? []).some((a) => a.local !== undefined && IP.tryParse(a.local)?.text === ip.text)) return entry.ifname;
+  }
+  return null;
+}

@@ -1,0 +1,224 @@
+import { Cidr, IP } from '../../net/cidr.js';
+import { canonicalAddress, checkDesired, describeLinkOp, diffLink, opsOrThrow, type DesiredLink, type LinkState } from '../links.js';
+import type { Links, Ops } from '../types.js';
+import type { BatchFailure, BatchResult } from './batch.js';
+import { mainTableId } from './constants.js';
+import { ruleAddConflicts, ruleDeleteMatches, type RouteOp } from './diff.js';
+import { KiloRoutingTables, type KiloRouting, type RouteMachine } from './reconciler.js';
+import { defaultOwnership, routeKey, type KernelRoute, type KernelRule, type Ownership } from './state.js';
+
+/** An operation the modelled kernel refused, with the kernel's message. */
+export class FakeKernelError extends Error {
+  override name = 'FakeKernelError';
+}
+
+const fail = (message: string): never => {
+  throw new FakeKernelError(message);
+};
+
+/**
+ * An in-memory machine: interfaces with addresses, every route (Kilo's and foreign, any protocol,
+ * any table) and every rule in kernel order. It refuses what the Linux kernel refuses (missing device,
+ * unreachable gateway, non-local source, duplicate key) with the kernel's messages, and like the
+ * kernel drops an interface's routes when it goes down or away.
+ */
+export class FakeMachine {
+  readonly links = new Map<string, LinkState>();
+  routes: KernelRoute[] = [];
+  rules: KernelRule[] = [
+    { family: 4, priority: 0, src: null, dst: null, iif: null, table: 255 },
+    { family: 4, priority: 32766, src: null, dst: null, iif: null, table: mainTableId },
+    { family: 4, priority: 32767, src: null, dst: null, iif: null, table: 253 },
+    { family: 6, priority: 0, src: null, dst: null, iif: null, table: 255 },
+    { family: 6, priority: 32766, src: null, dst: null, iif: null, table: mainTableId },
+  ];
+  /** Write operations that reached the model (tests count them). */
+  writes = 0;
+
+  addLink(name: string, spec: Partial<LinkState> = {}): void {
+    if (this.links.has(name)) fail(`RTNETLINK answers: File exists (${name})`);
+    this.links.set(name, { up: spec.up ?? true, mtu: spec.mtu ?? 1500, addresses: (spec.addresses ?? []).map(canonicalAddress) });
+  }
+
+  deleteLink(name: string): void {
+    this.link(name);
+    this.links.delete(name);
+    this.dropRoutesOf(name);
+  }
+
+  link(name: string): LinkState {
+    return this.links.get(name) ?? fail(`Cannot find device "${name}"`);
+  }
+
+  setUp(name: string, up: boolean): void {
+    const l = this.link(name);
+    if (l.up && !up) this.dropRoutesOf(name);
+    l.up = up;
+    this.writes++;
+  }
+
+  setMTU(name: string, mtu: number): void {
+    this.link(name).mtu = mtu;
+    this.writes++;
+  }
+
+  addAddress(name: string, address: string): void {
+    const l = this.link(name);
+    const a = canonicalAddress(address);
+    if (l.addresses.includes(a)) fail('File exists');
+    l.addresses.push(a);
+    this.writes++;
+  }
+
+  delAddress(name: string, address: string): void {
+    const l = this.link(name);
+    const a = canonicalAddress(address);
+    const i = l.addresses.indexOf(a);
+    if (i < 0) fail('Cannot assign requested address');
+    l.addresses.splice(i, 1);
+    this.writes++;
+  }
+
+  private dropRoutesOf(name: string): void {
+    this.routes = this.routes.filter((r) => r.dev !== name);
+  }
+
+  private isLocal(ip: IP): boolean {
+    for (const l of this.links.values()) if (l.addresses.some((a) => Cidr.parse(a).ip.equals(ip))) return true;
+    return false;
+  }
+
+  /** The interface whose connected prefix holds `ip` (only up interfaces have connected routes). */
+  private connectedDevice(ip: IP): string | null {
+    for (const [name, l] of this.links) {
+      if (l.up && l.addresses.some((a) => Cidr.parse(a).contains(ip))) return name;
+    }
+    return null;
+  }
+
+  private check(r: KernelRoute): void {
+    if (r.dev === null) fail('multipath routes are not modelled');
+    const link = this.link(r.dev!);
+    if (r.src !== null && !this.isLocal(IP.parse(r.src))) fail(r.family === 4 ? 'Invalid prefsrc address' : 'Invalid source address');
+    if (r.gw === null) {
+      if (!link.up) fail(r.family === 4 ? 'Device for nexthop is not up' : 'Nexthop device is not up');
+      return;
+    }
+    const gw = IP.parse(r.gw);
+    if (r.onlink) {
+      if (!link.up) fail('Nexthop device is not up');
+      const other = this.connectedDevice(gw);
+      if (r.family === 6 && other !== null && other !== r.dev) fail('Nexthop has invalid gateway or device mismatch');
+      return;
+    }
+    if (this.connectedDevice(gw) !== r.dev) fail(r.family === 6 && !link.up ? 'Nexthop device is not up' : 'Nexthop has invalid gateway');
+  }
+
+  routeAdd(r: KernelRoute): void {
+    this.check(r);
+    if (this.routes.some((x) => routeKey(x) === routeKey(r))) fail('File exists');
+    this.routes.push({ ...r });
+    this.writes++;
+  }
+
+  /** Like the kernel, replaces whatever route holds the key, whoever installed it. */
+  routeReplace(r: KernelRoute): void {
+    this.check(r);
+    const i = this.routes.findIndex((x) => routeKey(x) === routeKey(r));
+    if (i < 0) this.routes.push({ ...r });
+    else this.routes[i] = { ...r };
+    this.writes++;
+  }
+
+  /** Deletes the first route with the spec's key and protocol. */
+  routeDel(spec: KernelRoute): void {
+    const i = this.routes.findIndex((x) => routeKey(x) === routeKey(spec) && x.protocol === spec.protocol);
+    if (i < 0) fail('No such process');
+    this.routes.splice(i, 1);
+    this.writes++;
+  }
+
+  /** Inserts after the rules of the same or lower priority, as the kernel does. */
+  ruleAdd(r: KernelRule): void {
+    if (this.rules.some((x) => ruleAddConflicts(r, x))) fail('File exists');
+    let at = this.rules.findIndex((x) => x.priority > r.priority);
+    if (at < 0) at = this.rules.length;
+    this.rules.splice(at, 0, { ...r });
+    this.writes++;
+  }
+
+  /** Deletes the first rule the spec's selectors match (the kernel's loose matching). */
+  ruleDel(spec: KernelRule): void {
+    const i = this.rules.findIndex((x) => ruleDeleteMatches(spec, x));
+    if (i < 0) fail('No such file or directory');
+    this.rules.splice(i, 1);
+    this.writes++;
+  }
+}
+
+/** RouteMachine over a FakeMachine: applies each change on its own, as `ip -force -batch` does. */
+export class FakeRouteMachine implements RouteMachine {
+  constructor(readonly machine: FakeMachine) {}
+
+  async read(owner: Ownership): Promise<KiloRouting> {
+    return {
+      routes: this.machine.routes.filter((r) => r.protocol === owner.protocol).map((r) => ({ ...r })),
+      rules: this.machine.rules.filter((r) => r.priority === owner.priority).map((r) => ({ ...r })),
+    };
+  }
+
+  async apply(ops: readonly RouteOp[]): Promise<BatchResult> {
+    const failures: BatchFailure[] = [];
+    ops.forEach((op, index) => {
+      try {
+        if (op.kind === 'route') {
+          if (op.action === 'add') this.machine.routeAdd(op.route);
+          else if (op.action === 'replace') this.machine.routeReplace(op.route);
+          else this.machine.routeDel(op.route);
+        } else if (op.action === 'add') this.machine.ruleAdd(op.rule);
+        else this.machine.ruleDel(op.rule);
+      } catch (e) {
+        if (!(e instanceof FakeKernelError)) throw e;
+        failures.push({ index, message: e.message });
+      }
+    });
+    return { failures };
+  }
+}
+
+export function fakeRoutingTables(machine: FakeMachine, owner: Ownership = defaultOwnership): KiloRoutingTables {
+  return new KiloRoutingTables(new FakeRouteMachine(machine), owner);
+}
+
+/** Links over a FakeMachine, with the same diff as LinuxLinks. */
+export class FakeLinks implements Links {
+  constructor(readonly machine: FakeMachine) {}
+
+  async read(device: string): Promise<LinkState> {
+    const l = this.machine.links.get(device);
+    if (!l) throw new Error(`interface ${device} does not exist`);
+    return { up: l.up, mtu: l.mtu, addresses: [...l.addresses] };
+  }
+
+  async reconcile(device: string, state: DesiredLink): Promise<Ops> {
+    checkDesired(device, state);
+    const ops = diffLink(await this.read(device), state);
+    const failures: BatchFailure[] = [];
+    ops.forEach((op, index) => {
+      try {
+        if (op.kind === 'address') {
+          if (op.action === 'add') this.machine.addAddress(device, op.address);
+          else this.machine.delAddress(device, op.address);
+        } else if (op.kind === 'mtu') this.machine.setMTU(device, op.mtu);
+        else this.machine.setUp(device, op.kind === 'up');
+      } catch (e) {
+        if (!(e instanceof FakeKernelError)) throw e;
+        failures.push({ index, message: e.message });
+      }
+    });
+    return opsOrThrow(
+      ops.map((op) => describeLinkOp(device, op)),
+      failures,
+    );
+  }
+}

@@ -1,0 +1,118 @@
+import { Cidr, IP, type Family } from '../../net/cidr.js';
+import { mainTableId } from './constants.js';
+import type { RouteOp } from './diff.js';
+import { defaultMetric, type KernelRoute, type KernelRule } from './state.js';
+
+/**
+ * iproute2's JSON (`ip -N -j route|rule show`) to kernel form and RouteOps to `ip -batch` lines.
+ * `-N` makes tables and protocols numeric, so a name an administrator gave table 1107 or protocol
+ * 107 in /etc/iproute2 changes nothing.
+ */
+
+interface IpRouteJson {
+  type?: string;
+  dst?: string;
+  gateway?: string;
+  dev?: string;
+  prefsrc?: string;
+  flags?: string[];
+  table?: string;
+  metric?: number;
+  protocol?: string;
+  nexthops?: unknown[];
+}
+
+interface IpRuleJson {
+  priority?: number;
+  src?: string;
+  srclen?: number;
+  dst?: string;
+  dstlen?: number;
+  iif?: string;
+  table?: string;
+}
+
+// Names iproute2 prints when a number has one and -N is not honoured (older versions).
+const tableNames: Record<string, number> = { main: mainTableId, local: 255, default: 253, unspec: 0 };
+const protocolNames: Record<string, number> = { unspec: 0, redirect: 1, kernel: 2, boot: 3, static: 4 };
+
+function numeric(value: string | undefined, names: Record<string, number>, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (/^\d+$/.test(value)) return Number(value);
+  return names[value] ?? -1;
+}
+
+function prefix(family: Family, text: string | undefined, len: number | undefined): string | null {
+  if (text === undefined || text === 'all') return null;
+  if (text === 'default') return family === 4 ? '0.0.0.0/0' : '::/0';
+  const slash = text.indexOf('/');
+  const ip = IP.tryParse(slash < 0 ? text : text.slice(0, slash));
+  if (!ip) throw new Error(`ip printed an address this reader does not know: ${JSON.stringify(text)}`);
+  const bits = slash < 0 ? (len ?? (ip.family === 4 ? 32 : 128)) : Number(text.slice(slash + 1));
+  return Cidr.of(ip, bits).networkText;
+}
+
+function canonicalIP(text: string | undefined): string | null {
+  if (text === undefined) return null;
+  return IP.tryParse(text)?.text ?? text;
+}
+
+/**
+ * Parses `ip -N -j -<family> route show …`. `protocol` stands in when the output omits it (it does
+ * when the listing was filtered by protocol).
+ */
+export function parseRoutes(json: string, family: Family, protocol: number): KernelRoute[] {
+  const entries = JSON.parse(json || '[]') as IpRouteJson[];
+  return entries.map((e) => ({
+    family,
+    dst: prefix(family, e.dst, undefined) ?? (family === 4 ? '0.0.0.0/0' : '::/0'),
+    table: numeric(e.table, tableNames, mainTableId),
+    metric: e.metric ?? defaultMetric(family),
+    gw: canonicalIP(e.gateway),
+    dev: e.nexthops ? null : (e.dev ?? null),
+    src: canonicalIP(e.prefsrc),
+    onlink: e.flags?.includes('onlink') ?? false,
+    type: e.type ?? 'unicast',
+    protocol: numeric(e.protocol, protocolNames, protocol),
+  }));
+}
+
+/** Parses `ip -N -j -<family> rule show`, keeping only rules at `priority` (all when null). */
+export function parseRules(json: string, family: Family, priority: number | null): KernelRule[] {
+  const entries = JSON.parse(json || '[]') as IpRuleJson[];
+  return entries
+    .filter((e) => priority === null || e.priority === priority)
+    .map((e) => ({
+      family,
+      priority: e.priority ?? 0,
+      src: prefix(family, e.src, e.srclen),
+      dst: prefix(family, e.dst, e.dstlen),
+      iif: e.iif ?? null,
+      table: numeric(e.table, tableNames, mainTableId),
+    }));
+}
+
+/**
+ * One `ip -batch` line, without a family option: iproute2 takes none per line. Routes get their
+ * family from their addresses; rules do not, so IPv6 rules must go to an `ip -6 -batch`.
+ */
+export function renderOp(op: RouteOp): string {
+  if (op.kind === 'route') {
+    const r = op.route;
+    let line = `route ${op.action} ${r.dst}`;
+    if (op.action !== 'del') {
+      if (r.gw) line += ` via ${r.gw}`;
+      if (r.dev) line += ` dev ${r.dev}`;
+      if (r.src) line += ` src ${r.src}`;
+      if (r.onlink) line += ' onlink';
+    }
+    // A delete names table, metric and protocol: the kernel then removes only a route of ours.
+    return `${line} table ${r.table} metric ${r.metric} proto ${r.protocol}`;
+  }
+  const r = op.rule;
+  let line = `rule ${op.action}`;
+  if (r.src) line += ` from ${r.src}`;
+  if (r.dst) line += ` to ${r.dst}`;
+  if (r.iif) line += ` iif ${r.iif}`;
+  return `${line} lookup ${r.table} priority ${r.priority}`;
+}

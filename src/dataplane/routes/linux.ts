@@ -1,0 +1,47 @@
+import type { Exec } from '../exec.js';
+import type { Family } from '../../net/cidr.js';
+import { runBatch, type BatchResult } from './batch.js';
+import type { RouteOp } from './diff.js';
+import { parseRoutes, parseRules, renderOp } from './iproute.js';
+import { KiloRoutingTables, type KiloRouting, type RouteMachine } from './reconciler.js';
+import { defaultOwnership, type Ownership } from './state.js';
+
+/**
+ * The kernel's routing tables through iproute2: reads with `ip -N -j`, filtered by Kilo's protocol
+ * (so a node with a full BGP table is not read whole), writes with one `ip -batch`.
+ */
+export class IprouteMachine implements RouteMachine {
+  constructor(private readonly exec: Exec) {}
+
+  async read(owner: Ownership): Promise<KiloRouting> {
+    const routes = (family: Family) =>
+      this.exec
+        .run(['ip', '-N', '-j', `-${family}`, 'route', 'show', 'table', 'all', 'proto', String(owner.protocol)])
+        .then((r) => parseRoutes(r.stdout, family, owner.protocol));
+    const rules = (family: Family) =>
+      this.exec.run(['ip', '-N', '-j', `-${family}`, 'rule', 'show']).then((r) => parseRules(r.stdout, family, owner.priority));
+    const [r4, r6, u4, u6] = await Promise.all([routes(4), routes(6), rules(4), rules(6)]);
+    return { routes: [...r4, ...r6], rules: [...u4, ...u6] };
+  }
+
+  /**
+   * One `ip -batch` for the routes and IPv4 rules. iproute2 takes no per-line `-6` and, unlike routes,
+   * does not infer a rule's family from its addresses, so IPv6 rule changes (rare: IPv6 clusters
+   * with encapsulation) go in a second `ip -6 -batch` after the first.
+   */
+  async apply(ops: readonly RouteOp[]): Promise<BatchResult> {
+    const v6rule = (op: RouteOp) => op.kind === 'rule' && op.rule.family === 6;
+    const groups = [ops.flatMap((op, i) => (v6rule(op) ? [] : [i])), ops.flatMap((op, i) => (v6rule(op) ? [i] : []))];
+    const out: BatchResult = { failures: [] };
+    for (const [g, indices] of groups.entries()) {
+      const result = await runBatch(this.exec, indices.map((i) => renderOp(ops[i]!)), g === 0 ? [] : ['-6']);
+      out.failures.push(...result.failures.map((f) => ({ index: indices[f.index]!, message: f.message })));
+    }
+    return out;
+  }
+}
+
+/** Kilo's routes and rules on the machine `exec` runs on. */
+export function linuxRoutingTables(exec: Exec, owner: Ownership = defaultOwnership): KiloRoutingTables {
+  return new KiloRoutingTables(new IprouteMachine(exec), owner);
+}

@@ -1,0 +1,84 @@
+import type { PlanRoute, PlanRule } from '../../mesh/types.js';
+import type { DeviceNames, Ops, RoutingTables } from '../types.js';
+import type { BatchResult } from './batch.js';
+import { diffState, type RouteOp } from './diff.js';
+import { PartialApplyError, type ApplyFailure } from './errors.js';
+import {
+  defaultOwnership,
+  describeRoute,
+  describeRule,
+  desiredState,
+  type KernelRoute,
+  type KernelRule,
+  type Ownership,
+} from './state.js';
+
+/** Kilo's routes and rules as they are on a machine. */
+export interface KiloRouting {
+  routes: KernelRoute[];
+  /** In the kernel's order (it matters for which rule a delete removes). */
+  rules: KernelRule[];
+}
+
+/**
+ * Where routes live: the kernel through iproute2, or an in-memory model. Both read only what carries
+ * the owner's marks and apply a list of changes, reporting each one that failed.
+ */
+export interface RouteMachine {
+  read(owner: Ownership): Promise<KiloRouting>;
+  apply(ops: readonly RouteOp[]): Promise<BatchResult>;
+}
+
+export function describeOp(op: RouteOp): string {
+  return `${op.action} ${op.kind === 'route' ? describeRoute(op.route) : describeRule(op.rule)}`;
+}
+
+function objectOf(op: RouteOp): string {
+  const what = op.kind === 'route' ? describeRoute(op.route) : describeRule(op.rule);
+  return op.action === 'del' ? `removing ${what}` : what;
+}
+
+/**
+ * RoutingTables over any RouteMachine: read Kilo's state, diff it against the plan, apply the
+ * difference in one go. A partial failure still applies everything else and then throws
+ * PartialApplyError (which carries the Ops that took effect).
+ */
+export class KiloRoutingTables implements RoutingTables {
+  constructor(
+    private readonly machine: RouteMachine,
+    readonly owner: Ownership = defaultOwnership,
+  ) {}
+
+  /** Kilo's routes and rules on the machine now. */
+  read(): Promise<KiloRouting> {
+    return this.machine.read(this.owner);
+  }
+
+  async reconcile(routes: readonly PlanRoute[], rules: readonly PlanRule[], devices: DeviceNames): Promise<Ops> {
+    const desired = desiredState(routes, rules, devices, this.owner);
+    const actual = await this.read();
+    const ops = diffState(desired, actual, desired.protectedKeys);
+    return this.apply(ops, [...desired.problems]);
+  }
+
+  async cleanup(): Promise<Ops> {
+    const actual = await this.read();
+    return this.apply(diffState({ routes: [], rules: [] }, actual), []);
+  }
+
+  private async apply(ops: readonly RouteOp[], failures: ApplyFailure[]): Promise<Ops> {
+    const result = ops.length === 0 ? { failures: [] } : await this.machine.apply(ops);
+    const failed = new Map(result.failures.map((f) => [f.index, f.message]));
+    const done: Ops = { writes: 0, details: [] };
+    ops.forEach((op, i) => {
+      const message = failed.get(i);
+      if (message !== undefined) failures.push({ object: objectOf(op), message });
+      else {
+        done.writes++;
+        done.details.push(describeOp(op));
+      }
+    });
+    if (failures.length > 0) throw new PartialApplyError('routes', failures, done);
+    return done;
+  }
+}

@@ -1,0 +1,237 @@
+import { kiloTable, type PlanRoute, type PlanRule } from '../../mesh/types.js';
+import { Cidr, IP, type Family } from '../../net/cidr.js';
+import type { DeviceNames } from '../types.js';
+import { kiloRouteProtocol, kiloRulePriority, mainTableId } from './constants.js';
+
+/**
+ * A route as the kernel holds it, in canonical text (network CIDRs, canonical IPs, numeric
+ * tables), so that what the plan wants and what `ip -j route` shows compare as plain values.
+ */
+export interface KernelRoute {
+  family: Family;
+  /** Network CIDR, e.g. "10.42.3.0/24", "fd00::/64"; a default route is "0.0.0.0/0" / "::/0". */
+  dst: string;
+  /** Numeric table id (254 = main). */
+  table: number;
+  /** The kernel's metric: 0 for IPv4 and 1024 for IPv6 when none is given. */
+  metric: number;
+  gw: string | null;
+  /** null for a multipath route, which Kilo never installs. */
+  dev: string | null;
+  src: string | null;
+  onlink: boolean;
+  /** Route type; "unicast" unless a blackhole, unreachable, … */
+  type: string;
+  /** Kernel route protocol number. */
+  protocol: number;
+}
+
+export interface KernelRule {
+  family: Family;
+  priority: number;
+  /** Selector CIDRs; null = all. */
+  src: string | null;
+  dst: string | null;
+  iif: string | null;
+  table: number;
+}
+
+/** The marks that make a route or rule Kilo's (see constants.ts); tests may pick others. */
+export interface Ownership {
+  protocol: number;
+  priority: number;
+}
+
+export const defaultOwnership: Ownership = { protocol: kiloRouteProtocol, priority: kiloRulePriority };
+
+export function defaultMetric(family: Family): number {
+  return family === 4 ? 0 : 1024;
+}
+
+/**
+ * What identifies a route to the kernel within its table: destination and metric (TOS is never
+ * used by Kilo). Two routes with the same key are one route in two versions: `replace` turns one
+ * into the other.
+ */
+export function routeKey(r: KernelRoute): string {
+  return `${r.table} ${r.dst} ${r.metric}`;
+}
+
+export function sameRoute(a: KernelRoute, b: KernelRoute): boolean {
+  return (
+    routeKey(a) === routeKey(b) &&
+    a.gw === b.gw &&
+    a.dev === b.dev &&
+    a.src === b.src &&
+    a.onlink === b.onlink &&
+    a.type === b.type &&
+    a.protocol === b.protocol
+  );
+}
+
+/** A rule's whole content is its identity: rules have no key apart from it. */
+export function ruleKey(r: KernelRule): string {
+  return `${r.family} ${r.priority} ${r.src ?? 'all'} ${r.dst ?? 'all'} ${r.iif ?? '-'} ${r.table}`;
+}
+
+function tableName(table: number): string {
+  return table === mainTableId ? 'main' : String(table);
+}
+
+/** Names a route the way `ip route` would show it; used in errors and in Ops details. */
+export function describeRoute(r: KernelRoute): string {
+  let s = `route ${r.type === 'unicast' ? '' : `${r.type} `}${r.dst}`;
+  if (r.gw) s += ` via ${r.gw}`;
+  if (r.dev) s += ` dev ${r.dev}`;
+  if (r.src) s += ` src ${r.src}`;
+  if (r.onlink) s += ' onlink';
+  if (r.table !== mainTableId) s += ` table ${tableName(r.table)}`;
+  if (r.metric !== defaultMetric(r.family)) s += ` metric ${r.metric}`;
+  return s;
+}
+
+export function describeRule(r: KernelRule): string {
+  let s = `rule${r.family === 6 ? ' -6' : ''} from ${r.src ?? 'all'}`;
+  if (r.dst) s += ` to ${r.dst}`;
+  if (r.iif) s += ` iif ${r.iif}`;
+  return `${s} lookup ${tableName(r.table)} priority ${r.priority}`;
+}
+
+/** A plan entry the dataplane cannot express on this machine, named for the log. */
+export interface PlanProblem {
+  object: string;
+  message: string;
+}
+
+export interface DesiredState {
+  routes: KernelRoute[];
+  rules: KernelRule[];
+  /** Entries left out; their keys must not be deleted either (see `protectedKeys`). */
+  problems: PlanProblem[];
+  /** Route keys of routes that could not be expressed: what is installed there stays. */
+  protectedKeys: Set<string>;
+}
+
+/**
+ * Interface names go into `ip -batch` lines unquoted, and a malformed argument makes iproute2 exit
+ * without saying which line it was on; so names are checked here (Linux: 1–15 bytes, no '/',
+ * no whitespace).
+ */
+const deviceName = /^[^\s/'"\\#]{1,15}$/;
+
+export function isDeviceName(name: string): boolean {
+  return deviceName.test(name);
+}
+
+function planRouteText(r: PlanRoute): string {
+  let s = `route ${r.dst}`;
+  if (r.gw) s += ` via ${r.gw}`;
+  s += ` dev ${r.dev}`;
+  if (r.table !== 'main') s += ` table ${r.table}`;
+  return s;
+}
+
+function parseCidr(text: string): Cidr | null {
+  const c = Cidr.tryParse(text);
+  if (c) return c;
+  const ip = IP.tryParse(text);
+  return ip ? ip.toHostCidr() : null;
+}
+
+/**
+ * Turns the plan's routes and rules into kernel form with real device names and Kilo's protocol
+ * and priority. Entries that cannot be expressed (a role without an interface, an unparsable
+ * address) become problems; the rest is still returned.
+ */
+export function desiredState(
+  routes: readonly PlanRoute[],
+  rules: readonly PlanRule[],
+  devices: DeviceNames,
+  owner: Ownership = defaultOwnership,
+): DesiredState {
+  const { protocol, priority } = owner;
+  const out: DesiredState = { routes: [], rules: [], problems: [], protectedKeys: new Set() };
+  const seenRoutes = new Map<string, KernelRoute>();
+  for (const r of routes) {
+    const object = planRouteText(r);
+    const problem = (message: string) => out.problems.push({ object, message });
+    const dst = parseCidr(r.dst);
+    if (!dst) {
+      problem(`dst ${JSON.stringify(r.dst)} is not a CIDR`);
+      continue;
+    }
+    const table = r.table === 'main' ? mainTableId : r.table;
+    const key = `${table} ${dst.networkText} ${defaultMetric(dst.family)}`;
+    const dev = devices[r.dev];
+    const gw = r.gw === null ? null : IP.tryParse(r.gw);
+    const src = r.src === null ? null : IP.tryParse(r.src);
+    let message: string | null = null;
+    if (dev === null) message = `device role ${r.dev} has no interface on this node`;
+    else if (!deviceName.test(dev)) message = `interface name ${JSON.stringify(dev)} (role ${r.dev}) is not valid`;
+    else if (r.gw !== null && (!gw || gw.family !== dst.family)) message = `gateway ${JSON.stringify(r.gw)} is not an IPv${dst.family} address`;
+    else if (r.src !== null && (!src || src.family !== dst.family)) message = `src ${JSON.stringify(r.src)} is not an IPv${dst.family} address`;
+    if (message !== null) {
+      problem(message);
+      out.protectedKeys.add(key);
+      continue;
+    }
+    const route: KernelRoute = {
+      family: dst.family,
+      dst: dst.networkText,
+      table,
+      metric: defaultMetric(dst.family),
+      gw: gw?.text ?? null,
+      dev,
+      src: src?.text ?? null,
+      onlink: r.onlink,
+      type: 'unicast',
+      protocol,
+    };
+    const earlier = seenRoutes.get(key);
+    if (earlier) {
+      if (!sameRoute(earlier, route)) problem(`conflicts with ${describeRoute(earlier)} (same destination and table)`);
+      continue;
+    }
+    seenRoutes.set(key, route);
+    out.routes.push(route);
+  }
+  const seenRules = new Set<string>();
+  for (const r of rules) {
+    const object = `rule from ${r.src ?? 'all'}${r.dst ? ` to ${r.dst}` : ''}${r.iif ? ` iif ${r.iif}` : ''} lookup ${r.table}`;
+    const src = r.src === null ? null : parseCidr(r.src);
+    const dst = r.dst === null ? null : parseCidr(r.dst);
+    if ((r.src !== null && !src) || (r.dst !== null && !dst)) {
+      out.problems.push({ object, message: `selector ${JSON.stringify(!src ? r.src : r.dst)} is not a CIDR` });
+      continue;
+    }
+    if (src && dst && src.family !== dst.family) {
+      out.problems.push({ object, message: 'from and to are of different IP families' });
+      continue;
+    }
+    let iif: string | null = null;
+    if (r.iif === 'kilo') {
+      if (!deviceName.test(devices.kilo)) {
+        out.problems.push({ object, message: `interface name ${JSON.stringify(devices.kilo)} is not valid` });
+        continue;
+      }
+      iif = devices.kilo;
+    }
+    // A rule without address selectors applies to both families.
+    const families: Family[] = src ? [src.family] : dst ? [dst.family] : [4, 6];
+    for (const family of families) {
+      const rule: KernelRule = {
+        family,
+        priority,
+        src: src?.networkText ?? null,
+        dst: dst?.networkText ?? null,
+        iif,
+        table: r.table === kiloTable ? kiloTable : r.table,
+      };
+      const k = ruleKey(rule);
+      if (seenRules.has(k)) continue;
+      seenRules.add(k);
+      out.rules.push(rule);
+    }
+  }
+  return out;
+}

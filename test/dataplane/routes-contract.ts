@@ -1,0 +1,301 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { PartialApplyError } from '../../src/dataplane/routes/errors.js';
+import { KiloRoutingTables, type RouteMachine } from '../../src/dataplane/routes/reconciler.js';
+import { describeRoute, describeRule, type KernelRoute, type KernelRule } from '../../src/dataplane/routes/state.js';
+import type { DeviceNames } from '../../src/dataplane/types.js';
+import { kiloTable, type PlanRoute, type PlanRule } from '../../src/mesh/types.js';
+
+/**
+ * One machine with Kilo's stand-in interfaces, the same for the kernel (a namespace) and the model:
+ *   priv0  up, 192.168.1.1/24 and fd00::1/64  (the private interface)
+ *   kilo0  up, 10.4.0.1/16                     (stands in for the WireGuard interface)
+ */
+export interface RoutesHarness {
+  machine: RouteMachine;
+  /** Installs a route or rule as another program or an admin would (any protocol or priority). */
+  addRoute(r: KernelRoute): Promise<void>;
+  addRule(r: KernelRule): Promise<void>;
+  /** Removes the first route with this key and protocol, as someone else would. */
+  deleteRoute(r: KernelRoute): Promise<void>;
+  /** Every route of every protocol in every table, except the kernel's own (connected, local). */
+  allRoutes(): Promise<KernelRoute[]>;
+  /** Every rule of both families, in kernel order. */
+  allRules(): Promise<KernelRule[]>;
+  destroy(): void;
+}
+
+const P = 107;
+const devices: DeviceNames = { kilo: 'kilo0', private: 'priv0', tunnel: null };
+
+const r = (dst: string, gw: string | null, dev: PlanRoute['dev'], extra: Partial<PlanRoute> = {}): PlanRoute => ({
+  dst,
+  gw,
+  dev,
+  src: null,
+  table: 'main',
+  onlink: false,
+  ...extra,
+});
+const rule = (src: string | null, dst: string | null, iif: 'kilo' | null = null): PlanRule => ({ src, dst, iif, table: kiloTable });
+
+// A leader's plan: routes over kilo (onlink, with src), in the clear over the private interface,
+// encapsulation table 1107, a Peer's allowed IP without gateway, and IPv6.
+const planA = {
+  routes: [
+    r('10.42.2.0/24', '10.4.0.2', 'kilo', { onlink: true, src: '192.168.1.1' }),
+    r('192.168.2.5/32', '10.4.0.2', 'kilo', { onlink: true, src: '192.168.1.1' }),
+    r('10.42.3.0/24', '192.168.1.3', 'private', { onlink: true }),
+    r('10.42.4.0/24', '192.168.1.4', 'private'),
+    r('10.5.0.0/24', null, 'kilo'),
+    r('192.168.1.3/32', '192.168.1.3', 'private', { onlink: true, table: kiloTable }),
+    r('fd42:2::/64', 'fd00::2', 'private'),
+    r('fd43::/64', null, 'kilo', { table: kiloTable }),
+  ],
+  rules: [rule('10.42.1.0/24', '192.168.1.3/32'), rule(null, '192.168.1.3/32', 'kilo'), rule('fd42:1::/64', 'fd00::3/128')],
+};
+
+// What `ip route` shows for plan A, written out by hand.
+const routesA = [
+  'route 10.42.2.0/24 via 10.4.0.2 dev kilo0 src 192.168.1.1 onlink',
+  'route 192.168.2.5/32 via 10.4.0.2 dev kilo0 src 192.168.1.1 onlink',
+  'route 10.42.3.0/24 via 192.168.1.3 dev priv0 onlink',
+  'route 10.42.4.0/24 via 192.168.1.4 dev priv0',
+  'route 10.5.0.0/24 dev kilo0',
+  'route 192.168.1.3/32 via 192.168.1.3 dev priv0 onlink table 1107',
+  'route fd42:2::/64 via fd00::2 dev priv0',
+  'route fd43::/64 dev kilo0 table 1107',
+].sort();
+const rulesA = [
+  'rule from 10.42.1.0/24 to 192.168.1.3/32 lookup 1107 priority 1107',
+  'rule from all to 192.168.1.3/32 iif kilo0 lookup 1107 priority 1107',
+  'rule -6 from fd42:1::/64 to fd00::3/128 lookup 1107 priority 1107',
+].sort();
+
+// Plan B: one route gone, one with a new gateway, one new; one rule gone, one new.
+const planB = {
+  routes: [
+    ...planA.routes.filter((x) => x.dst !== '10.42.4.0/24' && x.dst !== '10.42.3.0/24'),
+    r('10.42.3.0/24', '192.168.1.5', 'private', { onlink: true }),
+    r('10.42.5.0/24', '192.168.1.5', 'private', { onlink: true }),
+  ],
+  rules: [rule('10.42.1.0/24', '192.168.1.3/32'), rule('fd42:1::/64', 'fd00::3/128'), rule('10.42.1.0/24', '192.168.1.5/32')],
+};
+const routesB = [
+  ...routesA.filter((x) => !x.startsWith('route 10.42.4.0/24') && !x.startsWith('route 10.42.3.0/24')),
+  'route 10.42.3.0/24 via 192.168.1.5 dev priv0 onlink',
+  'route 10.42.5.0/24 via 192.168.1.5 dev priv0 onlink',
+].sort();
+const rulesB = [
+  'rule from 10.42.1.0/24 to 192.168.1.3/32 lookup 1107 priority 1107',
+  'rule -6 from fd42:1::/64 to fd00::3/128 lookup 1107 priority 1107',
+  'rule from 10.42.1.0/24 to 192.168.1.5/32 lookup 1107 priority 1107',
+].sort();
+
+const kernelRoute = (dst: string, dev: string, extra: Partial<KernelRoute> = {}): KernelRoute => ({
+  family: dst.includes(':') ? 6 : 4,
+  dst,
+  table: 254,
+  metric: dst.includes(':') ? 1024 : 0,
+  gw: null,
+  dev,
+  src: null,
+  onlink: false,
+  type: 'unicast',
+  protocol: P,
+  ...extra,
+});
+const kernelRule = (src: string | null, dst: string | null, priority: number, table: number): KernelRule => ({
+  family: (src ?? dst ?? '').includes(':') ? 6 : 4,
+  priority,
+  src,
+  dst,
+  iif: null,
+  table,
+});
+
+// Not Kilo's: other protocols, other priorities, tables Kilo does not use.
+const foreignRoutes = [
+  kernelRoute('198.18.0.0/24', 'priv0', { protocol: 4 }),
+  kernelRoute('198.18.1.0/24', 'priv0', { protocol: 4, table: kiloTable }),
+  kernelRoute('198.18.2.0/24', 'priv0', { protocol: 186, gw: '192.168.1.9' }),
+  kernelRoute('2001:db8::/64', 'priv0', { protocol: 4 }),
+];
+const foreignRules = [kernelRule('198.18.0.0/24', null, 500, 100), kernelRule('2001:db8::/64', null, 500, 100), kernelRule(null, '198.18.3.0/24', 1108, kiloTable)];
+
+interface Counted {
+  tables: KiloRoutingTables;
+  /** How many times changes were sent to the machine (one `ip -batch` each on Linux). */
+  applies(): number;
+}
+
+function counted(machine: RouteMachine): Counted {
+  let applies = 0;
+  const wrapped: RouteMachine = {
+    read: (owner) => machine.read(owner),
+    apply: (ops) => {
+      applies++;
+      return machine.apply(ops);
+    },
+  };
+  return { tables: new KiloRoutingTables(wrapped), applies: () => applies };
+}
+
+async function shown(tables: KiloRoutingTables): Promise<{ routes: string[]; rules: string[] }> {
+  const s = await tables.read();
+  return { routes: s.routes.map(describeRoute).sort(), rules: s.rules.map(describeRule).sort() };
+}
+
+const sortedRoutes = (rs: KernelRoute[]) => rs.map((x) => `${describeRoute(x)} proto ${x.protocol}`).sort();
+const sortedRules = (rs: KernelRule[]) => rs.map(describeRule).sort();
+
+export function routesContract(label: string, make: () => Promise<RoutesHarness>, skip: string | false = false): void {
+  describe(`RoutingTables contract: ${label}`, { skip }, () => {
+    const withMachine = (name: string, fn: (h: RoutesHarness, c: Counted) => Promise<void>) =>
+      test(name, async () => {
+        const h = await make();
+        try {
+          await fn(h, counted(h.machine));
+        } finally {
+          h.destroy();
+        }
+      });
+
+    withMachine('plan A reads back exactly; B changes only the difference; B again writes nothing', async (_h, c) => {
+      const a = await c.tables.reconcile(planA.routes, planA.rules, devices);
+      assert.equal(a.writes, 11, a.details.join('\n'));
+      assert.equal(c.applies(), 1, 'all of plan A in one batch');
+      assert.deepEqual(await shown(c.tables), { routes: routesA, rules: rulesA });
+
+      const b = await c.tables.reconcile(planB.routes, planB.rules, devices);
+      assert.deepEqual(
+        [...b.details].sort(),
+        [
+          'add route 10.42.5.0/24 via 192.168.1.5 dev priv0 onlink',
+          'add rule from 10.42.1.0/24 to 192.168.1.5/32 lookup 1107 priority 1107',
+          'del route 10.42.4.0/24 via 192.168.1.4 dev priv0',
+          'del rule from all to 192.168.1.3/32 iif kilo0 lookup 1107 priority 1107',
+          'replace route 10.42.3.0/24 via 192.168.1.5 dev priv0 onlink',
+        ],
+      );
+      assert.equal(b.writes, 5);
+      assert.equal(c.applies(), 2);
+      assert.deepEqual(await shown(c.tables), { routes: routesB, rules: rulesB });
+
+      const again = await c.tables.reconcile(planB.routes, planB.rules, devices);
+      assert.deepEqual(again, { writes: 0, details: [] });
+      assert.equal(c.applies(), 2, 'an unchanged plan sends nothing to the machine');
+    });
+
+    withMachine('foreign routes and rules survive apply, re-apply and cleanup', async (h, c) => {
+      for (const x of foreignRoutes) await h.addRoute(x);
+      for (const x of foreignRules) await h.addRule(x);
+      const routesBefore = sortedRoutes(await h.allRoutes());
+      const rulesBefore = sortedRules(await h.allRules());
+      const notKilo = (s: string[]) => s.filter((x) => !x.endsWith(` proto ${P}`) && !x.includes('priority 1107'));
+
+      await c.tables.reconcile(planA.routes, planA.rules, devices);
+      await c.tables.reconcile(planB.routes, planB.rules, devices);
+      assert.deepEqual(notKilo(sortedRoutes(await h.allRoutes())), routesBefore);
+      assert.deepEqual(notKilo(sortedRules(await h.allRules())), rulesBefore);
+      assert.deepEqual(await shown(c.tables), { routes: routesB, rules: rulesB }, 'foreign state is not read as Kilo’s');
+
+      const cleaned = await c.tables.cleanup();
+      assert.equal(cleaned.writes, routesB.length + rulesB.length);
+      assert.deepEqual(sortedRoutes(await h.allRoutes()), routesBefore);
+      assert.deepEqual(sortedRules(await h.allRules()), rulesBefore);
+      assert.equal((await c.tables.cleanup()).writes, 0);
+    });
+
+    withMachine('a Kilo route deleted by someone comes back at the next reconcile', async (h, c) => {
+      await c.tables.reconcile(planA.routes, planA.rules, devices);
+      await h.deleteRoute(kernelRoute('10.42.3.0/24', 'priv0'));
+      await h.deleteRoute(kernelRoute('fd43::/64', 'kilo0', { table: kiloTable }));
+      const back = await c.tables.reconcile(planA.routes, planA.rules, devices);
+      assert.deepEqual([...back.details].sort(), [
+        'add route 10.42.3.0/24 via 192.168.1.3 dev priv0 onlink',
+        'add route fd43::/64 dev kilo0 table 1107',
+      ]);
+      assert.deepEqual(await shown(c.tables), { routes: routesA, rules: rulesA });
+    });
+
+    withMachine('routes and rules of an earlier run are removed; foreign ones with the same addresses stay', async (h, c) => {
+      // An earlier run (other granularity, crash) left these with Kilo's marks.
+      await h.addRoute(kernelRoute('10.42.77.0/24', 'priv0'));
+      await h.addRoute(kernelRoute('192.168.1.77/32', 'priv0', { gw: '192.168.1.77', onlink: true, table: kiloTable }));
+      await h.addRoute(kernelRoute('fd77::/64', 'kilo0'));
+      await h.addRoute(kernelRoute('10.42.2.0/24', 'priv0', { gw: '192.168.1.2' })); // same key as A's, other gateway
+      await h.addRule(kernelRule('10.42.77.0/24', '192.168.1.77/32', 1107, kiloTable));
+      await h.addRule(kernelRule('fd77::/64', null, 1107, kiloTable));
+      // Not Kilo's, though the addresses look like it.
+      await h.addRoute(kernelRoute('10.42.78.0/24', 'priv0', { protocol: 4 }));
+      await h.addRule(kernelRule('10.42.77.0/24', '192.168.1.77/32', 1200, kiloTable));
+
+      const ops = await c.tables.reconcile(planA.routes, planA.rules, devices);
+      assert.equal(c.applies(), 1);
+      assert.ok(ops.details.includes('replace route 10.42.2.0/24 via 10.4.0.2 dev kilo0 src 192.168.1.1 onlink'), ops.details.join('\n'));
+      assert.deepEqual(await shown(c.tables), { routes: routesA, rules: rulesA });
+      const all = sortedRoutes(await h.allRoutes());
+      assert.ok(all.includes('route 10.42.78.0/24 dev priv0 proto 4'), all.join('\n'));
+      assert.ok(sortedRules(await h.allRules()).includes('rule from 10.42.77.0/24 to 192.168.1.77/32 lookup 1107 priority 1200'));
+    });
+
+    withMachine('one bad route is named in the error and everything else is applied', async (_h, c) => {
+      const bad = [
+        ...planA.routes,
+        r('10.42.9.0/24', '172.31.0.9', 'private'), // gateway not on any connected network, no onlink
+        r('10.42.10.0/24', '192.168.1.10', 'tunnel', { onlink: true }), // no tunnel interface on this node
+      ];
+      const err = await c.tables.reconcile(bad, planA.rules, devices).then(
+        () => assert.fail('expected a PartialApplyError'),
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof PartialApplyError, String(err));
+      assert.equal(err.ops.writes, 11, 'the good routes and rules were applied');
+      assert.deepEqual(
+        err.failures.map((f) => f.object),
+        ['route 10.42.10.0/24 via 192.168.1.10 dev tunnel', 'route 10.42.9.0/24 via 172.31.0.9 dev priv0'],
+      );
+      assert.match(err.failures[0]!.message, /tunnel has no interface/);
+      assert.match(err.failures[1]!.message, /invalid gateway/i);
+      assert.match(err.message, /route 10\.42\.9\.0\/24 via 172\.31\.0\.9 dev priv0: .*gateway/i);
+      assert.deepEqual(await shown(c.tables), { routes: routesA, rules: rulesA });
+
+      // A vanished device: the route is named, the rest stays converged.
+      const gone = await c.tables.reconcile(planA.routes, planA.rules, { ...devices, private: 'gone0' }).then(
+        () => assert.fail('expected a PartialApplyError'),
+        (e: unknown) => e as PartialApplyError,
+      );
+      assert.ok(gone.failures.some((f) => f.object === 'route 10.42.4.0/24 via 192.168.1.4 dev gone0' && /Cannot find device/.test(f.message)));
+      assert.ok(gone.failures.every((f) => f.object.includes('gone0')), gone.message);
+      assert.deepEqual((await shown(c.tables)).rules, rulesA);
+    });
+
+    withMachine('rules whose selectors overlap are removed and added without hitting each other', async (_h, c) => {
+      // The kernel matches rule deletes (and duplicate checks) only on the selectors given.
+      const fromAndTo = rule('10.42.1.0/24', '192.168.1.3/32');
+      const toOnly = rule(null, '192.168.1.3/32');
+      const iifTo = rule(null, '192.168.1.3/32', 'kilo');
+      const text = new Map([
+        [fromAndTo, 'rule from 10.42.1.0/24 to 192.168.1.3/32 lookup 1107 priority 1107'],
+        [toOnly, 'rule from all to 192.168.1.3/32 lookup 1107 priority 1107'],
+        [iifTo, 'rule from all to 192.168.1.3/32 iif kilo0 lookup 1107 priority 1107'],
+      ]);
+      const steps = [[fromAndTo], [fromAndTo, toOnly], [fromAndTo], [toOnly], [fromAndTo, toOnly], [toOnly], [iifTo], [iifTo, toOnly], [iifTo], [toOnly, iifTo, fromAndTo], []];
+      for (const rules of steps) {
+        const want = rules.map((x) => text.get(x)!);
+        await c.tables.reconcile([], rules, devices);
+        assert.deepEqual((await shown(c.tables)).rules, [...want].sort(), `after ${want.join(', ')}`);
+        assert.equal((await c.tables.reconcile([], rules, devices)).writes, 0);
+      }
+    });
+
+    withMachine('cleanup removes every Kilo route in every table and every rule at Kilo’s priority', async (h, c) => {
+      await c.tables.reconcile(planA.routes, planA.rules, devices);
+      await h.addRoute(kernelRoute('10.42.88.0/24', 'priv0', { table: 200 }));
+      const ops = await c.tables.cleanup();
+      assert.equal(ops.writes, routesA.length + 1 + rulesA.length);
+      assert.deepEqual(await shown(c.tables), { routes: [], rules: [] });
+    });
+  });
+}
