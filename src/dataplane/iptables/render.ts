@@ -1,0 +1,182 @@
+import type { Firewall, FirewallChain, FirewallRule, FirewallTable, IPFamily } from '../../mesh/types.js';
+import { parseSave, type SavedChain, type SavedRule, type SavedTable } from './save.js';
+import { canonicalArgs, joinArgs, kiloChainPrefix, ruleKey, targetOf, withComment } from './syntax.js';
+
+/**
+ * Turns "what the plan wants" and "what iptables-save shows" into one `iptables-restore --noflush`
+ * input per family that makes the machine equal the plan: Kilo's chains are re-declared and
+ * refilled whole, Kilo's jumps in built-in chains are edited one by one, everything without a
+ * "Kilo:" comment is left exactly where it is. Equal already → empty input, nothing to run.
+ */
+
+export const firewallTables: readonly FirewallTable[] = ['nat', 'filter'];
+
+/** iptables-save dumps of one family, by table. */
+export type FamilyDump = Record<FirewallTable, string>;
+
+export interface RestoreBatch {
+  family: IPFamily;
+  /** The restore input; '' when the machine already equals the plan. */
+  input: string;
+  /** One line per write: a chain replaced or removed, a jump inserted, appended or deleted. */
+  changes: string[];
+}
+
+interface DesiredRule {
+  chain: string;
+  args: string[];
+  key: string;
+  text: string;
+  position: FirewallRule['position'];
+}
+
+export const familyName = (family: IPFamily) => `IPv${family}`;
+
+export function renderFamily(family: IPFamily, firewall: Firewall, dump: FamilyDump): RestoreBatch {
+  const out: string[] = [];
+  const changes: string[] = [];
+  for (const table of firewallTables) {
+    const chains = firewall.chains.filter((c) => c.family === family && c.table === table);
+    const rules = firewall.rules.filter((r) => r.family === family && r.table === table);
+    const t = renderTable(`${familyName(family)} ${table}`, chains, rules, parseSave(dump[table], table));
+    if (t.lines.length === 0) continue;
+    out.push(`*${table}`, ...t.lines, 'COMMIT');
+    changes.push(...t.changes);
+  }
+  return { family, input: out.length ? `${out.join('\n')}\n` : '', changes };
+}
+
+/** Everything that is Kilo's goes: its jumps out of built-in chains, then its chains. */
+export function renderCleanup(family: IPFamily, dump: FamilyDump): RestoreBatch {
+  return renderFamily(family, { chains: [], rules: [] }, dump);
+}
+
+function desired(rule: FirewallRule): DesiredRule {
+  const args = canonicalArgs(withComment(rule.args, rule.comment));
+  return { chain: rule.chain, args, key: ruleKey(rule.chain, args), text: joinArgs(args), position: rule.position };
+}
+
+function renderTable(where: string, chains: FirewallChain[], rules: FirewallRule[], saved: SavedTable) {
+  const own = new Set(chains.map((c) => c.name));
+  for (const c of own) {
+    if (!c.startsWith(kiloChainPrefix))
+      throw new Error(
+        `${where}: chain ${c} is not named ${kiloChainPrefix}…, so a later run could not find it to remove it`,
+      );
+  }
+  const wanted = rules.map(desired);
+  for (const [i, r] of wanted.entries()) {
+    const target = targetOf(r.args);
+    if (target?.startsWith(kiloChainPrefix) && !own.has(target)) {
+      throw new Error(`${where}: rule ${i} in ${r.chain} jumps to ${target}, which the plan does not declare`);
+    }
+    if (!own.has(r.chain) && !saved.chains.get(r.chain)?.builtin) {
+      throw new Error(
+        `${where}: rule ${i} is in chain ${r.chain}, which is neither a Kilo chain of the plan nor a built-in chain`,
+      );
+    }
+  }
+
+  const declare: string[] = [];
+  const fill: string[] = [];
+  const edits: string[] = [];
+  const changes: string[] = [];
+
+  for (const name of own) {
+    const want = wanted.filter((r) => r.chain === name);
+    const have = saved.chains.get(name);
+    if (have && sameKeys(have.rules, want)) continue;
+    declare.push(`:${name} - [0:0]`);
+    fill.push(...want.map((r) => `-A ${name} ${r.text}`));
+    changes.push(
+      `${where}: ${have ? 'replace' : 'create'} chain ${name} (${want.length} rules, was ${have?.rules.length ?? 0})`,
+    );
+  }
+
+  for (const chain of saved.chains.values()) {
+    if (!chain.builtin) continue;
+    const want = wanted.filter((r) => r.chain === chain.name);
+    for (const line of editBuiltin(
+      chain,
+      want.filter((r) => r.position === 'prepend'),
+      want.filter((r) => r.position === 'append'),
+    )) {
+      edits.push(line);
+      changes.push(`${where}: ${line}`);
+    }
+  }
+
+  // A chain the plan dropped (KILO-IPIP after encapsulation went to never): its jumps were deleted
+  // above; a foreign rule still jumping there would make -X fail the whole table, so it stays, empty.
+  const stale = [...saved.chains.values()].filter(
+    (c) => !c.builtin && c.name.startsWith(kiloChainPrefix) && !own.has(c.name),
+  );
+  const flush: string[] = [];
+  const remove: string[] = [];
+  for (const c of stale) {
+    const referenced = [...saved.chains.values()].some(
+      (o) =>
+        !stale.includes(o) && !own.has(o.name) && o.rules.some((r) => r.target === c.name && !(o.builtin && r.kilo)),
+    );
+    if (c.rules.length > 0) {
+      flush.push(`-F ${c.name}`);
+      changes.push(`${where}: flush chain ${c.name} (${c.rules.length} rules)`);
+    }
+    if (!referenced) {
+      remove.push(`-X ${c.name}`);
+      changes.push(`${where}: remove chain ${c.name}`);
+    }
+  }
+  return { lines: [...declare, ...fill, ...edits, ...flush, ...remove], changes };
+}
+
+function sameKeys(have: readonly SavedRule[], want: readonly DesiredRule[]): boolean {
+  return have.length === want.length && have.every((r, i) => r.key === want[i]!.key);
+}
+
+/**
+ * Edits that leave a built-in chain as: the prepend jumps (plan order), the foreign rules (their
+ * order), the append jumps (plan order), each Kilo rule exactly once. Deletes go by rule text, not
+ * number, so a rule another program inserted meanwhile can never be hit; a Kilo prefix or tail
+ * already in place is kept.
+ */
+export function editBuiltin(
+  chain: SavedChain,
+  prepend: readonly DesiredRule[],
+  append: readonly DesiredRule[],
+): string[] {
+  const have = chain.rules;
+  const foreign = have.filter((r) => !r.kilo);
+  const exact = [...prepend.map((r) => r.key), ...foreign.map((r) => r.key), ...append.map((r) => r.key)];
+  if (exact.length === have.length && have.every((r, i) => r.key === exact[i])) return [];
+
+  let head = 0;
+  while (head < prepend.length && head < have.length && have[head]!.kilo && have[head]!.key === prepend[head]!.key)
+    head++;
+  const tailStart = have.length - append.length;
+  let tailKept =
+    tailStart >= head && append.every((r, i) => have[tailStart + i]!.kilo && have[tailStart + i]!.key === r.key);
+  const kept = (i: number) => i < head || (tailKept && i >= tailStart);
+  let doomed = have.flatMap((r, i) => (r.kilo && !kept(i) ? [i] : []));
+
+  // `-D` by text removes the first rule with that text: if that would be a kept copy, rebuild.
+  if (!deletesHitOnlyDoomed(have, doomed)) {
+    head = 0;
+    tailKept = false;
+    doomed = have.flatMap((r, i) => (r.kilo ? [i] : []));
+  }
+  const lines = doomed.map((i) => `-D ${chain.name} ${have[i]!.text}`);
+  for (let i = head; i < prepend.length; i++) lines.push(`-I ${chain.name} ${i + 1} ${prepend[i]!.text}`);
+  if (!tailKept) for (const r of append) lines.push(`-A ${chain.name} ${r.text}`);
+  return lines;
+}
+
+function deletesHitOnlyDoomed(have: readonly SavedRule[], doomed: readonly number[]): boolean {
+  const left = have.map((r, i) => ({ key: r.key, i }));
+  for (const d of doomed) {
+    const first = left.findIndex((r) => r.key === have[d]!.key);
+    if (left[first]!.i !== d) return false;
+    left.splice(first, 1);
+  }
+  return true;
+}

@@ -1,0 +1,145 @@
+import type { Firewall, IPFamily } from '../../mesh/types.js';
+import { ExecError, type Exec } from '../exec.js';
+import type { FirewallTables, Ops } from '../types.js';
+import { familyName, renderCleanup, renderFamily, type FamilyDump, type RestoreBatch } from './render.js';
+
+export type IptablesBackend = 'nft' | 'legacy';
+
+/** A restore batch iptables refused; names the family, the line and what iptables said. */
+export class IptablesError extends Error {
+  constructor(
+    readonly family: IPFamily,
+    readonly line: number | null,
+    readonly lineText: string | null,
+    readonly detail: string,
+  ) {
+    super(
+      `${familyName(family)} firewall update failed` +
+        (line !== null ? ` at restore line ${line} ${JSON.stringify(lineText ?? '')}` : '') +
+        `: ${detail}`,
+    );
+    this.name = 'IptablesError';
+  }
+}
+
+interface Tools {
+  backend: IptablesBackend;
+  save: Record<IPFamily, string>;
+  restore: Record<IPFamily, string>;
+}
+
+const families: readonly IPFamily[] = [4, 6];
+
+/**
+ * Kilo's firewall on Linux: reads with iptables-save, writes one `iptables-restore --noflush`
+ * transaction per family, and runs nothing at all when the machine already equals the plan.
+ */
+export class LinuxFirewallTables implements FirewallTables {
+  private tools: Promise<Tools> | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly exec: Exec,
+    private readonly options: { backend?: IptablesBackend } = {},
+  ) {}
+
+  reconcile(firewall: Firewall): Promise<Ops> {
+    return this.serial(() => this.converge((family, dump) => renderFamily(family, firewall, dump)));
+  }
+
+  cleanup(): Promise<Ops> {
+    return this.serial(() => this.converge(renderCleanup));
+  }
+
+  /** The backend in use and the binaries that go with it. */
+  backend(): Promise<Tools> {
+    return (this.tools ??= detectTools(this.exec, this.options.backend));
+  }
+
+  /** iptables-save of the tables Kilo uses, for one family. */
+  async read(family: IPFamily): Promise<FamilyDump> {
+    const tools = await this.backend();
+    const [nat, filter] = await Promise.all(
+      (['nat', 'filter'] as const).map(async (t) => (await this.exec.run([tools.save[family], '-t', t])).stdout),
+    );
+    return { nat: nat!, filter: filter! };
+  }
+
+  // Two reconciles interleaving their read and write would each undo half of the other.
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => {});
+    return next;
+  }
+
+  private async converge(render: (family: IPFamily, dump: FamilyDump) => RestoreBatch): Promise<Ops> {
+    const tools = await this.backend();
+    const results = await Promise.allSettled(
+      families.map(async (family) => {
+        const batch = render(family, await this.read(family));
+        if (batch.input !== '') await this.restore(tools, batch);
+        return batch.changes;
+      }),
+    );
+    const failed = results.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    const details = results.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
+    return { writes: details.length, details };
+  }
+
+  private async restore(tools: Tools, batch: RestoreBatch): Promise<void> {
+    const bin = tools.restore[batch.family];
+    try {
+      // iptables commits table by table: when both change, a dry run first keeps a bad line in
+      // the second table from leaving the first one half-updated.
+      if (batch.input.split('\nCOMMIT\n').length > 2)
+        await this.exec.run([bin, '--noflush', '--test', '-w'], { input: batch.input });
+      await this.exec.run([bin, '--noflush', '-w'], { input: batch.input });
+    } catch (e) {
+      if (!(e instanceof ExecError)) throw e;
+      throw restoreError(batch, e);
+    }
+  }
+}
+
+function restoreError(batch: RestoreBatch, e: ExecError): IptablesError {
+  const said = (e.stderr || e.stdout).trim();
+  const m = /line:?\s*(\d+)/.exec(said);
+  const line = m ? Number(m[1]) : null;
+  const lineText = line !== null ? (batch.input.split('\n')[line - 1] ?? null) : null;
+  const detail =
+    said
+      .split('\n')
+      .map((l) => l.replace(/^\S*tables\S*(?: v[\d.]+)?(?: \([^)]*\))?:\s*/, '').trim())
+      .filter((l) => l !== '' && !/^Error occurred at line|^Try `/.test(l))
+      .join('; ') || `exited with ${e.code}`;
+  return new IptablesError(batch.family, line, lineText, detail);
+}
+
+/**
+ * `iptables -V` names the backend the machine's tools use; the `-nft`/`-legacy` binaries are then
+ * used for both families, so rules never land in one backend while the other is read.
+ */
+async function detectTools(exec: Exec, forced?: IptablesBackend): Promise<Tools> {
+  let backend = forced;
+  if (!backend) {
+    const v = (await exec.run(['iptables', '-V'])).stdout;
+    backend = v.includes('nf_tables') ? 'nft' : 'legacy';
+  }
+  const suffix = `-${backend}`;
+  let explicit = true;
+  try {
+    await exec.run([`iptables${suffix}-restore`, '-V']);
+  } catch (e) {
+    // Old iptables (before 1.8) has no -legacy names: its plain binaries are legacy.
+    // (Not found: spawn fails with no exit code, or a shell in a namespace exits 127.)
+    if (!(e instanceof ExecError) || (e.code !== null && e.code !== 127) || backend === 'nft') throw e;
+    explicit = false;
+  }
+  const name = (base: string) => (explicit ? base.replace(/^(ip6?tables)/, `$1${suffix}`) : base);
+  return {
+    backend,
+    save: { 4: name('iptables-save'), 6: name('ip6tables-save') },
+    restore: { 4: name('iptables-restore'), 6: name('ip6tables-restore') },
+  };
+}

@@ -1,0 +1,370 @@
+import assert from 'node:assert/strict';
+import { describe, test, type TestContext } from 'node:test';
+import type { FirewallTables } from '../../src/dataplane/types.js';
+import type { Firewall, FirewallRule, FirewallTable, IPFamily } from '../../src/mesh/types.js';
+import { planA, planB } from './firewall-plans.js';
+
+/** One machine's netfilter (a fresh namespace or the in-memory model) and a FirewallTables on it. */
+export interface FirewallHarness {
+  tables: FirewallTables;
+  /** What `iptables-save -t TABLE` (or ip6tables-save) prints. */
+  save(family: IPFamily, table: FirewallTable): Promise<string>;
+  /** Runs one `iptables`/`ip6tables` command, as another program or an admin would. */
+  iptables(family: IPFamily, args: string[]): Promise<void>;
+  /** Restore processes that could have changed something, so far. */
+  restoreRuns(): number;
+  destroy(): void;
+}
+
+const families: IPFamily[] = [4, 6];
+const tables: FirewallTable[] = ['nat', 'filter'];
+
+/** `-p 4` and `-p ipencap` are the same rule; iptables-save prints either, by /etc/protocols. */
+const norm = (line: string) => line.replace(/ -p 4 /, ' -p ipencap ');
+
+/** The line iptables-save prints for a plan rule (plan args are already in iptables-save's order). */
+function expectedLine(r: FirewallRule): string {
+  const j = r.args.indexOf('-j');
+  return norm(
+    [
+      '-A',
+      r.chain,
+      ...r.args.slice(0, j),
+      '-m',
+      'comment',
+      '--comment',
+      JSON.stringify(r.comment),
+      ...r.args.slice(j),
+    ].join(' '),
+  );
+}
+
+interface Dump {
+  /** Every chain, built-in or not, with its `-A` lines in order. */
+  chains: Map<string, string[]>;
+  builtin: Set<string>;
+}
+
+function readDump(text: string): Dump {
+  const chains = new Map<string, string[]>();
+  const builtin = new Set<string>();
+  for (const line of text.split('\n')) {
+    const decl = /^:(\S+) (\S+)/.exec(line);
+    if (decl) {
+      chains.set(decl[1]!, []);
+      if (decl[2] !== '-') builtin.add(decl[1]!);
+    }
+    const rule = /^-A (\S+) /.exec(line);
+    if (rule) chains.get(rule[1]!)!.push(norm(line));
+  }
+  return { chains, builtin };
+}
+
+const isKilo = (line: string) => line.includes('--comment "Kilo:');
+const kiloChains = (d: Dump) => [...d.chains.keys()].filter((c) => c.startsWith('KILO-')).sort();
+
+async function dumps(h: FirewallHarness): Promise<Map<string, Dump>> {
+  const out = new Map<string, Dump>();
+  for (const f of families) for (const t of tables) out.set(`${f}/${t}`, readDump(await h.save(f, t)));
+  return out;
+}
+
+/** Non-Kilo rules of every chain, for checking that nothing foreign moved. */
+async function foreignRules(h: FirewallHarness): Promise<Record<string, string[]>> {
+  const out: Record<string, string[]> = {};
+  for (const [where, d] of await dumps(h)) {
+    for (const [chain, lines] of d.chains)
+      if (!chain.startsWith('KILO-')) out[`${where}/${chain}`] = lines.filter((l) => !isKilo(l));
+  }
+  return out;
+}
+
+/** The machine shows exactly the plan: its chains with their rules, each jump once and in place. */
+async function assertExact(h: FirewallHarness, fw: Firewall): Promise<void> {
+  for (const [where, d] of await dumps(h)) {
+    const [f, t] = where.split('/') as [string, FirewallTable];
+    const family = Number(f) as IPFamily;
+    const mine = fw.rules.filter((r) => r.family === family && r.table === t);
+    const chains = fw.chains.filter((c) => c.family === family && c.table === t).map((c) => c.name);
+    assert.deepEqual(kiloChains(d), [...chains].sort(), `${where}: Kilo chains`);
+    for (const c of chains) {
+      assert.deepEqual(d.chains.get(c), mine.filter((r) => r.chain === c).map(expectedLine), `${where}: rules of ${c}`);
+    }
+    for (const c of d.builtin) {
+      const lines = d.chains.get(c)!;
+      const prepend = mine.filter((r) => r.chain === c && r.position === 'prepend').map(expectedLine);
+      const append = mine.filter((r) => r.chain === c && r.position === 'append').map(expectedLine);
+      assert.deepEqual(
+        lines.filter(isKilo),
+        [...prepend, ...append],
+        `${where}: Kilo jumps in ${c}, each once, in plan order`,
+      );
+      assert.deepEqual(lines.slice(0, prepend.length), prepend, `${where}: ${c} starts with the prepend jumps`);
+      assert.deepEqual(lines.slice(lines.length - append.length), append, `${where}: ${c} ends with the append jumps`);
+    }
+  }
+}
+
+async function assertNoKilo(h: FirewallHarness): Promise<void> {
+  for (const [where, d] of await dumps(h)) {
+    assert.deepEqual(kiloChains(d), [], `${where}: no Kilo chain left`);
+    for (const [c, lines] of d.chains)
+      assert.deepEqual(lines.filter(isKilo), [], `${where}: no Kilo rule left in ${c}`);
+  }
+}
+
+/** Rules of other programs: a masquerade, a chain of their own with a jump to it, INPUT and FORWARD rules. */
+async function plantForeign(h: FirewallHarness): Promise<void> {
+  await h.iptables(4, ['-t', 'nat', '-A', 'POSTROUTING', '-s', '198.18.0.0/24', '-j', 'MASQUERADE']);
+  await h.iptables(4, ['-t', 'nat', '-N', 'OTHER-NAT']);
+  await h.iptables(4, ['-t', 'nat', '-A', 'OTHER-NAT', '-d', '198.18.1.0/24', '-j', 'RETURN']);
+  await h.iptables(4, ['-t', 'nat', '-A', 'POSTROUTING', '-j', 'OTHER-NAT']);
+  await h.iptables(4, ['-t', 'filter', '-A', 'INPUT', '-s', '198.18.0.9/32', '-j', 'ACCEPT']);
+  await h.iptables(4, ['-t', 'filter', '-A', 'FORWARD', '-d', '198.18.2.0/24', '-j', 'DROP']);
+  await h.iptables(6, ['-t', 'filter', '-A', 'INPUT', '-s', '2001:db8::9/128', '-j', 'ACCEPT']);
+  await h.iptables(6, ['-t', 'nat', '-A', 'POSTROUTING', '-s', '2001:db8:1::/64', '-j', 'MASQUERADE']);
+}
+
+/**
+ * The behaviour every FirewallTables must show, on the kernel and on the fake alike: exact,
+ * idempotent at zero cost, and blind to everything that is not Kilo's.
+ */
+export function firewallContract(
+  name: string,
+  make: () => FirewallHarness | Promise<FirewallHarness>,
+  skip: string | false = false,
+): void {
+  describe(`FirewallTables contract: ${name}`, { skip }, () => {
+    const harness = async (t: TestContext) => {
+      const h = await make();
+      t.after(() => h.destroy());
+      return h;
+    };
+
+    test('plan A on an empty machine: exactly its chains and each jump once, both families', async (t) => {
+      const h = await harness(t);
+      const ops = await h.tables.reconcile(planA());
+      assert.ok(ops.writes > 0);
+      assert.equal(ops.details.length, ops.writes);
+      await assertExact(h, planA());
+      const nat = await h.save(4, 'nat');
+      assert.match(
+        nat,
+        /^-A POSTROUTING -s 10\.42\.0\.0\/24 -m comment --comment "Kilo: jump to KILO-NAT chain" -j KILO-NAT$/m,
+      );
+      assert.match(nat, /^-A KILO-NAT -m comment --comment "Kilo: NAT remaining packets" -j MASQUERADE$/m);
+      assert.match(
+        await h.save(4, 'filter'),
+        /^-A INPUT -p (ipencap|4) -m comment --comment "Kilo: jump to IPIP chain" -j KILO-IPIP$/m,
+      );
+      assert.match(
+        await h.save(6, 'nat'),
+        /^-A KILO-NAT -d fd05::1\/128 -m comment --comment "Kilo: do not NAT packets destined for peers" -j RETURN$/m,
+      );
+    });
+
+    test('plan A again: zero writes and no restore process', async (t) => {
+      const h = await harness(t);
+      await h.tables.reconcile(planA());
+      const runs = h.restoreRuns();
+      assert.deepEqual(await h.tables.reconcile(planA()), { writes: 0, details: [] });
+      assert.equal(h.restoreRuns(), runs);
+    });
+
+    test('A then B (encapsulation never, one node fewer): exact, KILO-IPIP and its jumps gone, one batch per family', async (t) => {
+      const h = await harness(t);
+      await h.tables.reconcile(planA());
+      const runs = h.restoreRuns();
+      const ops = await h.tables.reconcile(planB());
+      assert.ok(ops.writes > 0);
+      assert.equal(h.restoreRuns() - runs, 2);
+      await assertExact(h, planB());
+      for (const f of families)
+        assert.doesNotMatch(await h.save(f, 'filter'), /KILO-IPIP|ipencap| -p 4 /, `IPv${f} filter`);
+      assert.doesNotMatch(await h.save(4, 'nat'), /10\.42\.2\.0\/24|192\.168\.1\.12/, 'node-2 is gone from KILO-NAT');
+
+      const again = h.restoreRuns();
+      assert.deepEqual(await h.tables.reconcile(planB()), { writes: 0, details: [] });
+      assert.equal(h.restoreRuns(), again);
+    });
+
+    test('foreign rules and chains survive apply, re-apply, change and cleanup, in their order', async (t) => {
+      const h = await harness(t);
+      await plantForeign(h);
+      const before = await foreignRules(h);
+      assert.ok(before['4/nat/OTHER-NAT']?.length === 1, 'the foreign chain was planted');
+      for (const step of [
+        () => h.tables.reconcile(planA()),
+        () => h.tables.reconcile(planA()),
+        () => h.tables.reconcile(planB()),
+        () => h.tables.cleanup(),
+      ]) {
+        await step();
+        assert.deepEqual(await foreignRules(h), before);
+      }
+    });
+
+    test('with foreign rules present, prepend jumps lead and append jumps trail', async (t) => {
+      const h = await harness(t);
+      await plantForeign(h);
+      await h.tables.reconcile(planA());
+      await assertExact(h, planA());
+      // Another program appends after Kilo's tail and inserts before Kilo's head.
+      await h.iptables(4, ['-t', 'filter', '-A', 'INPUT', '-s', '198.18.0.10/32', '-j', 'ACCEPT']);
+      await h.iptables(4, ['-t', 'nat', '-I', 'POSTROUTING', '1', '-s', '198.18.3.0/24', '-j', 'RETURN']);
+      const ops = await h.tables.reconcile(planA());
+      assert.ok(ops.writes > 0);
+      await assertExact(h, planA());
+    });
+
+    test('a Kilo jump added twice by hand is reduced to one', async (t) => {
+      const h = await harness(t);
+      await plantForeign(h);
+      await h.tables.reconcile(planA());
+      const foreign = await foreignRules(h);
+      const comment = (c: string) => ['-m', 'comment', '--comment', c];
+      await h.iptables(4, [
+        '-t',
+        'nat',
+        '-A',
+        'POSTROUTING',
+        '-s',
+        '10.42.0.0/24',
+        ...comment('Kilo: jump to KILO-NAT chain'),
+        '-j',
+        'KILO-NAT',
+      ]);
+      await h.iptables(4, [
+        '-t',
+        'filter',
+        '-I',
+        'INPUT',
+        '1',
+        '-p',
+        '4',
+        ...comment('Kilo: reject other IPIP traffic'),
+        '-j',
+        'DROP',
+      ]);
+      await h.iptables(4, [
+        '-t',
+        'filter',
+        '-I',
+        'FORWARD',
+        '1',
+        '-s',
+        '10.42.0.0/24',
+        ...comment('Kilo: forward packets from the pod subnet'),
+        '-j',
+        'ACCEPT',
+      ]);
+      assert.equal(
+        (await h.save(4, 'nat')).split('-s 10.42.0.0/24 -m comment').length - 1,
+        2,
+        'the duplicate is there',
+      );
+      await h.tables.reconcile(planA());
+      await assertExact(h, planA());
+      assert.deepEqual(await foreignRules(h), foreign);
+      assert.equal((await h.tables.reconcile(planA())).writes, 0);
+    });
+
+    test('a Kilo jump moved out of place goes back in place', async (t) => {
+      const h = await harness(t);
+      await plantForeign(h);
+      await h.tables.reconcile(planA());
+      const [first] = planA().rules.filter((r) => r.family === 4 && r.chain === 'FORWARD');
+      await h.iptables(4, ['-t', 'filter', '-D', 'FORWARD', '1']);
+      await h.iptables(4, [
+        '-t',
+        'filter',
+        '-A',
+        'FORWARD',
+        ...first!.args.slice(0, -2),
+        '-m',
+        'comment',
+        '--comment',
+        first!.comment,
+        ...first!.args.slice(-2),
+      ]);
+      await h.tables.reconcile(planA());
+      await assertExact(h, planA());
+    });
+
+    test('a stale Kilo jump from an earlier run is removed', async (t) => {
+      const h = await harness(t);
+      await plantForeign(h);
+      const foreign = await foreignRules(h);
+      await h.iptables(4, [
+        '-t',
+        'filter',
+        '-A',
+        'FORWARD',
+        '-s',
+        '10.99.0.0/24',
+        '-m',
+        'comment',
+        '--comment',
+        'Kilo: forward packets from the pod subnet',
+        '-j',
+        'ACCEPT',
+      ]);
+      await h.iptables(6, ['-t', 'nat', '-N', 'KILO-NAT']);
+      await h.iptables(6, [
+        '-t',
+        'nat',
+        '-I',
+        'POSTROUTING',
+        '1',
+        '-s',
+        'fd99::/64',
+        '-m',
+        'comment',
+        '--comment',
+        'Kilo: jump to KILO-NAT chain',
+        '-j',
+        'KILO-NAT',
+      ]);
+      await h.tables.reconcile(planA());
+      await assertExact(h, planA());
+      assert.doesNotMatch(await h.save(4, 'filter'), /10\.99\.0\.0/);
+      assert.doesNotMatch(await h.save(6, 'nat'), /fd99::/);
+      assert.deepEqual(await foreignRules(h), foreign);
+    });
+
+    test('cleanup leaves no Kilo chain or rule in either family, and a second cleanup writes nothing', async (t) => {
+      const h = await harness(t);
+      await plantForeign(h);
+      const foreign = await foreignRules(h);
+      await h.tables.reconcile(planA());
+      const ops = await h.tables.cleanup();
+      assert.ok(ops.writes > 0);
+      await assertNoKilo(h);
+      assert.deepEqual(await foreignRules(h), foreign);
+      const runs = h.restoreRuns();
+      assert.deepEqual(await h.tables.cleanup(), { writes: 0, details: [] });
+      assert.equal(h.restoreRuns(), runs);
+    });
+
+    test('a batch iptables refuses changes nothing in that family and names family and line', async (t) => {
+      const h = await harness(t);
+      const bad = planA();
+      bad.rules.push({
+        family: 4,
+        table: 'filter',
+        chain: 'KILO-IPIP',
+        args: ['-p', 'bogus', '-j', 'DROP'],
+        comment: 'Kilo: broken',
+        position: 'append',
+      });
+      await assert.rejects(h.tables.reconcile(bad), (e: Error) => {
+        assert.match(e.message, /IPv4/);
+        assert.match(e.message, /line \d+ .*-p bogus/);
+        return true;
+      });
+      // The nat table came first in the batch; it must not have been committed alone.
+      assert.doesNotMatch(await h.save(4, 'nat'), /Kilo:/);
+      assert.doesNotMatch(await h.save(4, 'filter'), /Kilo:/);
+    });
+  });
+}
