@@ -1,5 +1,5 @@
 import { Cidr, IP } from '../net/cidr.js';
-import type { Exec } from './exec.js';
+import { ExecError, type Exec } from './exec.js';
 import { runBatch, type BatchFailure } from './routes/batch.js';
 import { PartialApplyError, type ApplyFailure } from './routes/errors.js';
 import { isDeviceName } from './routes/state.js';
@@ -101,6 +101,7 @@ export class LinuxLinks implements Links {
 
   async read(device: string): Promise<LinkState> {
     const entries = await addrShow(this.exec, device).catch((e: unknown) => {
+      if (e instanceof ExecError && /does not exist/.test(e.stderr)) return [];
       throw new Error(`interface ${device}: cannot read it: ${e instanceof Error ? e.message : String(e)}`);
     });
     const entry = entries[0];
