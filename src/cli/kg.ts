@@ -1,8 +1,13 @@
 import { Command } from 'commander';
 import { runProgram } from './run.js';
+import { webhookCommand } from './webhook.js';
 
 export function kgProgram(): Command {
-  return new Command('kg').description('the kilo-ts agent: program this node into the WireGuard mesh');
+  // Flags after a subcommand belong to it (as in Kilo's cobra): `kg webhook --listen` is not kg's --listen.
+  return new Command('kg')
+    .description('the kilo-ts agent: program this node into the WireGuard mesh')
+    .enablePositionalOptions()
+    .addCommand(webhookCommand());
 }
 
 export async function main(argv: string[]): Promise<void> {

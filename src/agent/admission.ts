@@ -1,0 +1,94 @@
+/**
+ * The validating admission review of kilo.squat.ai Peers: AdmissionReview v1 in, AdmissionReview v1
+ * out. Pure: the HTTPS server in webhook.ts hands the parsed body here and writes back what it gets.
+ */
+import type { ValidationError } from '../model/errors.js';
+import { parsePeer } from '../model/parse.js';
+
+export const admissionApiVersion = 'admission.k8s.io/v1';
+
+export interface AdmissionResponse {
+  uid: string;
+  allowed: boolean;
+  /** Only on a denial: why, as the API server shows it to the user. */
+  status?: { code: number; message: string };
+}
+
+export interface AdmissionReviewOut {
+  apiVersion: typeof admissionApiVersion;
+  kind: 'AdmissionReview';
+  response: AdmissionResponse;
+}
+
+/** The outcome of one request: a review to answer with, or a request that is not a review at all. */
+export type Review =
+  { ok: true; review: AdmissionReviewOut; operation: string; peer: string } | { ok: false; message: string };
+
+/** Fields whose value is a secret: their value never appears in a reason, a log or a response. */
+const secretFields = new Set(['spec.presharedKey']);
+
+/** One line per rejected value: object, field, reason and the value (unless it is a secret). */
+export function denialReason(errors: readonly ValidationError[]): string {
+  return errors
+    .map((e) => {
+      const value = secretFields.has(e.field) ? '(value withheld: it is a secret)' : JSON.stringify(e.value);
+      return `${e.object}: field ${e.field}: ${e.reason}: ${value}`;
+    })
+    .join('; ');
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Reviews a decoded AdmissionReview body. Anything that is not an AdmissionReview v1 with a request
+ * uid and, for CREATE and UPDATE, an object, is a bad request: the API server sent something we do
+ * not understand, and answering "allowed" to it would let an unvalidated Peer through.
+ */
+export function reviewPeerAdmission(body: unknown): Review {
+  if (!isRecord(body)) return { ok: false, message: 'request body is not a JSON object' };
+  if (body['apiVersion'] !== admissionApiVersion || body['kind'] !== 'AdmissionReview') {
+    return {
+      ok: false,
+      message: `want apiVersion ${admissionApiVersion} kind AdmissionReview, got apiVersion ${JSON.stringify(body['apiVersion'] ?? null)} kind ${JSON.stringify(body['kind'] ?? null)}`,
+    };
+  }
+  const request = body['request'];
+  if (!isRecord(request)) return { ok: false, message: 'AdmissionReview has no request' };
+  const uid = request['uid'];
+  if (typeof uid !== 'string' || uid === '')
+    return { ok: false, message: `AdmissionReview request.uid is not a string: ${JSON.stringify(uid ?? null)}` };
+  const operation = typeof request['operation'] === 'string' ? request['operation'] : '';
+  const answer = (allowed: boolean, message?: string): AdmissionReviewOut => ({
+    apiVersion: admissionApiVersion,
+    kind: 'AdmissionReview',
+    response: message === undefined ? { uid, allowed } : { uid, allowed, status: { code: 400, message } },
+  });
+
+  // Deleting a Peer needs no validation; the webhook is only registered for CREATE and UPDATE,
+  // but an operator widening the rules must not lock Peers in place.
+  if (operation === 'DELETE' || operation === 'CONNECT') return { ok: true, review: answer(true), operation, peer: '' };
+
+  const object = request['object'];
+  if (!isRecord(object))
+    return { ok: false, message: `AdmissionReview request.object is not an object: ${JSON.stringify(object ?? null)}` };
+  const name =
+    isRecord(object['metadata']) && typeof object['metadata']['name'] === 'string' ? object['metadata']['name'] : '';
+  if (
+    object['kind'] !== 'Peer' ||
+    typeof object['apiVersion'] !== 'string' ||
+    !object['apiVersion'].startsWith('kilo.squat.ai/')
+  ) {
+    const got = `${JSON.stringify(object['apiVersion'] ?? null)} ${JSON.stringify(object['kind'] ?? null)}`;
+    return {
+      ok: true,
+      review: answer(false, `this webhook validates kilo.squat.ai Peers, got ${got}`),
+      operation,
+      peer: name,
+    };
+  }
+  const parsed = parsePeer(object);
+  if (parsed.ok) return { ok: true, review: answer(true), operation, peer: name };
+  return { ok: true, review: answer(false, denialReason(parsed.errors)), operation, peer: name };
+}

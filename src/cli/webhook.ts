@@ -1,0 +1,90 @@
+import { Command, Option } from 'commander';
+import { pino } from 'pino';
+import { startWebhook } from '../agent/webhook.js';
+import { serveMetrics, WebhookMetrics } from '../agent/webhook-metrics.js';
+import { UsageError } from '../model/errors.js';
+
+/** Kilo's log levels and what pino calls them. */
+const logLevels = { all: 'trace', debug: 'debug', info: 'info', warn: 'warn', error: 'error', none: 'silent' } as const;
+type LogLevel = keyof typeof logLevels;
+
+/** Parses a Go-style listen address: `:8443` (every address), `127.0.0.1:8443`, `[::1]:8443`. */
+export function parseListenAddress(flag: string, value: string): { host: string | undefined; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(value);
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65535) throw new UsageError(`--${flag}: want [host]:port, got ${JSON.stringify(value)}`);
+  const host = m[1] ?? m[2];
+  return { host: host === '' ? undefined : host, port };
+}
+
+function formatAddress(a: { address: string; family: string; port: number }): string {
+  return a.family === 'IPv6' ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`;
+}
+
+interface WebhookFlags {
+  certFile: string;
+  keyFile: string;
+  listen: string;
+  listenMetrics: string;
+  logLevel?: LogLevel;
+}
+
+/** Resolves when the process is asked to stop. */
+function stopSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (s: NodeJS.Signals) => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+      resolve(s);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
+}
+
+/** `kg webhook`: the HTTPS server that validates Peers for the API server, as Kilo's `kg webhook`. */
+export function webhookCommand(): Command {
+  return new Command('webhook')
+    .description(
+      'start an HTTPS server that validates creations and updates of Kilo Peers (validating admission webhook)',
+    )
+    .requiredOption('--cert-file <path>', 'the path to a certificate file (PEM)')
+    .requiredOption('--key-file <path>', 'the path to a key file (PEM)')
+    .option('--listen <address>', 'the address the webhook server listens on', ':8443')
+    .option('--listen-metrics <address>', 'the address the metrics server listens on', ':1107')
+    .addOption(new Option('--log-level <level>', 'log level to use').choices(Object.keys(logLevels)))
+    .action(async (flags: WebhookFlags, cmd: Command) => {
+      const webhookAt = parseListenAddress('listen', flags.listen);
+      const metricsAt = parseListenAddress('listen-metrics', flags.listenMetrics);
+      // `kg --log-level=debug webhook` sets it on kg itself.
+      const level: LogLevel = flags.logLevel ?? (cmd.optsWithGlobals()['logLevel'] as LogLevel | undefined) ?? 'info';
+      const log = pino({ level: logLevels[level] ?? 'info' });
+      const metrics = new WebhookMetrics();
+      const stopped = stopSignal();
+      const webhook = await startWebhook({
+        certFile: flags.certFile,
+        keyFile: flags.keyFile,
+        ...webhookAt,
+        log,
+        metrics,
+      }).catch((e: unknown) => {
+        if (e instanceof UsageError) throw e;
+        throw new UsageError(
+          `--listen: cannot listen on ${flags.listen}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+        );
+      });
+      log.info({ address: formatAddress(webhook.address) }, 'starting webhook server');
+      const metricsServer = await serveMetrics(metrics.registry, metricsAt.host, metricsAt.port).catch(
+        async (e: unknown) => {
+          await webhook.close();
+          throw new UsageError(
+            `--listen-metrics: cannot listen on ${flags.listenMetrics}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+          );
+        },
+      );
+      log.info({ address: formatAddress(metricsServer.address) }, 'starting metrics server');
+      const signal = await stopped;
+      log.info({ signal }, 'shutting down');
+      await Promise.all([webhook.close(), metricsServer.close()]);
+    });
+}

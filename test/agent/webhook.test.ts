@@ -1,0 +1,491 @@
+/**
+ * The Peer validating webhook over real TLS: a self-signed certificate made with openssl, the
+ * server on 127.0.0.1, AdmissionReview v1 requests as the API server sends them.
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { after, before, describe, test } from 'node:test';
+import { startWebhook, type WebhookLog } from '../../src/agent/webhook.js';
+import { WebhookMetrics, type RunningServer } from '../../src/agent/webhook-metrics.js';
+import { parseListenAddress } from '../../src/cli/webhook.js';
+import { UsageError } from '../../src/model/errors.js';
+import { ensureBuilt, root } from '../cli/built.js';
+import { wgKey } from '../helpers/cluster.js';
+import { badPeers, goodPeers } from './peer-examples.js';
+
+const noOpenssl = spawnSync('openssl', ['version']).status === 0 ? false : 'needs the openssl command';
+
+let dir = '';
+let certFile = '';
+let keyFile = '';
+let ca: Buffer;
+
+/** A self-signed certificate for 127.0.0.1 and localhost: its own CA. */
+function makeCertificate(into: string, name: string): { cert: string; key: string } {
+  const cert = join(into, `${name}.crt`);
+  const key = join(into, `${name}.key`);
+  const r = spawnSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=kilo-peer-validation',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    { encoding: 'utf8' },
+  );
+  assert.equal(r.status, 0, `openssl failed: ${r.stderr}`);
+  return { cert, key };
+}
+
+interface Reply {
+  status: number;
+  contentType: string;
+  text: string;
+}
+
+function send(
+  port: number,
+  method: string,
+  path: string,
+  body?: string | Buffer,
+  contentType = 'application/json',
+  trust: Buffer | null = ca,
+): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        ca: trust ?? undefined,
+        headers: body === undefined ? {} : { 'content-type': contentType },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            contentType: String(res.headers['content-type'] ?? ''),
+            text: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function getPlain(port: number, path: string): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    httpRequest({ host: '127.0.0.1', port, path }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          contentType: String(res.headers['content-type'] ?? ''),
+          text: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+function peerObject(name: string, spec: Record<string, unknown>) {
+  return { apiVersion: 'kilo.squat.ai/v1alpha1', kind: 'Peer', metadata: { name }, spec };
+}
+
+function admissionReview(uid: string, object: unknown, operation = 'CREATE') {
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid,
+      kind: { group: 'kilo.squat.ai', version: 'v1alpha1', kind: 'Peer' },
+      resource: { group: 'kilo.squat.ai', version: 'v1alpha1', resource: 'peers' },
+      name: (object as { metadata?: { name?: string } } | null)?.metadata?.name ?? '',
+      operation,
+      userInfo: { username: 'admin' },
+      object,
+      oldObject: null,
+      dryRun: false,
+    },
+  };
+}
+
+interface ReviewOut {
+  apiVersion: string;
+  kind: string;
+  response: { uid: string; allowed: boolean; status?: { code: number; message: string } };
+}
+
+async function validate(port: number, review: unknown): Promise<ReviewOut> {
+  const r = await send(port, 'POST', '/validate', JSON.stringify(review));
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.contentType, 'application/json');
+  return JSON.parse(r.text) as ReviewOut;
+}
+
+/** Every log line the webhook writes, as JSON text, to check what it says and never says. */
+const logged: string[] = [];
+const log: WebhookLog = {
+  debug: (f, m) => logged.push(JSON.stringify({ ...f, m })),
+  info: (f, m) => logged.push(JSON.stringify({ ...f, m })),
+  warn: (f, m) => logged.push(JSON.stringify({ ...f, m })),
+  error: (f, m) => logged.push(JSON.stringify({ ...f, m })),
+};
+
+describe('kg webhook: Peer validation over HTTPS', { skip: noOpenssl }, () => {
+  let server: RunningServer | undefined;
+  let port = 0;
+  const metrics = new WebhookMetrics();
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kilo-webhook-'));
+    ({ cert: certFile, key: keyFile } = makeCertificate(dir, 'server'));
+    ca = readFileSync(certFile);
+    server = await startWebhook({
+      certFile,
+      keyFile,
+      host: '127.0.0.1',
+      port: 0,
+      log,
+      metrics,
+      maxBodyBytes: 64 * 1024,
+    });
+    port = server.address.port;
+  });
+  after(async () => {
+    await server?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a valid Peer is allowed, with the request uid echoed and no status', async () => {
+    for (const [i, p] of goodPeers.entries()) {
+      const uid = `0b8f5c4e-good-${i}`;
+      const out = await validate(port, admissionReview(uid, peerObject(p.name, p.spec)));
+      assert.equal(out.apiVersion, 'admission.k8s.io/v1');
+      assert.equal(out.kind, 'AdmissionReview');
+      assert.deepEqual(out.response, { uid, allowed: true }, p.name);
+    }
+  });
+
+  test('an invalid Peer is refused with code 400 and a reason naming the Peer, the field and the value', async () => {
+    for (const [i, p] of badPeers.entries()) {
+      const uid = `7d1c0a2e-bad-${i}`;
+      const out = await validate(port, admissionReview(uid, peerObject(p.name, p.spec)));
+      assert.equal(out.response.uid, uid);
+      assert.equal(out.response.allowed, false, p.name);
+      assert.equal(out.response.status?.code, 400, p.name);
+      const message = out.response.status?.message ?? '';
+      assert.ok(message.includes(`Peer "${p.name}"`), `${p.name}: ${message}`);
+      assert.ok(message.includes(`field ${p.field}:`), `${p.name}: want field ${p.field} in ${message}`);
+      assert.ok(
+        message.endsWith(`: ${p.value}`) || message.includes(`: ${p.value};`),
+        `${p.name}: want value ${p.value} in ${message}`,
+      );
+    }
+  });
+
+  test('an UPDATE is validated like a CREATE', async () => {
+    const bad = badPeers.find((p) => p.name === 'bad-cidr')!;
+    const out = await validate(port, admissionReview('upd-1', peerObject(bad.name, bad.spec), 'UPDATE'));
+    assert.equal(out.response.allowed, false);
+    assert.match(out.response.status?.message ?? '', /spec\.allowedIPs\[1\]/);
+  });
+
+  test('every problem of a Peer is named in one refusal', async () => {
+    const out = await validate(
+      port,
+      admissionReview('many', peerObject('many', { allowedIPs: ['bogus'], publicKey: 'x', persistentKeepalive: -1 })),
+    );
+    const message = out.response.status?.message ?? '';
+    for (const field of ['spec.allowedIPs[0]', 'spec.publicKey', 'spec.persistentKeepalive'])
+      assert.ok(message.includes(`field ${field}:`), message);
+  });
+
+  test('a malformed preshared key is refused without echoing it, in the response or the log', async () => {
+    const secret = 'my-secret-psk-that-is-not-base64';
+    logged.length = 0;
+    const out = await validate(
+      port,
+      admissionReview(
+        'psk',
+        peerObject('psk', { allowedIPs: ['10.5.0.9/32'], publicKey: wgKey('psk'), presharedKey: secret }),
+      ),
+    );
+    assert.equal(out.response.allowed, false);
+    assert.match(out.response.status?.message ?? '', /field spec\.presharedKey:/);
+    assert.ok(!JSON.stringify(out).includes(secret), 'secret in the response');
+    assert.ok(logged.length > 0, 'the refusal is logged');
+    assert.ok(!logged.join('\n').includes(secret), 'secret in the log');
+  });
+
+  test('an object that is not a kilo.squat.ai Peer is refused, naming what it got', async () => {
+    const out = await validate(
+      port,
+      admissionReview('node', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n' }, spec: {} }),
+    );
+    assert.equal(out.response.allowed, false);
+    assert.match(out.response.status?.message ?? '', /"v1" "Node"/);
+  });
+
+  test('a DELETE (no object) is allowed', async () => {
+    const out = await validate(port, admissionReview('del', null, 'DELETE'));
+    assert.deepEqual(out.response, { uid: 'del', allowed: true });
+  });
+
+  test('a malformed request gets 400 with the reason, and the server keeps serving', async () => {
+    const cases: [string, string | Buffer, RegExp][] = [
+      ['truncated JSON', '{"apiVersion": "admission.k8s.io/v1", "kind": "Adm', /not JSON/],
+      ['not UTF-8 JSON', Buffer.from([0xff, 0xfe, 0x00, 0x7b]), /not JSON/],
+      ['a JSON array', '[1, 2]', /not a JSON object/],
+      [
+        'AdmissionReview v1beta1',
+        JSON.stringify({ ...admissionReview('x', {}), apiVersion: 'admission.k8s.io/v1beta1' }),
+        /admission\.k8s\.io\/v1beta1/,
+      ],
+      ['no request', JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }), /no request/],
+      ['no uid', JSON.stringify(admissionReview('', peerObject('p', goodPeers[0]!.spec))), /request\.uid/],
+      ['CREATE without an object', JSON.stringify(admissionReview('u', null)), /request\.object/],
+    ];
+    for (const [what, body, reason] of cases) {
+      const r = await send(port, 'POST', '/validate', body);
+      assert.equal(r.status, 400, what);
+      assert.match(r.text, reason, what);
+    }
+    const health = await send(port, 'GET', '/healthz');
+    assert.equal(health.status, 200);
+  });
+
+  test('a body that is not declared JSON gets 415; a body over the limit gets 413', async () => {
+    const review = JSON.stringify(admissionReview('t', peerObject('p', goodPeers[0]!.spec)));
+    const wrongType = await send(port, 'POST', '/validate', review, 'text/plain');
+    assert.equal(wrongType.status, 415);
+    assert.match(wrongType.text, /text\/plain/);
+    const big = peerObject('big', { ...goodPeers[0]!.spec, padding: 'x'.repeat(128 * 1024) });
+    const tooLarge = await send(port, 'POST', '/validate', JSON.stringify(admissionReview('big', big)));
+    assert.equal(tooLarge.status, 413);
+  });
+
+  test('/healthz answers 200; other paths 404; GET /validate 405', async () => {
+    const health = await send(port, 'GET', '/healthz');
+    assert.deepEqual([health.status, health.text], [200, 'ok\n']);
+    assert.equal((await send(port, 'GET', '/metrics')).status, 404);
+    assert.equal((await send(port, 'GET', '/validate')).status, 405);
+  });
+
+  test('a client that does not trust the certificate cannot talk to it', async () => {
+    await assert.rejects(
+      send(port, 'GET', '/healthz', undefined, 'application/json', null),
+      (e: NodeJS.ErrnoException) => {
+        assert.match(String(e.code), /SELF_SIGNED|UNABLE_TO_VERIFY/);
+        return true;
+      },
+    );
+  });
+
+  test('metrics count reviews by operation and response, and bad requests as errors', async () => {
+    const value = async (name: string, labels: Record<string, string> = {}) => {
+      const got = await metrics.registry.getSingleMetric(name)!.get();
+      return got.values
+        .filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))
+        .reduce((s, v) => s + v.value, 0);
+    };
+    const before = {
+      allowed: await value('admission_requests_total', { operation: 'CREATE', response: 'allowed' }),
+      denied: await value('admission_requests_total', { operation: 'UPDATE', response: 'denied' }),
+      errors: await value('errors_total'),
+    };
+    await validate(port, admissionReview('m1', peerObject('m1', goodPeers[0]!.spec)));
+    await validate(port, admissionReview('m2', peerObject('m2', badPeers[0]!.spec), 'UPDATE'));
+    await send(port, 'POST', '/validate', 'nope');
+    assert.equal(
+      await value('admission_requests_total', { operation: 'CREATE', response: 'allowed' }),
+      before.allowed + 1,
+    );
+    assert.equal(
+      await value('admission_requests_total', { operation: 'UPDATE', response: 'denied' }),
+      before.denied + 1,
+    );
+    assert.equal(await value('errors_total'), before.errors + 1);
+  });
+});
+
+describe('kg webhook: start-up errors', { skip: noOpenssl }, () => {
+  let tmp = '';
+  before(() => {
+    tmp = mkdtempSync(join(tmpdir(), 'kilo-webhook-bad-'));
+  });
+  after(() => {
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test('a missing certificate file is a user error naming the file', async () => {
+    const missing = join(tmp, 'nope.crt');
+    await assert.rejects(
+      startWebhook({ certFile: missing, keyFile: missing, host: '127.0.0.1', port: 0 }),
+      (e: Error) => {
+        assert.ok(e instanceof UsageError);
+        assert.match(e.message, /certificate file ".*nope\.crt": ENOENT/);
+        return true;
+      },
+    );
+  });
+
+  test('a key that does not belong to the certificate is a user error naming both files', async () => {
+    const a = makeCertificate(tmp, 'a');
+    const b = makeCertificate(tmp, 'b');
+    await assert.rejects(startWebhook({ certFile: a.cert, keyFile: b.key, host: '127.0.0.1', port: 0 }), (e: Error) => {
+      assert.ok(e instanceof UsageError);
+      assert.match(e.message, /a\.crt.*b\.key.*not a usable pair/);
+      return true;
+    });
+  });
+
+  test('a key file that is not PEM is a user error', async () => {
+    const a = makeCertificate(tmp, 'c');
+    const junk = join(tmp, 'junk.key');
+    writeFileSync(junk, 'not a key\n');
+    await assert.rejects(startWebhook({ certFile: a.cert, keyFile: junk, host: '127.0.0.1', port: 0 }), UsageError);
+  });
+});
+
+describe('parseListenAddress', () => {
+  test('reads Go-style addresses', () => {
+    assert.deepEqual(parseListenAddress('listen', ':8443'), { host: undefined, port: 8443 });
+    assert.deepEqual(parseListenAddress('listen', '127.0.0.1:0'), { host: '127.0.0.1', port: 0 });
+    assert.deepEqual(parseListenAddress('listen', '[::1]:8443'), { host: '::1', port: 8443 });
+    assert.deepEqual(parseListenAddress('listen', 'localhost:1107'), { host: 'localhost', port: 1107 });
+  });
+  test('refuses what is not [host]:port, naming the flag and the value', () => {
+    for (const bad of ['8443', ':65536', '::1:8443', 'host:', 'host:port']) {
+      assert.throws(
+        () => parseListenAddress('listen', bad),
+        (e: Error) => e instanceof UsageError && e.message === `--listen: want [host]:port, got ${JSON.stringify(bad)}`,
+        bad,
+      );
+    }
+  });
+});
+
+describe('kg webhook (the built command)', { skip: noOpenssl }, () => {
+  let tmp = '';
+  before(() => {
+    ensureBuilt();
+    tmp = mkdtempSync(join(tmpdir(), 'kilo-webhook-cli-'));
+  });
+  after(() => {
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test('without --cert-file it exits 1 and says which flag is missing', () => {
+    const r = spawnSync(process.execPath, [join(root, 'bin', 'kg'), 'webhook', '--key-file=/x'], { encoding: 'utf8' });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /--cert-file/);
+  });
+
+  test('an unreadable certificate is one line on stderr, exit 1, no stack trace', () => {
+    const r = spawnSync(
+      process.execPath,
+      [
+        join(root, 'bin', 'kg'),
+        'webhook',
+        `--cert-file=${join(tmp, 'missing.crt')}`,
+        `--key-file=${join(tmp, 'missing.key')}`,
+        '--listen=127.0.0.1:0',
+      ],
+      { encoding: 'utf8' },
+    );
+    assert.equal(r.status, 1);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    assert.match(r.stderr, /^kg: cannot read certificate file ".*missing\.crt": ENOENT\n$/);
+  });
+
+  test('serves validation and metrics, and stops cleanly on SIGTERM', { timeout: 60_000 }, async (t) => {
+    const { cert, key } = makeCertificate(tmp, 'cli');
+    const trust = readFileSync(cert);
+    const child = spawn(
+      process.execPath,
+      [
+        join(root, 'bin', 'kg'),
+        'webhook',
+        `--cert-file=${cert}`,
+        `--key-file=${key}`,
+        '--listen=127.0.0.1:0',
+        '--listen-metrics=127.0.0.1:0',
+        '--log-level=debug',
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    t.after(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const lines: Record<string, unknown>[] = [];
+    const addresses: Record<string, number> = {};
+    for await (const line of createInterface({ input: child.stdout })) {
+      const entry = JSON.parse(line) as { msg: string; address?: string };
+      lines.push(entry);
+      if (entry.address) addresses[entry.msg] = Number(entry.address.split(':').pop());
+      if (entry.msg === 'starting metrics server') break;
+    }
+    assert.ok(addresses['starting webhook server'], `webhook address logged (stderr: ${stderr})`);
+    const webhookPort = addresses['starting webhook server'];
+    const metricsPort = addresses['starting metrics server']!;
+
+    const health = await send(webhookPort, 'GET', '/healthz', undefined, 'application/json', trust);
+    assert.equal(health.status, 200);
+    const bad = badPeers.find((p) => p.name === 'negative-keepalive')!;
+    const r = await send(
+      webhookPort,
+      'POST',
+      '/validate',
+      JSON.stringify(admissionReview('cli-1', peerObject(bad.name, bad.spec))),
+      'application/json',
+      trust,
+    );
+    const out = JSON.parse(r.text) as ReviewOut;
+    assert.equal(out.response.uid, 'cli-1');
+    assert.equal(out.response.allowed, false);
+    assert.match(out.response.status!.message, /field spec\.persistentKeepalive: .*: -5$/);
+
+    const m = await getPlain(metricsPort, '/metrics');
+    assert.equal(m.status, 200);
+    assert.match(m.text, /^admission_requests_total\{operation="CREATE",response="denied"\} 1$/m);
+
+    child.kill('SIGTERM');
+    assert.equal(await exited, 0, `exit code (stderr: ${stderr})`);
+    assert.equal(stderr, '');
+  });
+});
