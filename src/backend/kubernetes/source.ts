@@ -1,0 +1,189 @@
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  Observable,
+  PatchStrategy,
+  Watch,
+  setHeaderOptions,
+  type ConfigurationOptions,
+  type KubeConfig,
+  type RequestContext,
+  type ResponseContext,
+} from '@kubernetes/client-node';
+import type { KubeObject } from '../../model/parse.js';
+import { NodeType, PeerType, silentLogger, type ChangeListener, type ClusterSource, type Logger } from '../source.js';
+import { describeError } from './errors.js';
+import { Reflector, type ListResult, type ReflectorStats, type ReflectorTimings, type WatchClient } from './reflector.js';
+
+export const peerGroup = 'kilo.squat.ai';
+export const peerVersion = 'v1alpha1';
+export const peerPlural = 'peers';
+export const nodesPath = '/api/v1/nodes';
+export const peersPath = `/apis/${peerGroup}/${peerVersion}/${peerPlural}`;
+
+export interface KubernetesSourceOptions {
+  kubeConfig: KubeConfig;
+  /** Reflector timings (resync, watch timeout, watchdog, backoff); tests shrink them. */
+  timings?: Partial<ReflectorTimings>;
+  /** Patches taking longer than this are aborted. */
+  requestTimeoutMs?: number;
+  logger?: Logger;
+  now?: () => number;
+  random?: () => number;
+  /** Replaces the client's Watch (tests). */
+  watch?: WatchClient;
+}
+
+/**
+ * Nodes and Peers from the Kubernetes API: one reflector each over @kubernetes/client-node's
+ * list calls and `Watch`, and merge patches of a node's annotations (the only write kg makes).
+ */
+export class KubernetesSource implements ClusterSource {
+  private readonly core: CoreV1Api;
+  private readonly nodes: Reflector;
+  private readonly peers: Reflector;
+  private readonly listeners: ChangeListener[] = [];
+  private readonly requestTimeoutMs: number;
+  private readonly logger: Logger;
+
+  constructor(options: KubernetesSourceOptions) {
+    const kc = options.kubeConfig;
+    this.core = kc.makeApiClient(CoreV1Api);
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const watch = options.watch ?? new Watch(kc);
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.logger = options.logger ?? silentLogger;
+    const common = {
+      watch,
+      timings: options.timings,
+      logger: this.logger,
+      now: options.now,
+      random: options.random,
+      onChange: () => this.emit(),
+    };
+    this.nodes = new Reflector({
+      ...common,
+      resource: 'nodes',
+      path: nodesPath,
+      normalize: normalizeAs(NodeType),
+      list: async (signal): Promise<ListResult> => {
+        const list = await this.core.listNode({}, withSignal(signal));
+        return { resourceVersion: list.metadata?.resourceVersion ?? '', items: list.items as KubeObject[] };
+      },
+    });
+    this.peers = new Reflector({
+      ...common,
+      resource: 'peers',
+      path: peersPath,
+      normalize: normalizeAs(PeerType),
+      list: async (signal): Promise<ListResult> => {
+        const list = (await custom.listClusterCustomObject(
+          { group: peerGroup, version: peerVersion, plural: peerPlural },
+          withSignal(signal),
+        )) as { metadata?: { resourceVersion?: string }; items?: KubeObject[] };
+        return { resourceVersion: list.metadata?.resourceVersion ?? '', items: list.items ?? [] };
+      },
+    });
+  }
+
+  async start(): Promise<void> {
+    this.nodes.start();
+    this.peers.start();
+    await Promise.all([this.nodes.waitForSync(), this.peers.waitForSync()]);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.nodes.stop(), this.peers.stop()]);
+  }
+
+  objects(): KubeObject[] {
+    return [...this.nodes.objects(), ...this.peers.objects()];
+  }
+
+  onChange(listener: ChangeListener): void {
+    this.listeners.push(listener);
+  }
+
+  synced(): boolean {
+    return this.nodes.synced() && this.peers.synced();
+  }
+
+  /** The older of the two resources' last syncs: the source is as fresh as its stalest part. */
+  lastSync(): number {
+    return Math.min(this.nodes.lastSync(), this.peers.lastSync());
+  }
+
+  async patchNodeAnnotations(name: string, annotations: Record<string, string | null>): Promise<void> {
+    const options = setHeaderOptions(
+      'Content-Type',
+      PatchStrategy.MergePatch,
+      withSignal(AbortSignal.timeout(this.requestTimeoutMs)),
+    );
+    try {
+      await this.core.patchNode({ name, body: { metadata: { annotations } } }, options);
+    } catch (e) {
+      throw new Error(`patching annotations of Node ${JSON.stringify(name)} failed: ${describeError(e)}`, { cause: e });
+    }
+  }
+
+  /** Relists both resources now (tests, or an operator's signal). */
+  resync(): void {
+    this.nodes.requestResync();
+    this.peers.requestResync();
+  }
+
+  stats(): { nodes: ReflectorStats; peers: ReflectorStats } {
+    return { nodes: { ...this.nodes.stats }, peers: { ...this.peers.stats } };
+  }
+
+  private emit(): void {
+    for (const listener of this.listeners) {
+      try {
+        listener();
+      } catch (e) {
+        this.logger.error({ err: describeError(e) }, 'a change listener threw');
+      }
+    }
+  }
+}
+
+/** Request options that make the generated client abort the request with `signal`. */
+function withSignal(signal: AbortSignal): ConfigurationOptions {
+  return {
+    middleware: [
+      {
+        pre: (ctx: RequestContext) => {
+          ctx.setSignal(signal);
+          return new Observable(Promise.resolve(ctx));
+        },
+        post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
+      },
+    ],
+    middlewareMergeStrategy: 'append',
+  };
+}
+
+/**
+ * Keeps only what Kilo reads — kind, name, resourceVersion, labels, annotations, spec — as plain
+ * JSON. Node status (images, conditions) is most of a Node's size and nobody reads it; list
+ * items arrive as client model classes (Dates) and watch objects as JSON, and both must compare
+ * equal. List items also carry no kind, which parseCluster needs.
+ */
+function normalizeAs(type: { apiVersion: string; kind: string }): (raw: unknown) => KubeObject | null {
+  return (raw) => {
+    if (typeof raw !== 'object' || raw === null) return null;
+    const o = raw as KubeObject;
+    const m = o.metadata;
+    if (!m?.name) return null;
+    const out: KubeObject = {
+      apiVersion: type.apiVersion,
+      kind: type.kind,
+      metadata: { name: m.name },
+    };
+    if (m.resourceVersion !== undefined) out.metadata!.resourceVersion = m.resourceVersion;
+    if (m.labels) out.metadata!.labels = { ...m.labels };
+    if (m.annotations) out.metadata!.annotations = { ...m.annotations };
+    if (o.spec !== undefined && o.spec !== null) out.spec = JSON.parse(JSON.stringify(o.spec)) as Record<string, unknown>;
+    return out;
+  };
+}

@@ -1,0 +1,325 @@
+/**
+ * The Kubernetes backend against the fake API server, through the real @kubernetes/client-node
+ * client: sync, changes, patches, and every way the API server misbehaves (410, outage, stalled
+ * watches, 5xx) with short timings.
+ */
+import assert from 'node:assert/strict';
+import { describe, test, type TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KubernetesSource } from '../../src/backend/kubernetes/source.js';
+import type { BackoffOptions } from '../../src/backend/kubernetes/backoff.js';
+import type { ReflectorTimings } from '../../src/backend/kubernetes/reflector.js';
+import { parseCluster, type KubeObject } from '../../src/model/parse.js';
+import { FakeApiServer, waitUntil, type FakeApiServerOptions } from '../fixtures/apiserver.js';
+import { node, peer } from '../helpers/cluster.js';
+
+const backoff: BackoffOptions = { initialMs: 50, maxMs: 400, factor: 2, jitter: 0.5 };
+
+const fast: Partial<ReflectorTimings> = {
+  resyncPeriodMs: 60_000,
+  watchTimeoutSeconds: 30,
+  watchSilenceMs: 1_500,
+  watchdogIntervalMs: 100,
+  listTimeoutMs: 2_000,
+  healthyWatchMs: 500,
+  backoff,
+};
+
+interface Setup {
+  api: FakeApiServer;
+  source: KubernetesSource;
+  /** onChange calls so far. */
+  changes: () => number;
+}
+
+async function setup(
+  t: TestContext,
+  options: { timings?: Partial<ReflectorTimings>; server?: FakeApiServerOptions; seed?: (api: FakeApiServer) => void } = {},
+): Promise<Setup> {
+  const api = await FakeApiServer.start({ bookmarkIntervalMs: 200, ...options.server });
+  const source = new KubernetesSource({ kubeConfig: api.kubeConfig(), timings: { ...fast, ...options.timings } });
+  t.after(async () => {
+    await source.stop();
+    await api.close();
+  });
+  (options.seed ?? seedCluster)(api);
+  let changes = 0;
+  source.onChange(() => changes++);
+  await source.start();
+  // start() resolves after the lists; faults aimed at watches need the watches open first.
+  await waitUntil('both watches are open', () => api.openWatches('nodes') === 1 && api.openWatches('peers') === 1);
+  return { api, source, changes: () => changes };
+}
+
+function seedCluster(api: FakeApiServer): void {
+  api.addNode(node('a', { location: 'eu', endpoint: '198.51.100.1:51820', internalIP: '10.0.0.1/24', podCIDR: '10.2.0.0/24' }));
+  api.addNode(node('b', { location: 'eu', endpoint: '198.51.100.2:51820', internalIP: '10.0.0.2/24', podCIDR: '10.2.1.0/24' }));
+  api.addNode(node('c', { location: 'us', endpoint: '203.0.113.3:51820', internalIP: '10.1.0.3/24', podCIDR: '10.2.2.0/24' }));
+  api.addPeer(peer('laptop', { allowedIPs: ['10.5.0.1/32'] }));
+  api.addPeer(peer('server', { allowedIPs: ['10.5.0.2/32'], endpoint: '192.0.2.9:51820' }));
+}
+
+function names(source: KubernetesSource, kind: 'Node' | 'Peer'): string[] {
+  return source
+    .objects()
+    .filter((o) => o.kind === kind)
+    .map((o) => o.metadata!.name!)
+    .sort();
+}
+
+function find(source: KubernetesSource, kind: 'Node' | 'Peer', name: string): KubeObject | undefined {
+  return source.objects().find((o) => o.kind === kind && o.metadata?.name === name);
+}
+
+function annotation(source: KubernetesSource, nodeName: string, key: string): string | undefined {
+  return find(source, 'Node', nodeName)?.metadata?.annotations?.[key];
+}
+
+/**
+ * The most requests one reflector can make in `windowMs` under `b`: every delay is at least
+ * (1 − jitter) of its ceiling, and the ceilings grow from initialMs to maxMs.
+ */
+function maxAttemptsIn(windowMs: number, b: BackoffOptions): number {
+  let attempts = 1;
+  let elapsed = 0;
+  for (let k = 0; ; k++) {
+    const shortest = Math.min(b.maxMs, b.initialMs * b.factor ** k) * (1 - b.jitter);
+    if (elapsed + shortest > windowMs) return attempts;
+    elapsed += shortest;
+    attempts++;
+  }
+}
+
+describe('KubernetesSource against a fake API server', () => {
+  test('initial sync reads every Node and Peer, typed so parseCluster accepts them', async (t) => {
+    const { source, api } = await setup(t);
+    assert.equal(source.synced(), true);
+    assert.ok(source.lastSync() > 0);
+    assert.deepEqual(names(source, 'Node'), ['a', 'b', 'c']);
+    assert.deepEqual(names(source, 'Peer'), ['laptop', 'server']);
+    const parsed = parseCluster(source.objects());
+    assert.deepEqual(parsed.errors.map((e) => e.message), []);
+    assert.deepEqual(parsed.nodes.map((n) => n.name).sort(), ['a', 'b', 'c']);
+    assert.deepEqual(parsed.peers.map((p) => p.name).sort(), ['laptop', 'server']);
+    assert.equal(find(source, 'Node', 'a')?.metadata?.resourceVersion, api.node('a')?.metadata?.resourceVersion);
+    assert.equal(api.count('list-nodes'), 1);
+    assert.equal(api.count('list-peers'), 1);
+  });
+
+  test('added, modified and deleted Nodes and Peers reach the cache and fire onChange', async (t) => {
+    const { api, source, changes } = await setup(t);
+    let before = changes();
+    api.addNode(node('d', { location: 'us' }));
+    await waitUntil('node d is seen', () => find(source, 'Node', 'd') !== undefined);
+    assert.ok(changes() > before, 'onChange fired for the added node');
+
+    before = changes();
+    api.patchNode('b', { metadata: { annotations: { 'kilo.squat.ai/location': 'asia' } } });
+    await waitUntil('node b moved to asia', () => annotation(source, 'b', 'kilo.squat.ai/location') === 'asia');
+    assert.ok(changes() > before, 'onChange fired for the modified node');
+
+    before = changes();
+    api.deleteNode('c');
+    await waitUntil('node c is gone', () => find(source, 'Node', 'c') === undefined);
+    assert.ok(changes() > before, 'onChange fired for the deleted node');
+
+    api.addPeer(peer('phone', { allowedIPs: ['10.5.0.3/32'] }));
+    await waitUntil('peer phone is seen', () => find(source, 'Peer', 'phone') !== undefined);
+    api.patchPeer('laptop', { spec: { allowedIPs: ['10.5.0.9/32'] } });
+    await waitUntil('peer laptop has its new allowed IPs', () => {
+      const spec = find(source, 'Peer', 'laptop')?.spec as { allowedIPs?: string[] } | undefined;
+      return spec?.allowedIPs?.[0] === '10.5.0.9/32';
+    });
+    api.deletePeer('server');
+    await waitUntil('peer server is gone', () => find(source, 'Peer', 'server') === undefined);
+
+    assert.deepEqual(names(source, 'Node'), ['a', 'b', 'd']);
+    assert.deepEqual(names(source, 'Peer'), ['laptop', 'phone']);
+    assert.equal(api.count('list-nodes', 'list-peers'), 2, 'watch events alone, no relist');
+  });
+
+  test("a patch of the node's annotations lands on the server and comes back through the watch", async (t) => {
+    const { api, source } = await setup(t);
+    api.patchNode('a', { metadata: { annotations: { 'example.com/stale': 'x' } } });
+    await waitUntil('stale annotation seen', () => annotation(source, 'a', 'example.com/stale') === 'x');
+
+    await source.patchNodeAnnotations('a', { 'kilo.squat.ai/endpoint': '198.51.100.7:51820', 'example.com/stale': null });
+    const onServer = api.node('a')!.metadata!.annotations!;
+    assert.equal(onServer['kilo.squat.ai/endpoint'], '198.51.100.7:51820');
+    assert.equal('example.com/stale' in onServer, false, 'null deleted the key');
+    assert.equal(onServer['kilo.squat.ai/location'], 'eu', 'other annotations untouched');
+    assert.equal(api.count('patch-node'), 1);
+
+    await waitUntil('patched endpoint seen', () => annotation(source, 'a', 'kilo.squat.ai/endpoint') === '198.51.100.7:51820');
+    assert.equal(annotation(source, 'a', 'example.com/stale'), undefined);
+  });
+
+  test('a patch of a missing node fails naming the node and the status', async (t) => {
+    const { source } = await setup(t);
+    await assert.rejects(source.patchNodeAnnotations('ghost', { a: 'b' }), (e: Error) => {
+      assert.match(e.message, /Node "ghost"/);
+      assert.match(e.message, /HTTP 404/);
+      return true;
+    });
+  });
+
+  for (const goneAs of ['event', 'status'] as const) {
+    test(`410 Gone (as ${goneAs === 'event' ? 'an ERROR event' : 'an HTTP status'}) after compaction relists and deletes what vanished`, async (t) => {
+      const { api, source } = await setup(t, { server: { goneAs } });
+      const deleted: string[] = [];
+      let seen = new Set(names(source, 'Node'));
+      source.onChange(() => {
+        const now = new Set(names(source, 'Node'));
+        for (const n of seen) if (!now.has(n)) deleted.push(n);
+        seen = now;
+      });
+      const listsBefore = api.count('list-nodes');
+
+      // Changes the watch cannot see, then compaction: resuming from the old version must fail.
+      await api.stop();
+      api.deleteNode('b');
+      api.deletePeer('laptop');
+      api.addNode(node('e', { location: 'us' }));
+      api.compact();
+      await api.restart();
+
+      await waitUntil('relisted after 410', () => find(source, 'Node', 'e') !== undefined && find(source, 'Peer', 'laptop') === undefined);
+      assert.deepEqual(names(source, 'Node'), ['a', 'c', 'e']);
+      assert.deepEqual(names(source, 'Peer'), ['server']);
+      assert.deepEqual(deleted, ['b'], 'the vanished node was deleted once');
+      assert.ok(source.stats().nodes.gone >= 1, 'the 410 was recognised');
+      assert.ok(api.count('list-nodes') > listsBefore, 'a relist happened');
+
+      api.addNode(node('f'));
+      await waitUntil('watching again after the relist', () => find(source, 'Node', 'f') !== undefined);
+    });
+  }
+
+  test('compaction under an open watch (ERROR 410 in the stream) relists without losing objects', async (t) => {
+    const { api, source } = await setup(t);
+    const listsBefore = api.count('list-nodes');
+    let smallest = Infinity;
+    source.onChange(() => (smallest = Math.min(smallest, source.objects().length)));
+    api.compact();
+    await waitUntil('nodes relisted', () => api.count('list-nodes') > listsBefore && source.stats().nodes.lists >= 2);
+    api.addNode(node('g'));
+    await waitUntil('node g seen after the relist', () => find(source, 'Node', 'g') !== undefined);
+    assert.ok(smallest >= 5, `the cache never shrank (smallest ${smallest})`);
+  });
+
+  test('an API server away for a while: the cache keeps its objects, then converges', async (t) => {
+    const { api, source } = await setup(t);
+    await api.stop();
+    api.deleteNode('a');
+    api.patchNode('b', { metadata: { annotations: { 'kilo.squat.ai/location': 'moon' } } });
+    api.addNode(node('h', { location: 'us' }));
+    api.addPeer(peer('tablet', { allowedIPs: ['10.5.0.4/32'] }));
+
+    let smallest = Infinity;
+    const sampler = setInterval(() => (smallest = Math.min(smallest, source.objects().length)), 20);
+    try {
+      await sleep(2_000);
+      assert.ok(source.stats().nodes.watchFailures + source.stats().nodes.listFailures >= 2, 'it kept trying');
+      assert.deepEqual(names(source, 'Node'), ['a', 'b', 'c'], 'the old objects are kept while the server is away');
+      assert.equal(annotation(source, 'b', 'kilo.squat.ai/location'), 'eu');
+      assert.equal(source.synced(), true);
+
+      await api.restart();
+      await waitUntil('converged', () => names(source, 'Node').join() === 'b,c,h' && find(source, 'Peer', 'tablet') !== undefined);
+      assert.equal(annotation(source, 'b', 'kilo.squat.ai/location'), 'moon');
+    } finally {
+      clearInterval(sampler);
+    }
+    assert.ok(smallest >= 5, `the cache was never emptied (smallest ${smallest})`);
+  });
+
+  test('a stalled watch is detected by the watchdog and replaced; later changes arrive', async (t) => {
+    const { api, source } = await setup(t);
+    api.stallWatches();
+    api.addNode(node('late'));
+    await waitUntil('the change made during the stall arrives', () => find(source, 'Node', 'late') !== undefined);
+    assert.ok(source.stats().nodes.watchdogAborts >= 1, 'the watchdog replaced the silent watch');
+    assert.equal(source.stats().nodes.resyncs, 0, 'not repaired by a resync');
+
+    api.addNode(node('later'));
+    await waitUntil('a change after the replacement arrives', () => find(source, 'Node', 'later') !== undefined);
+    await waitUntil('the stalled connections were closed, one watch each remains', () => api.openWatches('nodes') === 1 && api.openWatches('peers') === 1);
+  });
+
+  test('bookmarks keep a quiet watch alive and advance lastSync', async (t) => {
+    const { source } = await setup(t);
+    const first = source.lastSync();
+    await waitUntil('a bookmark advanced lastSync', () => source.lastSync() > first);
+    await sleep(fast.watchSilenceMs! + 500);
+    assert.equal(source.stats().nodes.watchdogAborts, 0, 'bookmarks count as life');
+    assert.equal(source.stats().nodes.watches, 1, 'the one watch is still open');
+  });
+
+  for (const outage of ['connections reset', 'HTTP 503'] as const) {
+    test(`backoff while the API server fails (${outage}): attempts stay bounded by the backoff`, async (t) => {
+      const { api, source } = await setup(t);
+      if (outage === 'connections reset') await api.stop('reset');
+      else {
+        // The open watches keep streaming; only new requests fail, as behind a sick load balancer.
+        api.failRequests(503);
+        api.dropWatches();
+      }
+      await sleep(100);
+      api.resetCounts();
+      const started = Date.now();
+      await sleep(2_500);
+      const attempts = api.count();
+      const window = Date.now() - started;
+
+      // Two reflectors; each may have one request in flight when the window opens.
+      const bound = 2 * (maxAttemptsIn(window, backoff) + 1);
+      assert.ok(attempts <= bound, `${attempts} attempts in ${window} ms, at most ${bound} allowed by the backoff`);
+      assert.ok(attempts >= 4, `${attempts} attempts: it keeps retrying`);
+      assert.deepEqual(names(source, 'Node'), ['a', 'b', 'c'], 'the cache is kept');
+
+      if (outage === 'connections reset') await api.restart();
+      else api.failRequests(null);
+      api.addNode(node('back'));
+      await waitUntil('recovered', () => find(source, 'Node', 'back') !== undefined);
+    });
+  }
+
+  test('a periodic resync relists and repairs a change the watch missed', async (t) => {
+    // A long silence threshold: only the resync can notice the stalled watch's missed change.
+    const { api, source } = await setup(t, { timings: { resyncPeriodMs: 400, watchSilenceMs: 60_000 } });
+    api.stallWatches();
+    api.patchNode('c', { metadata: { annotations: { 'kilo.squat.ai/location': 'mars' } } });
+    await waitUntil('the resync repaired node c', () => annotation(source, 'c', 'kilo.squat.ai/location') === 'mars');
+    assert.ok(source.stats().nodes.resyncs >= 1);
+    assert.equal(source.stats().nodes.watchdogAborts, 0);
+    await waitUntil('resyncs keep coming', () => api.count('list-nodes') >= 4 && api.count('list-peers') >= 4);
+  });
+
+  test('start() waits for the API server and rejects when stopped first', async (t) => {
+    const api = await FakeApiServer.start();
+    t.after(() => api.close());
+    await api.stop();
+    const source = new KubernetesSource({ kubeConfig: api.kubeConfig(), timings: fast });
+    const started = source.start();
+    await sleep(300);
+    assert.equal(source.synced(), false);
+    await source.stop();
+    await assert.rejects(started, /stopped before/);
+  });
+
+  test('start() resolves once a late API server answers', async (t) => {
+    const api = await FakeApiServer.start();
+    await api.stop();
+    const source = new KubernetesSource({ kubeConfig: api.kubeConfig(), timings: fast });
+    t.after(async () => {
+      await source.stop();
+      await api.close();
+    });
+    api.addNode(node('only'));
+    const started = source.start();
+    await sleep(300);
+    await api.restart();
+    await started;
+    assert.deepEqual(names(source, 'Node'), ['only']);
+  });
+});
