@@ -27,7 +27,9 @@ export function graphCommand(): Command {
     const { cluster, now } = loadCluster(flags);
     // The topology is the same from every node (only `local` differs), so any ready node will
     // do; the first by name keeps the output stable.
-    const ready = cluster.nodes.filter((n) => isNodeReady(n, now)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const ready = cluster.nodes
+      .filter((n) => isNodeReady(n, now))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const viewer = ready[0];
     if (!viewer) {
       const first = cluster.nodes[0];

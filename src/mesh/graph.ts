@@ -237,7 +237,9 @@ export function graphDOT(t: Topology, options: GraphOptions): string {
   out.push('  overlap=false;');
   for (const a of graphTuning(layout)) out.push(`  ${a};`);
   // The wide margin leaves room for fonts wider than Helvetica, which many SVG viewers substitute.
-  out.push('  node [shape=box, style="rounded,filled", fillcolor="#ffffff", fontname="Helvetica", fontsize=11, margin="0.25,0.06"];');
+  out.push(
+    '  node [shape=box, style="rounded,filled", fillcolor="#ffffff", fontname="Helvetica", fontsize=11, margin="0.25,0.06"];',
+  );
   out.push('  edge [dir=none, penwidth=1.2];');
 
   for (const c of clusters) {
