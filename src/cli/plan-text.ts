@@ -23,7 +23,10 @@ export function renderPlanText(plan: Plan): string {
 
 function wireGuardText(plan: Plan): string[] {
   if (!plan.interfaceUp) return ['# WireGuard: interface kilo is down (only the leader of a segment runs WireGuard)'];
-  const [header, ...rest] = interfaceSection({ listenPort: plan.listenPort, address: plan.wireGuardIP ? [plan.wireGuardIP] : [] });
+  const [header, ...rest] = interfaceSection({
+    listenPort: plan.listenPort,
+    address: plan.wireGuardIP ? [plan.wireGuardIP] : [],
+  });
   const lines = [header!, `PrivateKey = (read from ${plan.privateKey.path})`, ...rest];
   for (const p of plan.peers) lines.push('', ...peerSection(iniPeer(p)));
   return lines;
@@ -65,13 +68,16 @@ function firewallText(plan: Plan): string[] {
   const out: string[] = [];
   for (const family of [4, 6] as const) {
     const tables = (['nat', 'filter'] as const).filter(
-      (t) => plan.firewall.rules.some((r) => r.family === family && r.table === t) || plan.firewall.chains.some((c) => c.family === family && c.table === t),
+      (t) =>
+        plan.firewall.rules.some((r) => r.family === family && r.table === t) ||
+        plan.firewall.chains.some((c) => c.family === family && c.table === t),
     );
     if (tables.length === 0) continue;
     out.push(`# ${family === 4 ? 'iptables' : 'ip6tables'}`);
     for (const table of tables) {
       out.push(`*${table}`);
-      for (const c of plan.firewall.chains) if (c.family === family && c.table === table) out.push(`:${c.name} - [0:0]`);
+      for (const c of plan.firewall.chains)
+        if (c.family === family && c.table === table) out.push(`:${c.name} - [0:0]`);
       for (const r of plan.firewall.rules) if (r.family === family && r.table === table) out.push(ruleLine(r));
       out.push('COMMIT');
     }

@@ -8,7 +8,16 @@ import { planNode } from '../mesh/plan.js';
 import { renderIni, type IniConfig } from '../wireguard/ini.js';
 import { loadCluster, type LoadedCluster } from './cluster.js';
 import { addMeshFlags, type MeshFlagValues } from './flags.js';
-import { asPeerIni, nodeAsPeer, nodeConfig, peerAsPeer, peerConfig, peerObject, requireLeader, type AsPeer } from './showconf-conf.js';
+import {
+  asPeerIni,
+  nodeAsPeer,
+  nodeConfig,
+  peerAsPeer,
+  peerConfig,
+  peerObject,
+  requireLeader,
+  type AsPeer,
+} from './showconf-conf.js';
 
 type Output = 'wireguard' | 'json' | 'yaml';
 
@@ -39,13 +48,24 @@ function subcommand(name: 'node' | 'peer', description: string): Command {
     .option('--cluster <file>', 'cluster snapshot (Kubernetes List or multi-document YAML)')
     // A plain switch, unlike the mesh flags' `--flag [bool]`: `showconf node --as-peer NAME` must keep NAME.
     .option('--as-peer', `show the ${name} as a [Peer] someone else adds (with -o json|yaml: a Peer object)`, false)
-    .addOption(new Option('-o, --output <format>', 'wireguard, json or yaml').choices(['wireguard', 'json', 'yaml']).default('wireguard'))
-    .addOption(new Option('--allowed-ips <cidrs>', 'with --as-peer: extra allowed IPs (comma-separated, repeatable)').argParser(collectCidrs).default([], 'none'));
+    .addOption(
+      new Option('-o, --output <format>', 'wireguard, json or yaml')
+        .choices(['wireguard', 'json', 'yaml'])
+        .default('wireguard'),
+    )
+    .addOption(
+      new Option('--allowed-ips <cidrs>', 'with --as-peer: extra allowed IPs (comma-separated, repeatable)')
+        .argParser(collectCidrs)
+        .default([], 'none'),
+    );
   return addMeshFlags(cmd, { allowAuto: true });
 }
 
 export function showconfCommand(): Command {
-  const node = subcommand('node', "a node's WireGuard configuration as its agent sets it (never the private key)").action((name: string, flags: ShowconfFlags) => {
+  const node = subcommand(
+    'node',
+    "a node's WireGuard configuration as its agent sets it (never the private key)",
+  ).action((name: string, flags: ShowconfFlags) => {
     checkFlags(flags);
     const loaded = loadCluster(flags, name);
     const t = topologyOf(loaded.cluster, name, loaded.options, loaded.now);
@@ -53,15 +73,23 @@ export function showconfCommand(): Command {
     requireLeader(t);
     write(nodeConfig(planNode(t, loaded.options)), flags.output);
   });
-  const peer = subcommand('peer', 'the WireGuard configuration a Peer needs to join the mesh').action((name: string, flags: ShowconfFlags) => {
-    checkFlags(flags);
-    const loaded = loadCluster(flags);
-    const found = loaded.cluster.peers.find((p) => p.name === name);
-    if (!found) throw new UsageError(missingPeer(loaded, name));
-    if (flags.asPeer) return writeAsPeer(peerAsPeer(found, flags.allowedIps), flags.output);
-    write(peerConfig(topologyOf(loaded.cluster, anyReadyNode(loaded), loaded.options, loaded.now), name), flags.output);
-  });
-  return new Command('showconf').description('print WireGuard configuration (wg-quick INI) for a node or a Peer').addCommand(node).addCommand(peer);
+  const peer = subcommand('peer', 'the WireGuard configuration a Peer needs to join the mesh').action(
+    (name: string, flags: ShowconfFlags) => {
+      checkFlags(flags);
+      const loaded = loadCluster(flags);
+      const found = loaded.cluster.peers.find((p) => p.name === name);
+      if (!found) throw new UsageError(missingPeer(loaded, name));
+      if (flags.asPeer) return writeAsPeer(peerAsPeer(found, flags.allowedIps), flags.output);
+      write(
+        peerConfig(topologyOf(loaded.cluster, anyReadyNode(loaded), loaded.options, loaded.now), name),
+        flags.output,
+      );
+    },
+  );
+  return new Command('showconf')
+    .description('print WireGuard configuration (wg-quick INI) for a node or a Peer')
+    .addCommand(node)
+    .addCommand(peer);
 }
 
 function checkFlags(flags: ShowconfFlags): void {
@@ -70,12 +98,17 @@ function checkFlags(flags: ShowconfFlags): void {
 
 function missingPeer(loaded: LoadedCluster, name: string): string {
   const rejected = loaded.cluster.errors.find((e) => e.object === `Peer ${JSON.stringify(name)}`);
-  return rejected ? `Peer ${JSON.stringify(name)} was rejected: ${rejected.message}` : `Peer ${JSON.stringify(name)} not found`;
+  return rejected
+    ? `Peer ${JSON.stringify(name)} was rejected: ${rejected.message}`
+    : `Peer ${JSON.stringify(name)} not found`;
 }
 
 /** A Peer's config does not depend on the node it is computed from; take the first ready one by name. */
 function anyReadyNode(loaded: LoadedCluster): string {
-  const ready = loaded.cluster.nodes.filter((n) => isNodeReady(n, loaded.now)).map((n) => n.name).sort();
+  const ready = loaded.cluster.nodes
+    .filter((n) => isNodeReady(n, loaded.now))
+    .map((n) => n.name)
+    .sort();
   if (ready.length === 0) throw new UsageError('no ready nodes in the cluster: a Peer has nothing to connect to');
   return ready[0]!;
 }

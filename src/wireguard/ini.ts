@@ -95,7 +95,8 @@ export function parseIni(text: string): IniConfig {
     const n = index + 1;
     const trimmed = raw.trim();
     if (trimmed.startsWith('#')) {
-      if (section === 'peer' && peer && !peerHasKeys && peer.comment === undefined) peer.comment = trimmed.slice(1).trim();
+      if (section === 'peer' && peer && !peerHasKeys && peer.comment === undefined)
+        peer.comment = trimmed.slice(1).trim();
       return;
     }
     const line = trimmed.replace(/\s*#.*$/, '');
@@ -124,7 +125,8 @@ export function parseIni(text: string): IniConfig {
     const key = line.slice(0, eq).trim();
     const value = line.slice(eq + 1).trim();
     const where = `[${section === 'peer' ? 'Peer' : 'Interface'}]: ${key}`;
-    const bad = (reason: string, shown: string = JSON.stringify(value)) => new IniParseError(n, `${where}: ${reason}: ${shown}`);
+    const bad = (reason: string, shown: string = JSON.stringify(value)) =>
+      new IniParseError(n, `${where}: ${reason}: ${shown}`);
 
     if (section === 'interface') {
       const i = config.interface!;

@@ -16,7 +16,14 @@ const full: IniConfig = {
       endpoint: '198.51.100.11:51820',
       persistentKeepalive: 25,
     },
-    { comment: 'alice-laptop (Peer)', publicKey: keyB, presharedKey: secret, allowedIPs: ['10.5.0.1/32'], endpoint: null, persistentKeepalive: 0 },
+    {
+      comment: 'alice-laptop (Peer)',
+      publicKey: keyB,
+      presharedKey: secret,
+      allowedIPs: ['10.5.0.1/32'],
+      endpoint: null,
+      persistentKeepalive: 0,
+    },
   ],
 };
 
@@ -48,16 +55,25 @@ describe('renderIni', () => {
   });
 
   test('omits the private key, address, endpoint and a zero keepalive when absent', () => {
-    const text = renderIni({ interface: { listenPort: 51820 }, peers: [{ publicKey: keyA, allowedIPs: ['10.42.0.0/24'], persistentKeepalive: 0 }] });
+    const text = renderIni({
+      interface: { listenPort: 51820 },
+      peers: [{ publicKey: keyA, allowedIPs: ['10.42.0.0/24'], persistentKeepalive: 0 }],
+    });
     assert.equal(text, `[Interface]\nListenPort = 51820\n\n[Peer]\nAllowedIPs = 10.42.0.0/24\nPublicKey = ${keyA}\n`);
   });
 
   test('peers only (no [Interface]) start with [Peer]', () => {
-    assert.equal(renderIni({ interface: null, peers: [{ publicKey: keyA, allowedIPs: [] }] }), `[Peer]\nPublicKey = ${keyA}\n`);
+    assert.equal(
+      renderIni({ interface: null, peers: [{ publicKey: keyA, allowedIPs: [] }] }),
+      `[Peer]\nPublicKey = ${keyA}\n`,
+    );
   });
 
   test('a newline in a comment cannot inject a key', () => {
-    const text = renderIni({ interface: null, peers: [{ comment: 'x\nPublicKey = evil', publicKey: keyA, allowedIPs: [] }] });
+    const text = renderIni({
+      interface: null,
+      peers: [{ comment: 'x\nPublicKey = evil', publicKey: keyA, allowedIPs: [] }],
+    });
     assert.equal(parseIni(text).peers[0]!.publicKey, keyA);
     assert.equal(text.split('\n').filter((l) => l.startsWith('PublicKey')).length, 1);
   });
@@ -93,16 +109,33 @@ describe('parseIni', () => {
     );
     assert.deepEqual(conf.interface, { listenPort: 51821, fwMark: 0x4d2 });
     assert.deepEqual(conf.peers, [
-      { publicKey: keyA, allowedIPs: ['10.42.0.0/24', '10.4.0.1/32', 'fd00::/64'], endpoint: '[2001:db8::1]:51820', persistentKeepalive: 0 },
+      {
+        publicKey: keyA,
+        allowedIPs: ['10.42.0.0/24', '10.4.0.1/32', 'fd00::/64'],
+        endpoint: '[2001:db8::1]:51820',
+        persistentKeepalive: 0,
+      },
     ]);
   });
 
   const bad: [string, string, RegExp][] = [
     ['bad public key', `[Peer]\nPublicKey = abc`, /line 2: \[Peer\]: PublicKey: not a WireGuard key .*: "abc"/],
     ['missing public key', `[Peer]\nAllowedIPs = 10.0.0.0/8`, /line 1: \[Peer\]: PublicKey: missing/],
-    ['bad allowed IP', `[Peer]\nPublicKey = ${keyA}\nAllowedIPs = 10.0.0.0/8, 10.1.2/33`, /line 3: \[Peer\]: AllowedIPs: not a CIDR: "10.1.2\/33"/],
-    ['bad endpoint', `[Peer]\nPublicKey = ${keyA}\nEndpoint = 1.2.3.4`, /line 3: \[Peer\]: Endpoint: not an endpoint .*"1.2.3.4"/],
-    ['bad keepalive', `[Peer]\nPublicKey = ${keyA}\nPersistentKeepalive = 70000`, /line 3: .*PersistentKeepalive.*"70000"/],
+    [
+      'bad allowed IP',
+      `[Peer]\nPublicKey = ${keyA}\nAllowedIPs = 10.0.0.0/8, 10.1.2/33`,
+      /line 3: \[Peer\]: AllowedIPs: not a CIDR: "10.1.2\/33"/,
+    ],
+    [
+      'bad endpoint',
+      `[Peer]\nPublicKey = ${keyA}\nEndpoint = 1.2.3.4`,
+      /line 3: \[Peer\]: Endpoint: not an endpoint .*"1.2.3.4"/,
+    ],
+    [
+      'bad keepalive',
+      `[Peer]\nPublicKey = ${keyA}\nPersistentKeepalive = 70000`,
+      /line 3: .*PersistentKeepalive.*"70000"/,
+    ],
     ['bad port', `[Interface]\nListenPort = 99999`, /line 2: \[Interface\]: ListenPort: not a port .*"99999"/],
     ['unknown key', `[Interface]\nColour = blue`, /line 2: \[Interface\]: Colour: unknown key: "blue"/],
     ['unknown section', `[Tunnel]`, /line 1: unknown section \[Tunnel\]/],
@@ -112,16 +145,25 @@ describe('parseIni', () => {
   ];
   for (const [name, text, message] of bad) {
     test(`rejects ${name} with the line, key and value`, () => {
-      assert.throws(() => parseIni(text), (e: unknown) => e instanceof IniParseError && message.test(e.message));
+      assert.throws(
+        () => parseIni(text),
+        (e: unknown) => e instanceof IniParseError && message.test(e.message),
+      );
     });
   }
 
   test('never puts a secret value in an error', () => {
     const notQuiteKey = `${secret.slice(0, 40)}!!=`;
-    for (const text of [`[Interface]\nPrivateKey = ${notQuiteKey}`, `[Peer]\nPublicKey = ${keyA}\nPresharedKey = ${notQuiteKey}`]) {
+    for (const text of [
+      `[Interface]\nPrivateKey = ${notQuiteKey}`,
+      `[Peer]\nPublicKey = ${keyA}\nPresharedKey = ${notQuiteKey}`,
+    ]) {
       assert.throws(
         () => parseIni(text),
-        (e: unknown) => e instanceof IniParseError && !e.message.includes(notQuiteKey.slice(0, 20)) && e.message.includes('(value hidden)'),
+        (e: unknown) =>
+          e instanceof IniParseError &&
+          !e.message.includes(notQuiteKey.slice(0, 20)) &&
+          e.message.includes('(value hidden)'),
       );
     }
   });

@@ -1,0 +1,49 @@
+/**
+ * Runs the built CLI (bin/kgctl → dist/) as a user would: a separate process, real argv,
+ * exit code, stdout and stderr.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const root = join(import.meta.dirname, '..', '..');
+export const example = join(root, 'examples', 'cross.yaml');
+const entry = join(root, 'dist', 'cli', 'kgctl.js');
+
+function newestSource(dir: string): number {
+  let newest = 0;
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    const s = statSync(p);
+    newest = Math.max(newest, s.isDirectory() ? newestSource(p) : name.endsWith('.ts') ? s.mtimeMs : 0);
+  }
+  return newest;
+}
+
+/**
+ * Builds dist/ unless it is newer than every source file, so a test file also runs alone.
+ * Type errors elsewhere in the tree do not stop tsc from emitting; only a missing entry does.
+ */
+export function ensureBuilt(): void {
+  if (existsSync(entry) && statSync(entry).mtimeMs >= newestSource(join(root, 'src'))) return;
+  const r = spawnSync(
+    process.execPath,
+    [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json')],
+    {
+      cwd: root,
+      encoding: 'utf8',
+    },
+  );
+  if (!existsSync(entry)) throw new Error(`build produced no ${entry}:\n${r.stdout}${r.stderr}`);
+}
+
+export interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function kgctl(...args: string[]): Run {
+  const r = spawnSync(process.execPath, [join(root, 'bin', 'kgctl'), ...args], { cwd: root, encoding: 'utf8' });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
