@@ -106,6 +106,11 @@ export class FileSource implements ClusterSource {
       this.options.logger.warn({ file: this.path, err: (e as Error).message }, 'cannot re-read the cluster file; keeping the objects read before');
       return;
     }
+    if (objects.length === 0 && this.fileObjects.length > 0) {
+      // Truncated and not yet rewritten, most likely; an empty cluster would drop every peer.
+      this.options.logger.warn({ file: this.path }, 'the cluster file is empty; keeping the objects read before');
+      return;
+    }
     this.fileObjects = objects;
     this.rebuild();
     this.emit();
