@@ -14,7 +14,7 @@ import type { Firewall } from '../src/mesh/types.js';
 import { parseCluster, type KubeObject } from '../src/model/parse.js';
 import { Cidr } from '../src/net/cidr.js';
 
-const nodes = Number(process.argv[2] ?? 500);
+const nodes = Number(process.argv[2] ?? 700);
 const rounds = Number(process.argv[3] ?? 5);
 const locations = 10;
 const peers = 100;
@@ -58,7 +58,7 @@ function cluster(skip: number | null): KubeObject[] {
 
 const options: MeshOptions = {
   ...defaultMeshOptions,
-  granularity: 'full',
+  granularity: 'location',
   encapsulate: 'always',
   iptablesForwardRules: true,
   serviceCIDRs: [Cidr.parse('10.43.0.0/16'), Cidr.parse('fd43::/112')],
@@ -133,7 +133,7 @@ function print(title: string, rows: Row[]) {
 const a = firewall(null);
 const b = firewall(locations); // node-10: a member of node-0's location, so KILO-NAT, KILO-IPIP and FORWARD all change
 const count = (fw: Firewall, f: 4 | 6) => fw.rules.filter((r) => r.family === f).length;
-console.log(`# Firewall apply: ${nodes} nodes, ${locations} locations, ${peers} Peers, full granularity, node-0`);
+console.log(`# Firewall apply: ${nodes} nodes, ${locations} locations, ${peers} Peers, location granularity, node-0`);
 console.log(
   `plan: ${a.rules.length} rules (IPv4 ${count(a, 4)}, IPv6 ${count(a, 6)}); after the change ${b.rules.length}`,
 );
@@ -145,8 +145,8 @@ console.log(
   print('in-memory fake', await measure(new LinuxFirewallTables(exec), m, a, b));
 }
 
-if (process.getuid?.() === 0 && spawnSync('ip', ['netns', 'add', `ktbench-${process.pid}`]).status === 0) {
-  const ns = `ktbench-${process.pid}`;
+if (process.getuid?.() === 0 && spawnSync('ip', ['netns', 'add', `ktfwbench-${process.pid}`]).status === 0) {
+  const ns = `ktfwbench-${process.pid}`;
   const runDir = execFileSync('mktemp', ['-d'], { encoding: 'utf8' }).trim();
   try {
     const { exec, m } = metered(netnsExec(ns, runDir));

@@ -64,9 +64,9 @@ const isKilo = (line: string) => line.includes('--comment "Kilo:');
 const kiloChains = (d: Dump) => [...d.chains.keys()].filter((c) => c.startsWith('KILO-')).sort();
 
 async function dumps(h: FirewallHarness): Promise<Map<string, Dump>> {
-  const out = new Map<string, Dump>();
-  for (const f of families) for (const t of tables) out.set(`${f}/${t}`, readDump(await h.save(f, t)));
-  return out;
+  const keys = families.flatMap((f) => tables.map((t) => [f, t] as const));
+  const texts = await Promise.all(keys.map(([f, t]) => h.save(f, t)));
+  return new Map(keys.map(([f, t], i) => [`${f}/${t}`, readDump(texts[i]!)]));
 }
 
 /** Non-Kilo rules of every chain, for checking that nothing foreign moved. */

@@ -1,5 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import type { Exec } from '../../src/dataplane/exec.js';
-import { LinuxFirewallTables } from '../../src/dataplane/iptables/tables.js';
+import { LinuxFirewallTables, type IptablesBackend } from '../../src/dataplane/iptables/tables.js';
 import { createNamespace, skipNoNetns } from '../helpers/netns.js';
 import { firewallContract } from './firewall-contract.js';
 
@@ -18,25 +19,35 @@ function counting(exec: Exec): { exec: Exec; restoreRuns: () => number } {
   };
 }
 
-firewallContract(
-  'iptables in a network namespace',
-  () => {
-    const ns = createNamespace('ktfw');
-    try {
-      const { exec, restoreRuns } = counting(ns.exec);
-      return {
-        tables: new LinuxFirewallTables(exec),
-        save: async (family, table) =>
-          (await ns.exec.run([family === 6 ? 'ip6tables-save' : 'iptables-save', '-t', table])).stdout,
-        iptables: async (family, args) =>
-          void (await ns.exec.run([family === 6 ? 'ip6tables' : 'iptables', '-w', ...args])),
-        restoreRuns,
-        destroy: () => ns.destroy(),
-      };
-    } catch (e) {
-      ns.destroy();
-      throw e;
-    }
-  },
-  skipNoNetns,
-);
+/** The machine's default backend (what `iptables -V` names), and the other one when the kernel has it. */
+const legacyWorks = spawnSync('iptables-legacy-save', ['-t', 'nat']).status === 0;
+const backends: { backend: IptablesBackend | undefined; skip: string | false }[] = [
+  { backend: undefined, skip: skipNoNetns },
+  { backend: 'legacy', skip: skipNoNetns || (legacyWorks ? false : 'iptables-legacy does not work here') },
+];
+
+for (const { backend, skip } of backends) {
+  // Read back with the backend's own tools, so a rule written to the other backend would show as missing.
+  const tool = (family: 4 | 6, kind = '') =>
+    `${family === 6 ? 'ip6tables' : 'iptables'}${backend ? `-${backend}` : ''}${kind ? `-${kind}` : ''}`;
+  firewallContract(
+    `iptables (${backend ?? 'default backend'}) in a network namespace`,
+    () => {
+      const ns = createNamespace('ktfw');
+      try {
+        const { exec, restoreRuns } = counting(ns.exec);
+        return {
+          tables: new LinuxFirewallTables(exec, backend ? { backend } : {}),
+          save: async (family, table) => (await ns.exec.run([tool(family, 'save'), '-t', table])).stdout,
+          iptables: async (family, args) => void (await ns.exec.run([tool(family), '-w', ...args])),
+          restoreRuns,
+          destroy: () => ns.destroy(),
+        };
+      } catch (e) {
+        ns.destroy();
+        throw e;
+      }
+    },
+    skip,
+  );
+}

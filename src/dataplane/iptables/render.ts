@@ -1,5 +1,6 @@
 import type { Firewall, FirewallChain, FirewallRule, FirewallTable, IPFamily } from '../../mesh/types.js';
-import { parseSave, type SavedChain, type SavedRule, type SavedTable } from './save.js';
+import { editBuiltin, type DesiredRule } from './builtin.js';
+import { parseSave, type SavedRule, type SavedTable } from './save.js';
 import { canonicalArgs, joinArgs, kiloChainPrefix, ruleKey, targetOf, withComment } from './syntax.js';
 
 /**
@@ -20,14 +21,6 @@ export interface RestoreBatch {
   input: string;
   /** One line per write: a chain replaced or removed, a jump inserted, appended or deleted. */
   changes: string[];
-}
-
-interface DesiredRule {
-  chain: string;
-  args: string[];
-  key: string;
-  text: string;
-  position: FirewallRule['position'];
 }
 
 export const familyName = (family: IPFamily) => `IPv${family}`;
@@ -132,51 +125,4 @@ function renderTable(where: string, chains: FirewallChain[], rules: FirewallRule
 
 function sameKeys(have: readonly SavedRule[], want: readonly DesiredRule[]): boolean {
   return have.length === want.length && have.every((r, i) => r.key === want[i]!.key);
-}
-
-/**
- * Edits that leave a built-in chain as: the prepend jumps (plan order), the foreign rules (their
- * order), the append jumps (plan order), each Kilo rule exactly once. Deletes go by rule text, not
- * number, so a rule another program inserted meanwhile can never be hit; a Kilo prefix or tail
- * already in place is kept.
- */
-export function editBuiltin(
-  chain: SavedChain,
-  prepend: readonly DesiredRule[],
-  append: readonly DesiredRule[],
-): string[] {
-  const have = chain.rules;
-  const foreign = have.filter((r) => !r.kilo);
-  const exact = [...prepend.map((r) => r.key), ...foreign.map((r) => r.key), ...append.map((r) => r.key)];
-  if (exact.length === have.length && have.every((r, i) => r.key === exact[i])) return [];
-
-  let head = 0;
-  while (head < prepend.length && head < have.length && have[head]!.kilo && have[head]!.key === prepend[head]!.key)
-    head++;
-  const tailStart = have.length - append.length;
-  let tailKept =
-    tailStart >= head && append.every((r, i) => have[tailStart + i]!.kilo && have[tailStart + i]!.key === r.key);
-  const kept = (i: number) => i < head || (tailKept && i >= tailStart);
-  let doomed = have.flatMap((r, i) => (r.kilo && !kept(i) ? [i] : []));
-
-  // `-D` by text removes the first rule with that text: if that would be a kept copy, rebuild.
-  if (!deletesHitOnlyDoomed(have, doomed)) {
-    head = 0;
-    tailKept = false;
-    doomed = have.flatMap((r, i) => (r.kilo ? [i] : []));
-  }
-  const lines = doomed.map((i) => `-D ${chain.name} ${have[i]!.text}`);
-  for (let i = head; i < prepend.length; i++) lines.push(`-I ${chain.name} ${i + 1} ${prepend[i]!.text}`);
-  if (!tailKept) for (const r of append) lines.push(`-A ${chain.name} ${r.text}`);
-  return lines;
-}
-
-function deletesHitOnlyDoomed(have: readonly SavedRule[], doomed: readonly number[]): boolean {
-  const left = have.map((r, i) => ({ key: r.key, i }));
-  for (const d of doomed) {
-    const first = left.findIndex((r) => r.key === have[d]!.key);
-    if (left[first]!.i !== d) return false;
-    left.splice(first, 1);
-  }
-  return true;
 }
