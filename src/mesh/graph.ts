@@ -167,6 +167,9 @@ function peerLines(t: Topology, p: KiloPeer): string[] {
   return lines;
 }
 
+/** Light fills that tell locations apart where no box is drawn around them. */
+const palette = ['#dce9f7', '#e3f2d9', '#f9e3d3', '#ece0f5', '#fbf3c9', '#d9f2f0', '#f5dce4', '#e6e6e6'];
+
 const linkStyle: Record<LinkKind, string> = {
   plain: 'style=dotted, color="#808080"',
   wireguard: 'style=solid, color="#1f5fa8"',
@@ -227,6 +230,9 @@ export function graphDOT(t: Topology, options: GraphOptions): string {
   // Outside location granularity every node leads its own segment: marking them all says nothing.
   const markLeaders = t.granularity === 'location';
   const column = layout === 'dot' ? ['    rank=same;'] : [];
+  // neato and circo place nodes freely: a location box would be drawn around scattered nodes
+  // and mislead. There the location goes into each node's label and colour instead.
+  const boxes = layout === 'dot' || layout === 'fdp';
 
   const out: string[] = [];
   out.push('digraph kilo {');
@@ -242,33 +248,45 @@ export function graphDOT(t: Topology, options: GraphOptions): string {
   );
   out.push('  edge [dir=none, penwidth=1.2];');
 
-  for (const c of clusters) {
+  clusters.forEach((c, i) => {
     out.push('');
-    out.push(`  subgraph ${quote(c.id)} {`);
-    out.push(`    label=${quote(c.label)};`);
-    out.push('    style="rounded,dashed,filled";');
-    out.push('    color="#888888";');
-    out.push('    fillcolor="#f4f7fb";');
-    out.push(...column);
+    if (boxes) {
+      out.push(`  subgraph ${quote(c.id)} {`);
+      out.push(`    label=${quote(c.label)};`);
+      out.push('    style="rounded,dashed,filled";');
+      out.push('    color="#888888";');
+      out.push('    fillcolor="#f4f7fb";');
+      out.push(...column);
+    } else {
+      out.push(`  subgraph ${quote(c.id.slice('cluster_'.length))} {`);
+    }
     for (const n of c.nodes) {
       const s = segmentOf.get(n)!;
       const leader = markLeaders && n === s.leader;
-      const attrs = [`label=${htmlLabel(n.name, nodeLines(t, s, n), leader ? 'leader' : undefined)}`];
-      if (leader) attrs.push('peripheries=2', 'fillcolor="#dce9f7"');
+      const notes = [...(boxes ? [] : [c.label]), ...(leader ? ['leader'] : [])];
+      const attrs = [`label=${htmlLabel(n.name, nodeLines(t, s, n), notes.join(', ') || undefined)}`];
+      if (leader) attrs.push('peripheries=2');
+      if (!boxes) attrs.push(`fillcolor="${palette[i % palette.length]}"`);
+      else if (leader) attrs.push('fillcolor="#dce9f7"');
       out.push(`    ${quote(nodeId(n.name))} [${attrs.join(', ')}];`);
     }
     out.push('  }');
-  }
+  });
 
   if (peers.length > 0) {
     out.push('');
-    out.push('  subgraph "cluster_peers" {');
-    out.push('    label="peers";');
-    out.push('    style="rounded,dashed,filled";');
-    out.push('    color="#888888";');
-    out.push('    fillcolor="#fbf5ee";');
+    if (boxes) {
+      out.push('  subgraph "cluster_peers" {');
+      out.push('    label="peers";');
+      out.push('    style="rounded,dashed,filled";');
+      out.push('    color="#888888";');
+      out.push('    fillcolor="#fbf5ee";');
+    } else {
+      out.push('  subgraph "peers" {');
+    }
     for (const p of peers) {
-      out.push(`    ${quote(peerId(p.name))} [label=${htmlLabel(p.name, peerLines(t, p))}, shape=ellipse];`);
+      const fill = boxes ? '' : ', fillcolor="#fbf5ee"';
+      out.push(`    ${quote(peerId(p.name))} [label=${htmlLabel(p.name, peerLines(t, p))}, shape=ellipse${fill}];`);
     }
     out.push('  }');
   }

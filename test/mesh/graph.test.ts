@@ -186,6 +186,21 @@ describe('graphDOT: subnet granularity', () => {
   });
 });
 
+describe('graphDOT: layouts that ignore clusters', () => {
+  for (const layout of ['neato', 'circo'] as const) {
+    test(`${layout}: no location boxes around scattered nodes; the location is in each label and colour`, () => {
+      const dot = dotOf(fixtureObjects, 'cross', { layout });
+      assert.doesNotMatch(dot, /subgraph "cluster_/);
+      const g = parseDot(dot);
+      const fill = (n: string) => g.nodeAttrs.get(n)!.match(/fillcolor="([^"]+)"/)?.[1];
+      assert.match(g.nodeAttrs.get('node/gcp-us-3')!, /<I>gcp-us<\/I>/);
+      assert.equal(fill('node/aws-eu-1'), fill('node/aws-eu-4'));
+      assert.notEqual(fill('node/aws-eu-1'), fill('node/gcp-us-1'));
+      assert.equal(g.edges.length, 78, 'the same links as with dot');
+    });
+  }
+});
+
 describe('graphDOT: stability and escaping', () => {
   test('the same objects in another order, seen from another node, give the same bytes', () => {
     const reversed = [...fixtureObjects].reverse();
