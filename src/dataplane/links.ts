@@ -147,7 +147,14 @@ interface IpRouteJson {
  */
 export async function defaultRouteMTU(exec: Exec): Promise<number> {
   for (const family of ['-4', '-6']) {
-    const { stdout } = await exec.run(['ip', '-j', family, 'route', 'show', 'default']);
+    const stdout = await exec.run(['ip', '-j', family, 'route', 'show', 'default']).then(
+      (r) => r.stdout,
+      (e: unknown) => {
+        // A kernel booted with IPv6 disabled simply has no IPv6 default route.
+        if (family === '-6' && e instanceof ExecError && /Address family not supported/i.test(e.stderr)) return '[]';
+        throw e;
+      },
+    );
     const routes = (JSON.parse(stdout || '[]') as IpRouteJson[]).sort((a, b) => (a.metric ?? 0) - (b.metric ?? 0));
     const dev = routes.map((r) => r.dev ?? r.nexthops?.find((n) => n.dev)?.dev).find((d) => d !== undefined);
     if (dev === undefined) continue;
@@ -157,6 +164,11 @@ export async function defaultRouteMTU(exec: Exec): Promise<number> {
     return mtu;
   }
   throw new Error('--mtu auto: there is no default route (IPv4 or IPv6) to take the MTU from; give --mtu a number');
+}
+
+/** `--mtu auto`: the default route's interface MTU less WireGuard's overhead. */
+export async function autoMTU(exec: Exec): Promise<number> {
+  return (await defaultRouteMTU(exec)) - wireGuardOverhead;
 }
 
 /** The interface holding `internalIP` ("192.168.1.5" or "192.168.1.5/24"), or null when none does. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { defaultRouteMTU, diffLink, findPrivateInterface, LinuxLinks, type LinkState } from '../../src/dataplane/links.js';
+import { autoMTU, defaultRouteMTU, diffLink, findPrivateInterface, LinuxLinks, type LinkState } from '../../src/dataplane/links.js';
 import { FakeLinks, FakeMachine, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
 import { linuxRoutingTables } from '../../src/dataplane/routes/linux.js';
 import type { KiloRoutingTables } from '../../src/dataplane/routes/reconciler.js';
@@ -136,6 +136,7 @@ describe('defaultRouteMTU and findPrivateInterface (namespace)', { skip: skipNoN
     assert.equal(await defaultRouteMTU(exec), 1380);
     ns.sh('ip link set kilo0 up && ip link set kilo0 mtu 1400 && ip addr add 172.16.0.1/24 dev kilo0 && ip route add default via 172.16.0.254 dev kilo0');
     assert.equal(await defaultRouteMTU(exec), 1400);
+    assert.equal(await autoMTU(exec), 1320, '--mtu auto leaves room for WireGuard');
   });
 
   test('the interface that holds the internal IP', async (t) => {

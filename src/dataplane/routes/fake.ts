@@ -24,7 +24,8 @@ const fail = (message: string): never => {
  */
 export class FakeMachine {
   readonly links = new Map<string, LinkState>();
-  routes: KernelRoute[] = [];
+  /** By key (table, destination, metric), in insertion order; several under a key are appended routes. */
+  private readonly byKey = new Map<string, KernelRoute[]>();
   rules: KernelRule[] = [
     { family: 4, priority: 0, src: null, dst: null, iif: null, table: 255 },
     { family: 4, priority: 32766, src: null, dst: null, iif: null, table: mainTableId },
@@ -79,19 +80,36 @@ export class FakeMachine {
     this.writes++;
   }
 
+  /** Every route, any protocol, any table. */
+  get routes(): KernelRoute[] {
+    return [...this.byKey.values()].flat();
+  }
+
   private dropRoutesOf(name: string): void {
-    this.routes = this.routes.filter((r) => r.dev !== name);
+    for (const [k, list] of this.byKey) {
+      const kept = list.filter((r) => r.dev !== name);
+      if (kept.length === 0) this.byKey.delete(k);
+      else this.byKey.set(k, kept);
+    }
+  }
+
+  private readonly parsed = new Map<string, Cidr>();
+
+  private cidr(address: string): Cidr {
+    let c = this.parsed.get(address);
+    if (!c) this.parsed.set(address, (c = Cidr.parse(address)));
+    return c;
   }
 
   private isLocal(ip: IP): boolean {
-    for (const l of this.links.values()) if (l.addresses.some((a) => Cidr.parse(a).ip.equals(ip))) return true;
+    for (const l of this.links.values()) if (l.addresses.some((a) => this.cidr(a).ip.equals(ip))) return true;
     return false;
   }
 
   /** The interface whose connected prefix holds `ip` (only up interfaces have connected routes). */
   private connectedDevice(ip: IP): string | null {
     for (const [name, l] of this.links) {
-      if (l.up && l.addresses.some((a) => Cidr.parse(a).contains(ip))) return name;
+      if (l.up && l.addresses.some((a) => this.cidr(a).contains(ip))) return name;
     }
     return null;
   }
@@ -116,25 +134,29 @@ export class FakeMachine {
 
   routeAdd(r: KernelRoute): void {
     this.check(r);
-    if (this.routes.some((x) => routeKey(x) === routeKey(r))) fail('File exists');
-    this.routes.push({ ...r });
+    const k = routeKey(r);
+    if (this.byKey.has(k)) fail('File exists');
+    this.byKey.set(k, [{ ...r }]);
     this.writes++;
   }
 
   /** Like the kernel, replaces whatever route holds the key, whoever installed it. */
   routeReplace(r: KernelRoute): void {
     this.check(r);
-    const i = this.routes.findIndex((x) => routeKey(x) === routeKey(r));
-    if (i < 0) this.routes.push({ ...r });
-    else this.routes[i] = { ...r };
+    const list = this.byKey.get(routeKey(r));
+    if (list) list[0] = { ...r };
+    else this.byKey.set(routeKey(r), [{ ...r }]);
     this.writes++;
   }
 
   /** Deletes the first route with the spec's key and protocol. */
   routeDel(spec: KernelRoute): void {
-    const i = this.routes.findIndex((x) => routeKey(x) === routeKey(spec) && x.protocol === spec.protocol);
+    const k = routeKey(spec);
+    const list = this.byKey.get(k) ?? [];
+    const i = list.findIndex((x) => x.protocol === spec.protocol);
     if (i < 0) fail('No such process');
-    this.routes.splice(i, 1);
+    list.splice(i, 1);
+    if (list.length === 0) this.byKey.delete(k);
     this.writes++;
   }
 

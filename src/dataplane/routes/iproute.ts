@@ -1,7 +1,7 @@
-import { Cidr, IP, type Family } from '../../net/cidr.js';
+import { IP, type Family } from '../../net/cidr.js';
 import { mainTableId } from './constants.js';
 import type { RouteOp } from './diff.js';
-import { defaultMetric, type KernelRoute, type KernelRule } from './state.js';
+import { canonicalPrefix, defaultMetric, type KernelRoute, type KernelRule } from './state.js';
 
 /**
  * iproute2's JSON (`ip -N -j route|rule show`) to kernel form and RouteOps to `ip -batch` lines.
@@ -45,15 +45,15 @@ function numeric(value: string | undefined, names: Record<string, number>, fallb
 function prefix(family: Family, text: string | undefined, len: number | undefined): string | null {
   if (text === undefined || text === 'all') return null;
   if (text === 'default') return family === 4 ? '0.0.0.0/0' : '::/0';
-  const slash = text.indexOf('/');
-  const ip = IP.tryParse(slash < 0 ? text : text.slice(0, slash));
-  if (!ip) throw new Error(`ip printed an address this reader does not know: ${JSON.stringify(text)}`);
-  const bits = slash < 0 ? (len ?? (ip.family === 4 ? 32 : 128)) : Number(text.slice(slash + 1));
-  return Cidr.of(ip, bits).networkText;
+  const p = canonicalPrefix(len === undefined || text.includes('/') ? text : `${text}/${len}`);
+  if (!p) throw new Error(`ip printed an address this reader does not know: ${JSON.stringify(text)}`);
+  return p.text;
 }
 
 function canonicalIP(text: string | undefined): string | null {
   if (text === undefined) return null;
+  // iproute2 prints IPv4 in canonical dotted-quad already; only IPv6 needs normalising.
+  if (!text.includes(':')) return text;
   return IP.tryParse(text)?.text ?? text;
 }
 

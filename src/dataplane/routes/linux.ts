@@ -1,4 +1,4 @@
-import type { Exec } from '../exec.js';
+import { ExecError, type Exec } from '../exec.js';
 import type { Family } from '../../net/cidr.js';
 import { runBatch, type BatchResult } from './batch.js';
 import type { RouteOp } from './diff.js';
@@ -15,13 +15,20 @@ export class IprouteMachine implements RouteMachine {
 
   async read(owner: Ownership): Promise<KiloRouting> {
     const routes = (family: Family) =>
-      this.exec
-        .run(['ip', '-N', '-j', `-${family}`, 'route', 'show', 'table', 'all', 'proto', String(owner.protocol)])
-        .then((r) => parseRoutes(r.stdout, family, owner.protocol));
-    const rules = (family: Family) =>
-      this.exec.run(['ip', '-N', '-j', `-${family}`, 'rule', 'show']).then((r) => parseRules(r.stdout, family, owner.priority));
+      this.show(family, ['route', 'show', 'table', 'all', 'proto', String(owner.protocol)]).then((out) => parseRoutes(out, family, owner.protocol));
+    const rules = (family: Family) => this.show(family, ['rule', 'show']).then((out) => parseRules(out, family, owner.priority));
     const [r4, r6, u4, u6] = await Promise.all([routes(4), routes(6), rules(4), rules(6)]);
     return { routes: [...r4, ...r6], rules: [...u4, ...u6] };
+  }
+
+  /** `ip -N -j -F …`; a kernel booted with IPv6 disabled has no IPv6 state rather than an error. */
+  private async show(family: Family, args: string[]): Promise<string> {
+    try {
+      return (await this.exec.run(['ip', '-N', '-j', `-${family}`, ...args])).stdout;
+    } catch (e) {
+      if (family === 6 && e instanceof ExecError && /Address family not supported/i.test(e.stderr)) return '[]';
+      throw e;
+    }
   }
 
   /**
