@@ -8,8 +8,8 @@ export type Layout = (typeof layouts)[number];
 
 export interface GraphOptions {
   /**
-   * The engine the DOT will be laid out with. Only tuning attributes depend on it; the nodes,
-   * clusters and edges are the same for every engine.
+   * The engine the DOT will be laid out with. The nodes and links are the same for every
+   * engine; tuning attributes differ, and neato and circo get no location boxes.
    */
   layout: Layout;
 }
