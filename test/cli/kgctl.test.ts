@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import type { Plan } from '../../src/mesh/types.js';
+import { parseIni, type IniConfig } from '../../src/wireguard/ini.js';
 import { ensureBuilt, example, kgctl, type Run } from './built.js';
 
 let dir = '';
@@ -155,6 +156,17 @@ describe('kgctl showconf', () => {
     const out = ok(kgctl('showconf', 'node', 'aws-euw-1', '--cluster', example));
     assert.match(out, /^\[Interface\]\nListenPort = 51820\nAddress = 10\.4\.0\.1\/16\n\n\[Peer\]\n/);
     assert.doesNotMatch(out, /PrivateKey/);
+  });
+
+  test('node -o json (without --as-peer): the same config as structured data', () => {
+    const args = ['showconf', 'node', 'office-2', '--cluster', example];
+    const structured = JSON.parse(ok(kgctl(...args, '-o', 'json'))) as IniConfig;
+    const ini = parseIni(ok(kgctl(...args)));
+    assert.deepEqual(structured.interface, ini.interface);
+    assert.deepEqual(
+      structured.peers.map((p) => [p.comment, p.publicKey, p.allowedIPs, p.endpoint ?? null]),
+      ini.peers.map((p) => [p.comment, p.publicKey, p.allowedIPs, p.endpoint ?? null]),
+    );
   });
 
   test('node --as-peer -o json: a Peer object named after the node', () => {
