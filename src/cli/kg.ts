@@ -1,4 +1,6 @@
 import { Command } from 'commander';
+import { applyCommand } from './apply.js';
+import { runCommand } from './kg-run.js';
 import { runProgram } from './run.js';
 import { webhookCommand } from './webhook.js';
 
@@ -7,6 +9,8 @@ export function kgProgram(): Command {
   return new Command('kg')
     .description('the kilo-ts agent: program this node into the WireGuard mesh')
     .enablePositionalOptions()
+    .addCommand(runCommand(), { isDefault: true })
+    .addCommand(applyCommand())
     .addCommand(webhookCommand());
 }
 

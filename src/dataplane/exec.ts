@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 
 export interface ExecResult {
   stdout: string;
@@ -25,8 +26,13 @@ export class ExecError extends Error {
 export interface Exec {
   /** Runs to completion; rejects with ExecError on a non-zero exit. */
   run(argv: readonly string[], opts?: { input?: string; timeoutMs?: number }): Promise<ExecResult>;
-  /** Starts a long-running process (wireguard-go -f); the caller owns and stops it by PID. */
-  start(argv: readonly string[]): ChildProcess;
+  /**
+   * Starts a long-running process (wireguard-go -f); the caller owns and stops it by PID. With
+   * `logFile` its output goes to that file and it is detached: it outlives this process (an
+   * agent stopped with --clean-up=false, or killed, leaves its tunnel up), yet the caller still
+   * sees its exit while alive.
+   */
+  start(argv: readonly string[], opts?: { logFile?: string }): ChildProcess;
   /** Where wireguard-go's UAPI sockets are visible from this process. */
   readonly wireGuardRunDir: string;
 }
@@ -51,10 +57,23 @@ function runWith(prefix: readonly string[], argv: readonly string[], opts: { inp
   });
 }
 
+function startWith(prefix: readonly string[], argv: readonly string[], opts: { logFile?: string } = {}): ChildProcess {
+  const full = [...prefix, ...argv];
+  if (!opts.logFile) return spawn(full[0]!, full.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+  const fd = openSync(opts.logFile, 'a', 0o600);
+  try {
+    const child = spawn(full[0]!, full.slice(1), { stdio: ['ignore', fd, fd], detached: true });
+    child.unref();
+    return child;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export function hostExec(): Exec {
   return {
     run: (argv, opts) => runWith([], argv, opts),
-    start: (argv) => spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] }),
+    start: (argv, opts) => startWith([], argv, opts),
     wireGuardRunDir: '/var/run/wireguard',
   };
 }
@@ -68,7 +87,7 @@ export function netnsExec(ns: string, runDir: string): Exec {
   const prefix = ['ip', 'netns', 'exec', ns, 'sh', '-c', 'mount --bind "$0" /var/run/wireguard && exec "$@"', runDir];
   return {
     run: (argv, opts) => runWith(prefix, argv, opts),
-    start: (argv) => spawn(prefix[0]!, [...prefix.slice(1), ...argv], { stdio: ['ignore', 'pipe', 'pipe'] }),
+    start: (argv, opts) => startWith(prefix, argv, opts),
     wireGuardRunDir: runDir,
   };
 }

@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IP } from '../../net/cidr.js';
@@ -36,6 +36,16 @@ export interface WireGuardDeviceOptions {
 type Kind = 'kernel' | 'userspace' | 'adopted';
 
 const maxRestartDelayMs = 30_000;
+
+/** The last meaningful line wireguard-go wrote, for an error that says why it stopped. */
+function lastLogLine(path: string): string {
+  try {
+    const lines = readFileSync(path, 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !/^[│┌└]/.test(l));
+    return lines.at(-1) ?? '';
+  } catch {
+    return '';
+  }
+}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
@@ -139,7 +149,9 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     // A socket left by a killed wireguard-go would look like a live one.
     rmSync(this.socketPath, { force: true });
     const argv = ['env', 'WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD=1', this.options.wireguardGo ?? 'wireguard-go', '-f', this.name];
-    const child = this.exec.start(argv);
+    // Output to a file, detached: wireguard-go must outlive an agent stopped without clean-up.
+    const logFile = join(this.exec.wireGuardRunDir, `${this.name}.log`);
+    const child = this.exec.start(argv, { logFile });
     this.child = child;
     let exited = false;
     let running = false;
@@ -172,6 +184,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     while (!existsSync(this.socketPath)) {
       if (exited) {
         this.child = null;
+        lastLine ||= lastLogLine(logFile);
         throw new Error(`wireguard-go ${this.name} exited before creating ${this.socketPath}${spawnError ? `: ${(spawnError as Error).message}` : lastLine ? `: ${lastLine}` : ''}`);
       }
       if (Date.now() > deadline) {
@@ -181,7 +194,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       await sleep(20);
     }
     running = true;
-    this.log(`wireguard ${this.name}: started wireguard-go (pid ${child.pid})`);
+    this.log(`wireguard ${this.name}: started wireguard-go (pid ${child.pid}, log ${logFile})`);
   }
 
   private async restartLater(): Promise<void> {

@@ -1,0 +1,254 @@
+import type { ClusterSource, Logger } from '../backend/source.js';
+import type { Exec } from '../dataplane/exec.js';
+import { findPrivateInterface } from '../dataplane/links.js';
+import { reconcile, cleanUp, type Dataplane, type ReconcileResult } from '../dataplane/reconcile.js';
+import type { DeviceNames } from '../dataplane/types.js';
+import { planNode } from '../mesh/plan.js';
+import { topologyOf } from '../mesh/compute.js';
+import type { MeshOptions } from '../mesh/options.js';
+import { TopologyError, type Topology } from '../mesh/topology.js';
+import type { Plan } from '../mesh/types.js';
+import { parseCluster, parseEndpoint } from '../model/parse.js';
+import type { Endpoint } from '../model/types.js';
+import { publicKeyOf } from '../wireguard/keys.js';
+import type { Cidr } from '../net/cidr.js';
+import { annotationPatch, lastSeenIntervalSeconds } from './local-node.js';
+import type { AgentMetrics } from './metrics.js';
+
+export interface AgentOptions {
+  hostname: string;
+  mesh: MeshOptions;
+  interfaceName: string;
+  topologyLabel: string;
+  /** Full resync (recompute and reconcile) even without events. */
+  resyncPeriodMs: number;
+  /** null leaves the MTU alone. */
+  mtu: number | null;
+  /** On stop: remove routes, rules and firewall (and the interface with cleanUpInterface). */
+  cleanUp: boolean;
+  cleanUpInterface: boolean;
+  /** Events arriving within this window are handled by one reconcile. */
+  coalesceMs: number;
+  /** /health fails when the backend has not synced for longer than this. */
+  staleAfterMs: number;
+}
+
+/** Facts found on the machine once at start: they do not change while the agent runs. */
+export interface HostFacts {
+  internalIP: Cidr | null;
+  /** Detected endpoint address; the port is the listen port. */
+  endpointIP: string | null;
+}
+
+export interface AgentDeps {
+  source: ClusterSource;
+  dataplane: Dataplane;
+  exec: Exec;
+  privateKey: string;
+  host: HostFacts;
+  options: AgentOptions;
+  log: Logger;
+  metrics: AgentMetrics;
+  /** Milliseconds since the epoch. */
+  clock?: () => number;
+  /** The encapsulation interface, when the kernel has one (tunl0); null otherwise. */
+  tunnel?: string | null;
+}
+
+export interface AgentStatus {
+  lastReconcileAt: number;
+  lastReconcileOk: boolean;
+  lastError: string | null;
+  reconciles: number;
+  plan: Plan | null;
+  topology: Topology | null;
+  lastResult: ReconcileResult | null;
+}
+
+/**
+ * The control loop of `kg`: read the cluster, publish the local node, compute the plan and make
+ * the machine match it — on every change (bursts coalesced) and on the resync timer.
+ */
+export class Agent {
+  readonly status: AgentStatus = {
+    lastReconcileAt: 0,
+    lastReconcileOk: false,
+    lastError: null,
+    reconciles: 0,
+    plan: null,
+    topology: null,
+    lastResult: null,
+  };
+  private readonly publicKey: string;
+  private readonly clock: () => number;
+  private timers: NodeJS.Timeout[] = [];
+  private pending: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private dirty = false;
+  private stopped = false;
+  private readonly reported = new Set<string>();
+  private privateIface: { ip: string; name: string | null } | null = null;
+
+  constructor(private readonly deps: AgentDeps) {
+    this.publicKey = publicKeyOf(deps.privateKey);
+    this.clock = deps.clock ?? Date.now;
+  }
+
+  async start(): Promise<void> {
+    const { source, options, log } = this.deps;
+    await this.deps.dataplane.device.ensure();
+    source.onChange(() => this.schedule());
+    await source.start();
+    log.info({ node: options.hostname, granularity: options.mesh.granularity }, 'cluster synced');
+    this.timers.push(setInterval(() => this.schedule(), lastSeenIntervalSeconds * 1000));
+    this.timers.push(setInterval(() => this.schedule(), options.resyncPeriodMs));
+    this.schedule(0);
+  }
+
+  /** Stops the loop; with clean-up, removes what Kilo added. Waits for a running reconcile. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    if (this.pending) clearTimeout(this.pending);
+    await this.running;
+    await this.deps.source.stop();
+    if (this.deps.options.cleanUp) {
+      const errors = await cleanUp(this.deps.dataplane, { interface: this.deps.options.cleanUpInterface });
+      for (const e of errors) this.deps.log.error({ err: e.message }, 'clean-up failed');
+    }
+  }
+
+  /** Asks for a reconcile soon; many calls within the coalescing window make one. */
+  schedule(delayMs = this.deps.options.coalesceMs): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.dirty = true;
+      return;
+    }
+    if (this.pending) return;
+    this.pending = setTimeout(() => {
+      this.pending = null;
+      this.running = this.reconcileOnce().finally(() => {
+        this.running = null;
+        if (this.dirty && !this.stopped) {
+          this.dirty = false;
+          this.schedule();
+        }
+      });
+    }, delayMs);
+  }
+
+  /** One pass: publish, plan, apply. Never throws: failures land in status, logs and metrics. */
+  async reconcileOnce(): Promise<void> {
+    const { options, log, metrics, source } = this.deps;
+    metrics.reconciles.inc();
+    this.status.reconciles++;
+    try {
+      const cluster = parseCluster(source.objects(), { topologyLabel: options.topologyLabel });
+      for (const e of cluster.errors) {
+        // Logged and counted once per distinct problem: a bad annotation must not flood the log.
+        if (this.reported.has(e.message)) continue;
+        this.reported.add(e.message);
+        log.warn({ object: e.object, field: e.field, value: e.value }, `dropping object from the mesh: ${e.reason}`);
+        metrics.dropped.inc({ kind: e.object.split(' ')[0] ?? 'object' });
+      }
+      const nowSeconds = Math.floor(this.clock() / 1000);
+      const discovered = await this.discoveredEndpoints();
+      let topology: Topology | null = null;
+      try {
+        topology = topologyOf(cluster, options.hostname, options.mesh, nowSeconds);
+      } catch (e) {
+        if (!(e instanceof TopologyError)) throw e;
+        // Until our own annotations are published and seen, the node is not ready: publish first.
+        log.debug({ reason: e.message }, 'local node not ready yet');
+      }
+      const plan = topology ? planNode(topology, options.mesh) : null;
+      await this.publish(plan, discovered, nowSeconds);
+      if (!topology || !plan) {
+        this.finish(false, 'local node not ready yet (waiting for its annotations)');
+        return;
+      }
+      this.status.topology = topology;
+      this.status.plan = plan;
+      metrics.nodes.set(topology.segments.reduce((n, s) => n + s.nodes.length, 0));
+      metrics.peers.set(topology.peers.length);
+      metrics.leader.set(plan.leader ? 1 : 0);
+
+      const result = await reconcile(this.deps.dataplane, {
+        plan,
+        devices: await this.devices(),
+        privateKey: this.deps.privateKey,
+        mtu: options.mtu,
+      });
+      this.status.lastResult = result;
+      metrics.writes.inc(result.writes);
+      if (result.writes > 0) log.info({ writes: result.writes, wireGuard: result.wireGuard }, 'dataplane updated');
+      for (const e of result.errors) log.error({ err: e.message }, 'reconcile step failed');
+      if (result.errors.length > 0) metrics.errors.inc(result.errors.length);
+      metrics.observeDevice(await this.deps.dataplane.device.read());
+      this.finish(result.errors.length === 0, result.errors.map((e) => e.message).join('; ') || null);
+    } catch (e) {
+      metrics.errors.inc();
+      log.error({ err: (e as Error).message }, 'reconcile failed');
+      this.finish(false, (e as Error).message);
+    }
+  }
+
+  private finish(ok: boolean, error: string | null): void {
+    this.status.lastReconcileAt = this.clock();
+    this.status.lastReconcileOk = ok;
+    this.status.lastError = error;
+  }
+
+  private async publish(plan: Plan | null, discovered: Map<string, Endpoint>, now: number): Promise<void> {
+    const { source, options, host } = this.deps;
+    const self = source.objects().find((o) => o.kind === 'Node' && o.metadata?.name === options.hostname);
+    if (!self) throw new Error(`node ${JSON.stringify(options.hostname)} does not exist in the cluster`);
+    const patch = annotationPatch(self.metadata?.annotations ?? {}, {
+      publicKey: this.publicKey,
+      endpoint: host.endpointIP ? formatHostPort(host.endpointIP, options.mesh.port) : null,
+      internalIP: host.internalIP,
+      wireGuardIP: plan?.wireGuardIP ?? null,
+      granularity: options.mesh.granularity,
+      discoveredEndpoints: discovered,
+      now,
+    });
+    if (patch) await source.patchNodeAnnotations(options.hostname, patch);
+  }
+
+  /** Endpoints WireGuard learned for roaming peers (those that keep the tunnel alive from behind NAT). */
+  private async discoveredEndpoints(): Promise<Map<string, Endpoint>> {
+    const out = new Map<string, Endpoint>();
+    const plan = this.status.plan;
+    if (!plan) return out;
+    const roaming = new Set(this.roamingKeys());
+    const state = await this.deps.dataplane.device.read().catch(() => null);
+    for (const p of state?.peers ?? []) {
+      if (!roaming.has(p.publicKey) || !p.endpoint || p.latestHandshake === 0) continue;
+      const e = parseEndpoint(p.endpoint);
+      if (e?.ip) out.set(p.publicKey, e);
+    }
+    return out;
+  }
+
+  private roamingKeys(): string[] {
+    const t = this.status.topology;
+    if (!t) return [];
+    return [
+      ...t.segments.filter((s) => s.leader.persistentKeepalive > 0).map((s) => s.leader.key!),
+      ...t.peers.filter((p) => p.persistentKeepalive > 0).map((p) => p.publicKey),
+    ];
+  }
+
+  private async devices(): Promise<DeviceNames> {
+    const ip = this.deps.host.internalIP?.ip.text ?? null;
+    if (ip && this.privateIface?.ip !== ip) {
+      this.privateIface = { ip, name: await findPrivateInterface(this.deps.exec, ip) };
+    }
+    return { kilo: this.deps.options.interfaceName, private: ip ? (this.privateIface?.name ?? null) : null, tunnel: this.deps.tunnel ?? null };
+  }
+}
+
+function formatHostPort(ip: string, port: number): string {
+  return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`;
+}

@@ -1,0 +1,58 @@
+import { Annotation } from '../model/annotations.js';
+import type { Cidr } from '../net/cidr.js';
+import type { Endpoint, Granularity } from '../model/types.js';
+
+/** What the agent knows about its own node and publishes as annotations. */
+export interface LocalFacts {
+  publicKey: string;
+  /** Detected `ip:port`; published only when the node has no endpoint annotation yet. */
+  endpoint: string | null;
+  internalIP: Cidr | null;
+  /** The interface address (CIDR with the mesh mask) or null on a non-leader. */
+  wireGuardIP: string | null;
+  granularity: Granularity;
+  /** Where WireGuard on this node saw roaming peers (public key → endpoint). */
+  discoveredEndpoints: ReadonlyMap<string, Endpoint>;
+  /** Unix seconds. */
+  now: number;
+}
+
+/** How often last-seen is refreshed; readiness allows 60 s, so one missed refresh is survivable. */
+export const lastSeenIntervalSeconds = 30;
+
+function discoveredJSON(m: ReadonlyMap<string, Endpoint>): string | null {
+  if (m.size === 0) return null;
+  const keys = [...m.keys()].sort();
+  const out: Record<string, { IP: string; Port: number; Zone: string }> = {};
+  for (const k of keys) {
+    const e = m.get(k)!;
+    if (e.ip) out[k] = { IP: e.ip.text, Port: e.port, Zone: '' };
+  }
+  return JSON.stringify(out);
+}
+
+/**
+ * The merge patch that brings the node's agent-owned annotations up to date, or null when
+ * nothing changed. last-seen is refreshed only when it is older than the interval, so an
+ * unchanged node costs one patch per interval and no more.
+ */
+export function annotationPatch(current: Readonly<Record<string, string>>, facts: LocalFacts): Record<string, string | null> | null {
+  const want: Record<string, string | null> = {
+    [Annotation.key]: facts.publicKey,
+    [Annotation.internalIP]: facts.internalIP ? facts.internalIP.toString() : '',
+    [Annotation.wireGuardIP]: facts.wireGuardIP ?? '',
+    [Annotation.granularity]: facts.granularity,
+    [Annotation.discoveredEndpoints]: discoveredJSON(facts.discoveredEndpoints),
+  };
+  // The endpoint is the operator's once set (Kilo's behaviour): detect it only for a new node.
+  if (!current[Annotation.endpoint] && facts.endpoint) want[Annotation.endpoint] = facts.endpoint;
+  const lastSeen = Number(current[Annotation.lastSeen] ?? 0);
+  if (!(facts.now - lastSeen < lastSeenIntervalSeconds)) want[Annotation.lastSeen] = String(facts.now);
+
+  const patch: Record<string, string | null> = {};
+  for (const [k, v] of Object.entries(want)) {
+    const has = Object.prototype.hasOwnProperty.call(current, k);
+    if (v === null ? has : current[k] !== v) patch[k] = v;
+  }
+  return Object.keys(patch).length > 0 ? patch : null;
+}

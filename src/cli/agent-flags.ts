@@ -1,0 +1,90 @@
+import { Option, type Command } from 'commander';
+import { UsageError } from '../model/errors.js';
+import { Cidr } from '../net/cidr.js';
+import { logLevels } from '../agent/log.js';
+import { addMeshFlags, boolOption, parseCidrFlag, type MeshFlagValues } from './flags.js';
+
+/** Go-style durations as Kilo's flags take them: 30s, 5m, 1h30m, 500ms. */
+export function parseDuration(name: string) {
+  return (value: string): number => {
+    const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/g;
+    let total = 0;
+    let consumed = 0;
+    for (const m of value.matchAll(re)) {
+      total += Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
+      consumed += m[0].length;
+    }
+    if (consumed !== value.length || value.length === 0 || total <= 0) {
+      throw new UsageError(`--${name}: not a duration (e.g. 30s, 5m): ${JSON.stringify(value)}`);
+    }
+    return total;
+  };
+}
+
+export const compatibilities = ['', 'flannel', 'cilium'] as const;
+export type Compatibility = (typeof compatibilities)[number];
+
+/** The flags of Kilo's `kg`, same names and defaults, plus kilo-ts's own (marked in the help). */
+export function addAgentFlags(cmd: Command): Command {
+  addMeshFlags(cmd, { allowAuto: false });
+  return cmd
+    .addOption(new Option('--hostname <name>', 'name of this node in the cluster').default(process.env['NODE_NAME'] ?? undefined, '$NODE_NAME'))
+    .addOption(new Option('--kubeconfig <path>', 'kubeconfig file (default: in-cluster)'))
+    .addOption(new Option('--master <url>', 'API server address (overrides the kubeconfig)'))
+    .addOption(new Option('--interface <name>', 'the WireGuard interface').default('kilo0'))
+    .addOption(
+      new Option('--compatibility <cni>', 'run beside a CNI: flannel or cilium').choices(['flannel', 'cilium']),
+    )
+    .addOption(new Option('--cni-path <path>', 'the CNI config Kilo keeps in step with spec.podCIDR').default('/etc/cni/net.d/10-kilo.conflist'))
+    .addOption(
+      new Option('--internal-cidr <cidr>', 'look for the internal IP only inside this CIDR (repeatable)')
+        .argParser((v: string, prev: Cidr[] = []) => [...prev, parseCidrFlag('internal-cidr')(v)])
+        .default([], 'any private address'),
+    )
+    .addOption(new Option('--resync-period <duration>', 'full reconcile at least this often').argParser(parseDuration('resync-period')).default(30_000, '30s'))
+    .addOption(boolOption('clean-up', 'remove Kilo routes, rules and iptables on exit', true))
+    .addOption(boolOption('clean-up-interface', 'also remove the WireGuard interface on exit', false))
+    .addOption(boolOption('create-interface', 'create the WireGuard interface (false: adopt an existing one)', true))
+    .addOption(new Option('--mtu <mtu>', 'WireGuard MTU: a number or auto (default-route MTU - 80)').default('auto'))
+    .addOption(boolOption('prioritise-private-addresses', 'prefer a private address as the endpoint', false))
+    .addOption(new Option('--listen <addr>', 'address for /health, /metrics and /graph').default(':1107'))
+    .addOption(new Option('--log-level <level>', 'debug, info, warn or error').choices(logLevels).default('info'))
+    .addOption(
+      new Option('--wireguard <implementation>', 'kilo-ts: kernel, userspace (wireguard-go) or auto').choices(['auto', 'kernel', 'userspace']).default('auto'),
+    );
+}
+
+export interface AgentFlagValues extends MeshFlagValues {
+  hostname?: string;
+  kubeconfig?: string;
+  master?: string;
+  interface: string;
+  compatibility?: 'flannel' | 'cilium';
+  cniPath: string;
+  internalCidr: Cidr[];
+  resyncPeriod: number;
+  cleanUp: boolean;
+  cleanUpInterface: boolean;
+  createInterface: boolean;
+  mtu: string;
+  prioritisePrivateAddresses: boolean;
+  listen: string;
+  logLevel: (typeof logLevels)[number];
+  wireguard: 'auto' | 'kernel' | 'userspace';
+}
+
+/** --mtu: "auto" (null here: measured at start) or a number. */
+export function parseMTU(value: string): number | 'auto' {
+  if (value === 'auto') return 'auto';
+  if (!/^\d+$/.test(value) || Number(value) < 1280 || Number(value) > 65535) {
+    throw new UsageError(`--mtu: want auto or a number from 1280 to 65535, got ${JSON.stringify(value)}`);
+  }
+  return Number(value);
+}
+
+export function requireHostname(v: { hostname?: string }): string {
+  if (!v.hostname) throw new UsageError('--hostname is required (or set NODE_NAME)');
+  return v.hostname;
+}
+
+export const cidrOf = (s: string) => Cidr.parse(s);

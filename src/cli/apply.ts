@@ -1,0 +1,86 @@
+import { Command } from 'commander';
+import { FileSource } from '../backend/file-source.js';
+import { hostExec } from '../dataplane/exec.js';
+import { cleanUp, reconcile, type ReconcileResult } from '../dataplane/reconcile.js';
+import { findPrivateInterface } from '../dataplane/links.js';
+import { planOf } from '../mesh/compute.js';
+import { parseCluster } from '../model/parse.js';
+import { snapshotNow } from '../model/ready.js';
+import { UsageError } from '../model/errors.js';
+import { defaultKeyPath, loadOrCreateKey } from '../wireguard/keys.js';
+import { ipipTunnel, linuxDataplane } from '../agent/linux-dataplane.js';
+import { createLogger } from '../agent/log.js';
+import { resolveMTU } from '../agent/startup.js';
+import { addAgentFlags, parseMTU, requireHostname, type AgentFlagValues } from './agent-flags.js';
+import { meshOptionsFrom, resolveGranularity } from './flags.js';
+
+interface ApplyFlags extends AgentFlagValues {
+  cluster?: string;
+  watch: boolean;
+  keyFile: string;
+  now?: number;
+}
+
+/**
+ * `kg apply`: the plan of one node from a snapshot file, applied to this machine: the dataplane
+ * without Kubernetes. The snapshot is the truth: nothing is detected or published.
+ */
+export function applyCommand(): Command {
+  const cmd = new Command('apply')
+    .description('apply the plan of --hostname from a cluster snapshot to this machine, once or --watch the file')
+    .option('--cluster <file>', 'cluster snapshot (Kubernetes List or multi-document YAML)')
+    .option('--watch', 'keep applying whenever the file changes, until SIGTERM/SIGINT', false)
+    .option('--key-file <path>', 'where the WireGuard private key is kept', defaultKeyPath);
+  addAgentFlags(cmd);
+  return cmd.action(async (flags: ApplyFlags) => {
+    const hostname = requireHostname(flags);
+    if (!flags.cluster) throw new UsageError('--cluster FILE is required');
+    const log = createLogger(flags.logLevel);
+    const exec = hostExec();
+    const privateKey = loadOrCreateKey(flags.keyFile);
+    const dataplane = linuxDataplane(exec, { interfaceName: flags.interface, createInterface: flags.createInterface, implementation: flags.wireguard, log: (l) => log.info({}, l) });
+    const mtu = await resolveMTU(exec, parseMTU(flags.mtu));
+    let tunnel: string | null | undefined;
+    const source = new FileSource(flags.cluster, { watch: flags.watch, logger: log });
+    await source.start();
+
+    const applyOnce = async (): Promise<ReconcileResult> => {
+      const cluster = parseCluster(source.objects(), { topologyLabel: flags.topologyLabel });
+      for (const e of cluster.errors) log.warn({ object: e.object, field: e.field, value: e.value }, `dropping object from the mesh: ${e.reason}`);
+      const granularity = resolveGranularity(flags.meshGranularity, cluster.nodes, hostname);
+      const options = { ...meshOptionsFrom(flags, granularity), privateKeyPath: flags.keyFile };
+      if (flags.compatibility === 'flannel') options.local = false;
+      const plan = planOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
+      const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip.text ?? null;
+      tunnel ??= options.encapsulate === 'never' ? null : await ipipTunnel(exec);
+      const result = await reconcile(dataplane, {
+        plan,
+        privateKey,
+        mtu,
+        devices: { kilo: flags.interface, private: internalIP ? await findPrivateInterface(exec, internalIP) : null, tunnel },
+      });
+      log.info({ node: hostname, granularity, writes: result.writes, wireGuard: result.wireGuard, routes: result.routes.writes, firewall: result.firewall.writes }, 'applied');
+      for (const e of result.errors) log.error({ err: e.message }, 'apply step failed');
+      return result;
+    };
+
+    if (!flags.watch) {
+      const result = await applyOnce();
+      await source.stop();
+      if (result.errors.length > 0) process.exitCode = 1;
+      return;
+    }
+    let chain: Promise<unknown> = applyOnce().catch((e: Error) => log.error({ err: e.message }, 'apply failed'));
+    source.onChange(() => {
+      chain = chain.then(applyOnce).catch((e: Error) => log.error({ err: e.message }, 'apply failed'));
+    });
+    await new Promise<void>((resolve) => {
+      process.once('SIGTERM', resolve);
+      process.once('SIGINT', resolve);
+    });
+    await chain;
+    await source.stop();
+    if (flags.cleanUp) for (const e of await cleanUp(dataplane, { interface: flags.cleanUpInterface })) log.error({ err: e.message }, 'clean-up failed');
+    else await (dataplane.device as { detach?: () => Promise<void> }).detach?.();
+  });
+}

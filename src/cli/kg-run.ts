@@ -1,0 +1,90 @@
+import { Command } from 'commander';
+import { KubernetesSource, kubeConfigFrom } from '../backend/kubernetes/index.js';
+import { hostExec } from '../dataplane/exec.js';
+import { UsageError } from '../model/errors.js';
+import { defaultKeyPath, loadOrCreateKey } from '../wireguard/keys.js';
+import { Agent } from '../agent/agent.js';
+import { createAgentServer, parseListen } from '../agent/http.js';
+import { ipipTunnel, linuxDataplane } from '../agent/linux-dataplane.js';
+import { createLogger } from '../agent/log.js';
+import { AgentMetrics } from '../agent/metrics.js';
+import { discoverHost, resolveMTU } from '../agent/startup.js';
+import { addAgentFlags, parseMTU, requireHostname, type AgentFlagValues } from './agent-flags.js';
+import { meshOptionsFrom } from './flags.js';
+
+/** `kg` (the default command): the agent on a node of a Kubernetes cluster. */
+export function runCommand(): Command {
+  const cmd = new Command('run').description('run the agent: join this node to the mesh and keep it there (default)');
+  addAgentFlags(cmd).option('--key-file <path>', 'kilo-ts: where the WireGuard private key is kept', defaultKeyPath);
+  return cmd.action(async (flags: AgentFlagValues & { keyFile: string }) => {
+    const hostname = requireHostname(flags);
+    const listen = parseListen(flags.listen);
+    if (!listen) throw new UsageError(`--listen: not host:port: ${JSON.stringify(flags.listen)}`);
+    const mtu = parseMTU(flags.mtu);
+    const log = createLogger(flags.logLevel);
+    const exec = hostExec();
+    const mesh = { ...meshOptionsFrom(flags, flags.meshGranularity === 'auto' ? 'location' : flags.meshGranularity), privateKeyPath: flags.keyFile };
+    // In add-on mode beside flannel, flannel routes inside the location: Kilo only adds WireGuard.
+    if (flags.compatibility === 'flannel') mesh.local = false;
+    const privateKey = loadOrCreateKey(flags.keyFile);
+    const host = await discoverHost(exec, { interfaceName: flags.interface, subnet: mesh.subnet, internalCIDRs: flags.internalCidr, prioritisePrivate: flags.prioritisePrivateAddresses });
+    log.info({ internalIP: host.internalIP?.toString() ?? null, endpoint: host.endpointIP }, 'discovered host addresses');
+    const metrics = new AgentMetrics();
+    const source = new KubernetesSource({ kubeConfig: kubeConfigFrom(flags), logger: log });
+    let agent: Agent | undefined;
+    const dataplane = linuxDataplane(exec, {
+      interfaceName: flags.interface,
+      createInterface: flags.createInterface,
+      implementation: flags.wireguard,
+      log: (line) => log.info({}, line),
+      onRestart: () => agent?.schedule(0),
+    });
+    agent = new Agent({
+      source,
+      dataplane,
+      exec,
+      privateKey,
+      host,
+      log,
+      metrics,
+      tunnel: mesh.encapsulate === 'never' ? null : await ipipTunnel(exec),
+      options: {
+        hostname,
+        mesh,
+        interfaceName: flags.interface,
+        topologyLabel: flags.topologyLabel,
+        resyncPeriodMs: flags.resyncPeriod,
+        mtu: await resolveMTU(exec, mtu),
+        cleanUp: flags.cleanUp,
+        cleanUpInterface: flags.cleanUpInterface,
+        coalesceMs: 100,
+        staleAfterMs: Math.max(3 * flags.resyncPeriod, 120_000),
+      },
+    });
+    const server = createAgentServer({ agent, source, metrics, staleAfterMs: Math.max(3 * flags.resyncPeriod, 120_000) });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(listen.port, listen.host, resolve);
+    });
+    await runUntilSignal(agent, () => server.close(), log);
+  });
+}
+
+/** Runs the agent until SIGTERM or SIGINT, then stops it (cleaning up per --clean-up). */
+export async function runUntilSignal(agent: { start(): Promise<void>; stop(): Promise<void> }, close: () => void, log: { info(o: object, m: string): void }): Promise<void> {
+  let stopping: Promise<void> | null = null;
+  const done = new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      if (stopping) return;
+      log.info({ signal }, 'stopping');
+      stopping = agent.stop().finally(() => {
+        close();
+        resolve();
+      });
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  await agent.start();
+  await done;
+}
