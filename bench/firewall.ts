@@ -2,6 +2,7 @@
  * `node --import tsx bench/firewall.ts [nodes]`: applies one node's firewall plan of a big cluster
  * to real iptables in a fresh network namespace (when root) and to the in-memory fake, and prints
  * times and writes for: first apply, unchanged re-apply, a one-node change. Asserts nothing.
+ * The fake runs the same code with no process, so it shows the CPU cost; the rest is iptables.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import type { Exec } from '../src/dataplane/exec.js';

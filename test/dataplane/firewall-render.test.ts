@@ -268,3 +268,14 @@ test('from any mix of foreign, stale, duplicated and shuffled jumps, one reconci
     );
   }
 });
+
+test('a failed backend detection is retried on the next call, not remembered', async () => {
+  let calls = 0;
+  const flaky = recording((argv) => {
+    if (argv[0] === 'iptables' && calls++ === 0) return new ExecError(argv, 1, '', 'xtables lock busy');
+    return 'iptables v1.8.9 (nf_tables)\n';
+  });
+  const tables = new LinuxFirewallTables(flaky.exec);
+  await assert.rejects(tables.backend(), /xtables lock busy/);
+  assert.equal((await tables.backend()).backend, 'nft');
+});

@@ -53,7 +53,11 @@ export class LinuxFirewallTables implements FirewallTables {
 
   /** The backend in use and the binaries that go with it. */
   backend(): Promise<Tools> {
-    return (this.tools ??= detectTools(this.exec, this.options.backend));
+    // A failed detection is not remembered: the next reconcile asks again.
+    return (this.tools ??= detectTools(this.exec, this.options.backend).catch((e: unknown) => {
+      this.tools = null;
+      throw e;
+    }));
   }
 
   /** iptables-save of the tables Kilo uses, for one family. */
