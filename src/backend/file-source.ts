@@ -40,19 +40,25 @@ export class FileSource implements ClusterSource {
     };
   }
 
-  async start(): Promise<void> {
+  start(): Promise<void> {
     // The first read must succeed: a missing or broken file at startup is the user's mistake.
-    this.fileObjects = loadSnapshot(this.path);
+    try {
+      this.fileObjects = loadSnapshot(this.path);
+    } catch (e) {
+      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+    }
     this.loaded = true;
     this.rebuild();
     if (this.options.watch) this.watchFile();
+    return Promise.resolve();
   }
 
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
     clearTimeout(this.debounce);
     this.debounce = undefined;
     this.watcher?.close();
     this.watcher = undefined;
+    return Promise.resolve();
   }
 
   objects(): KubeObject[] {
@@ -71,13 +77,16 @@ export class FileSource implements ClusterSource {
     return this.last;
   }
 
-  async patchNodeAnnotations(name: string, annotations: Record<string, string | null>): Promise<void> {
+  patchNodeAnnotations(name: string, annotations: Record<string, string | null>): Promise<void> {
     if (!this.fileObjects.some((o) => o.kind === 'Node' && o.metadata?.name === name)) {
-      throw new Error(`cannot patch annotations of Node ${JSON.stringify(name)}: not in cluster file ${this.path}`);
+      return Promise.reject(
+        new Error(`cannot patch annotations of Node ${JSON.stringify(name)}: not in cluster file ${this.path}`),
+      );
     }
     this.patches.set(name, { ...this.patches.get(name), ...annotations });
     this.rebuild();
     this.emit();
+    return Promise.resolve();
   }
 
   /**
@@ -92,7 +101,10 @@ export class FileSource implements ClusterSource {
       this.debounce = setTimeout(() => this.reload(), this.options.debounceMs);
     });
     this.watcher.on('error', (err) => {
-      this.options.logger.warn({ file: this.path, err: err.message }, 'watching the cluster file failed; changes to it are no longer read');
+      this.options.logger.warn(
+        { file: this.path, err: err.message },
+        'watching the cluster file failed; changes to it are no longer read',
+      );
     });
   }
 
@@ -103,7 +115,10 @@ export class FileSource implements ClusterSource {
       objects = loadSnapshot(this.path);
     } catch (e) {
       // Half-written or deleted for a moment: keep what was read last, the next write retries.
-      this.options.logger.warn({ file: this.path, err: (e as Error).message }, 'cannot re-read the cluster file; keeping the objects read before');
+      this.options.logger.warn(
+        { file: this.path, err: (e as Error).message },
+        'cannot re-read the cluster file; keeping the objects read before',
+      );
       return;
     }
     if (objects.length === 0 && this.fileObjects.length > 0) {

@@ -7,7 +7,10 @@ describe('Backoff', () => {
 
   test('without jitter drawn, delays double from the first to the cap', () => {
     const b = new Backoff(options, () => 0);
-    assert.deepEqual(Array.from({ length: 9 }, () => b.next()), [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
+    assert.deepEqual(
+      Array.from({ length: 9 }, () => b.next()),
+      [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000],
+    );
     assert.equal(b.attempts, 9);
   });
 

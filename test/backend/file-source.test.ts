@@ -43,7 +43,10 @@ function annotations(source: FileSource, name: string): Record<string, string> {
 
 describe('FileSource', () => {
   test('start reads every Node and Peer of the file', async (t) => {
-    const path = tempFile(t, list(node('a', { location: 'eu' }), node('b'), peer('laptop', { allowedIPs: ['10.5.0.1/32'] })));
+    const path = tempFile(
+      t,
+      list(node('a', { location: 'eu' }), node('b'), peer('laptop', { allowedIPs: ['10.5.0.1/32'] })),
+    );
     const source = new FileSource(path, { now: () => 42_000 });
     assert.equal(source.synced(), false);
     await source.start();
@@ -55,7 +58,10 @@ describe('FileSource', () => {
 
   test('start fails with a UsageError naming a missing file', async () => {
     const source = new FileSource('/nonexistent/kilo/cluster.yaml');
-    await assert.rejects(source.start(), (e: Error) => e instanceof UsageError && e.message.includes('/nonexistent/kilo/cluster.yaml'));
+    await assert.rejects(
+      source.start(),
+      (e: Error) => e instanceof UsageError && e.message.includes('/nonexistent/kilo/cluster.yaml'),
+    );
   });
 
   test('patches change annotations in memory only; null deletes', async (t) => {
@@ -81,7 +87,10 @@ describe('FileSource', () => {
     const path = tempFile(t, list(node('a')));
     const source = new FileSource(path);
     await source.start();
-    await assert.rejects(source.patchNodeAnnotations('ghost', { x: 'y' }), (e: Error) => e.message.includes('"ghost"') && e.message.includes(path));
+    await assert.rejects(
+      source.patchNodeAnnotations('ghost', { x: 'y' }),
+      (e: Error) => e.message.includes('"ghost"') && e.message.includes(path),
+    );
   });
 
   test('watching: edits and replacements of the file are read; patches survive them', async (t) => {
@@ -96,7 +105,11 @@ describe('FileSource', () => {
     // Written in place.
     writeFileSync(path, list(node('a'), node('b'), node('c')));
     await waitUntil('node c is read', () => names(source).includes('Node/c'));
-    assert.equal(annotations(source, 'a')['kilo.squat.ai/endpoint'], '198.51.100.1:51820', 'the patch is laid over the new content');
+    assert.equal(
+      annotations(source, 'a')['kilo.squat.ai/endpoint'],
+      '198.51.100.1:51820',
+      'the patch is laid over the new content',
+    );
 
     // Replaced by rename, as editors and `kubectl get … > tmp && mv` do.
     const tmp = `${path}.tmp`;

@@ -53,12 +53,21 @@ describe('kubeConfigFrom', () => {
   });
 
   test('a missing kubeconfig, a bad --master and no cluster at all are usage errors naming the value', () => {
-    assert.throws(() => kubeConfigFrom({ kubeconfig: '/nonexistent/kubeconfig' }), (e: Error) => e instanceof UsageError && e.message.includes('/nonexistent/kubeconfig'));
-    assert.throws(() => kubeConfigFrom({ master: 'not a url' }), (e: Error) => e instanceof UsageError && e.message.includes('not a url'));
+    assert.throws(
+      () => kubeConfigFrom({ kubeconfig: '/nonexistent/kubeconfig' }),
+      (e: Error) => e instanceof UsageError && e.message.includes('/nonexistent/kubeconfig'),
+    );
+    assert.throws(
+      () => kubeConfigFrom({ master: 'not a url' }),
+      (e: Error) => e instanceof UsageError && e.message.includes('not a url'),
+    );
     const saved = process.env['KUBERNETES_SERVICE_HOST'];
     delete process.env['KUBERNETES_SERVICE_HOST'];
     try {
-      assert.throws(() => kubeConfigFrom({}), (e: Error) => e instanceof UsageError && e.message.includes('--kubeconfig'));
+      assert.throws(
+        () => kubeConfigFrom({}),
+        (e: Error) => e instanceof UsageError && e.message.includes('--kubeconfig'),
+      );
     } finally {
       if (saved !== undefined) process.env['KUBERNETES_SERVICE_HOST'] = saved;
     }

@@ -34,7 +34,11 @@ interface Setup {
 
 async function setup(
   t: TestContext,
-  options: { timings?: Partial<ReflectorTimings>; server?: FakeApiServerOptions; seed?: (api: FakeApiServer) => void } = {},
+  options: {
+    timings?: Partial<ReflectorTimings>;
+    server?: FakeApiServerOptions;
+    seed?: (api: FakeApiServer) => void;
+  } = {},
 ): Promise<Setup> {
   const api = await FakeApiServer.start({ bookmarkIntervalMs: 200, ...options.server });
   const source = new KubernetesSource({ kubeConfig: api.kubeConfig(), timings: { ...fast, ...options.timings } });
@@ -52,9 +56,15 @@ async function setup(
 }
 
 function seedCluster(api: FakeApiServer): void {
-  api.addNode(node('a', { location: 'eu', endpoint: '198.51.100.1:51820', internalIP: '10.0.0.1/24', podCIDR: '10.2.0.0/24' }));
-  api.addNode(node('b', { location: 'eu', endpoint: '198.51.100.2:51820', internalIP: '10.0.0.2/24', podCIDR: '10.2.1.0/24' }));
-  api.addNode(node('c', { location: 'us', endpoint: '203.0.113.3:51820', internalIP: '10.1.0.3/24', podCIDR: '10.2.2.0/24' }));
+  api.addNode(
+    node('a', { location: 'eu', endpoint: '198.51.100.1:51820', internalIP: '10.0.0.1/24', podCIDR: '10.2.0.0/24' }),
+  );
+  api.addNode(
+    node('b', { location: 'eu', endpoint: '198.51.100.2:51820', internalIP: '10.0.0.2/24', podCIDR: '10.2.1.0/24' }),
+  );
+  api.addNode(
+    node('c', { location: 'us', endpoint: '203.0.113.3:51820', internalIP: '10.1.0.3/24', podCIDR: '10.2.2.0/24' }),
+  );
   api.addPeer(peer('laptop', { allowedIPs: ['10.5.0.1/32'] }));
   api.addPeer(peer('server', { allowedIPs: ['10.5.0.2/32'], endpoint: '192.0.2.9:51820' }));
 }
@@ -98,12 +108,22 @@ describe('KubernetesSource against a fake API server', () => {
     assert.deepEqual(names(source, 'Node'), ['a', 'b', 'c']);
     assert.deepEqual(names(source, 'Peer'), ['laptop', 'server']);
     const parsed = parseCluster(source.objects());
-    assert.deepEqual(parsed.errors.map((e) => e.message), []);
+    assert.deepEqual(
+      parsed.errors.map((e) => e.message),
+      [],
+    );
     assert.deepEqual(parsed.nodes.map((n) => n.name).sort(), ['a', 'b', 'c']);
     assert.deepEqual(parsed.peers.map((p) => p.name).sort(), ['laptop', 'server']);
     assert.equal(find(source, 'Node', 'a')?.metadata?.resourceVersion, api.node('a')?.metadata?.resourceVersion);
     assert.equal(api.count('list-nodes'), 1);
     assert.equal(api.count('list-peers'), 1);
+    // The first list may come from the API server's watch cache: cheap with an agent per node.
+    assert.equal(api.queriesOf('list-nodes')[0]?.get('resourceVersion'), '0');
+    const watch = api.queriesOf('watch-nodes')[0]!;
+    assert.equal(watch.get('allowWatchBookmarks'), 'true');
+    assert.equal(watch.get('resourceVersion'), api.resourceVersion, 'the watch starts where the list ended');
+    const timeout = Number(watch.get('timeoutSeconds'));
+    assert.ok(timeout >= 24 && timeout <= 36, `timeoutSeconds ${timeout} is 30 ± 20%`);
   });
 
   test('added, modified and deleted Nodes and Peers reach the cache and fire onChange', async (t) => {
@@ -143,14 +163,20 @@ describe('KubernetesSource against a fake API server', () => {
     api.patchNode('a', { metadata: { annotations: { 'example.com/stale': 'x' } } });
     await waitUntil('stale annotation seen', () => annotation(source, 'a', 'example.com/stale') === 'x');
 
-    await source.patchNodeAnnotations('a', { 'kilo.squat.ai/endpoint': '198.51.100.7:51820', 'example.com/stale': null });
+    await source.patchNodeAnnotations('a', {
+      'kilo.squat.ai/endpoint': '198.51.100.7:51820',
+      'example.com/stale': null,
+    });
     const onServer = api.node('a')!.metadata!.annotations!;
     assert.equal(onServer['kilo.squat.ai/endpoint'], '198.51.100.7:51820');
     assert.equal('example.com/stale' in onServer, false, 'null deleted the key');
     assert.equal(onServer['kilo.squat.ai/location'], 'eu', 'other annotations untouched');
     assert.equal(api.count('patch-node'), 1);
 
-    await waitUntil('patched endpoint seen', () => annotation(source, 'a', 'kilo.squat.ai/endpoint') === '198.51.100.7:51820');
+    await waitUntil(
+      'patched endpoint seen',
+      () => annotation(source, 'a', 'kilo.squat.ai/endpoint') === '198.51.100.7:51820',
+    );
     assert.equal(annotation(source, 'a', 'example.com/stale'), undefined);
   });
 
@@ -183,12 +209,20 @@ describe('KubernetesSource against a fake API server', () => {
       api.compact();
       await api.restart();
 
-      await waitUntil('relisted after 410', () => find(source, 'Node', 'e') !== undefined && find(source, 'Peer', 'laptop') === undefined);
+      await waitUntil(
+        'relisted after 410',
+        () => find(source, 'Node', 'e') !== undefined && find(source, 'Peer', 'laptop') === undefined,
+      );
       assert.deepEqual(names(source, 'Node'), ['a', 'c', 'e']);
       assert.deepEqual(names(source, 'Peer'), ['server']);
       assert.deepEqual(deleted, ['b'], 'the vanished node was deleted once');
       assert.ok(source.stats().nodes.gone >= 1, 'the 410 was recognised');
       assert.ok(api.count('list-nodes') > listsBefore, 'a relist happened');
+      assert.equal(
+        api.queriesOf('list-nodes').at(-1)?.get('resourceVersion'),
+        '',
+        'after 410 the relist is a consistent read',
+      );
 
       api.addNode(node('f'));
       await waitUntil('watching again after the relist', () => find(source, 'Node', 'f') !== undefined);
@@ -225,7 +259,10 @@ describe('KubernetesSource against a fake API server', () => {
       assert.equal(source.synced(), true);
 
       await api.restart();
-      await waitUntil('converged', () => names(source, 'Node').join() === 'b,c,h' && find(source, 'Peer', 'tablet') !== undefined);
+      await waitUntil(
+        'converged',
+        () => names(source, 'Node').join() === 'b,c,h' && find(source, 'Peer', 'tablet') !== undefined,
+      );
       assert.equal(annotation(source, 'b', 'kilo.squat.ai/location'), 'moon');
     } finally {
       clearInterval(sampler);
@@ -243,7 +280,10 @@ describe('KubernetesSource against a fake API server', () => {
 
     api.addNode(node('later'));
     await waitUntil('a change after the replacement arrives', () => find(source, 'Node', 'later') !== undefined);
-    await waitUntil('the stalled connections were closed, one watch each remains', () => api.openWatches('nodes') === 1 && api.openWatches('peers') === 1);
+    await waitUntil(
+      'the stalled connections were closed, one watch each remains',
+      () => api.openWatches('nodes') === 1 && api.openWatches('peers') === 1,
+    );
   });
 
   test('bookmarks keep a quiet watch alive and advance lastSync', async (t) => {

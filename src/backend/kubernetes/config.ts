@@ -26,7 +26,9 @@ export function kubeConfigFrom(flags: KubeConfigFlags): KubeConfig {
     kc.loadFromClusterAndUser({ name: 'master', server: flags.master, skipTLSVerify: false }, { name: 'user' });
   } else {
     if (!process.env['KUBERNETES_SERVICE_HOST'] || !process.env['KUBERNETES_SERVICE_PORT']) {
-      throw new UsageError('not running inside a cluster (KUBERNETES_SERVICE_HOST is unset): give --kubeconfig or --master');
+      throw new UsageError(
+        'not running inside a cluster (KUBERNETES_SERVICE_HOST is unset): give --kubeconfig or --master',
+      );
     }
     kc.loadFromCluster();
   }

@@ -9,8 +9,12 @@ export interface ListResult {
   items: KubeObject[];
 }
 
-/** Lists a resource; must give up when `signal` aborts. */
-export type Lister = (signal: AbortSignal) => Promise<ListResult>;
+/**
+ * Lists a resource; must give up when `signal` aborts. `resourceVersion` is passed on as the
+ * list's parameter: "0" lets the API server answer from its watch cache, "" asks for a
+ * consistent read from etcd.
+ */
+export type Lister = (signal: AbortSignal, resourceVersion: '0' | '') => Promise<ListResult>;
 
 /** The shape of @kubernetes/client-node's `Watch`, so tests and the client are interchangeable. */
 export interface WatchClient {
@@ -23,7 +27,10 @@ export interface WatchClient {
 }
 
 export interface ReflectorTimings {
-  /** Full relist this often, to repair anything a watch may have missed. */
+  /**
+   * Full relist this often, to repair anything a watch may have missed. Every node's agent
+   * does it, so in a cluster of N nodes the API server serves N lists of N nodes per period.
+   */
   resyncPeriodMs: number;
   /** timeoutSeconds asked of the server for each watch, before jitter. */
   watchTimeoutSeconds: number;
@@ -47,7 +54,7 @@ export interface ReflectorTimings {
 }
 
 export const defaultReflectorTimings: ReflectorTimings = {
-  resyncPeriodMs: 5 * 60_000,
+  resyncPeriodMs: 30 * 60_000,
   watchTimeoutSeconds: 300,
   watchTimeoutJitter: 0.2,
   watchSilenceMs: 3 * 60_000,
@@ -164,7 +171,8 @@ export class Reflector {
     clearInterval(this.resyncTimer);
     this.stopController.abort();
     this.endWatch?.('stopped');
-    for (const w of this.syncWaiters.splice(0)) w.reject(new Error(`stopped before ${this.config.resource} were listed`));
+    for (const w of this.syncWaiters.splice(0))
+      w.reject(new Error(`stopped before ${this.config.resource} were listed`));
     await this.running;
   }
 
@@ -188,21 +196,24 @@ export class Reflector {
 
   private async run(): Promise<void> {
     let needList = true;
+    // After 410 Gone the API server's cache may be behind what we saw: read from etcd instead.
+    let consistent = false;
     while (!this.stopped) {
       if (needList || this.resyncDue) {
         if (this.resyncDue && !needList) this.stats.resyncs++;
         this.resyncDue = false;
-        if (!(await this.relist())) {
+        if (!(await this.relist(consistent ? '' : '0'))) {
           await this.sleep(this.backoff.next());
           needList = true;
           continue;
         }
         needList = false;
+        consistent = false;
       }
       const outcome = await this.watchOnce();
       if (this.stopped) break;
       if (outcome.ending === 'resync') continue;
-      if (outcome.ending === 'gone') needList = true;
+      if (outcome.ending === 'gone') needList = consistent = true;
       if (outcome.healthy) {
         this.backoff.reset();
         continue;
@@ -213,12 +224,12 @@ export class Reflector {
   }
 
   /** Lists and replaces the cache, emitting the deletes of objects that vanished. */
-  private async relist(): Promise<boolean> {
+  private async relist(resourceVersion: '0' | ''): Promise<boolean> {
     this.stats.lists++;
     const signal = AbortSignal.any([this.stopController.signal, AbortSignal.timeout(this.timings.listTimeoutMs)]);
     let result: ListResult;
     try {
-      result = await this.config.list(signal);
+      result = await this.config.list(signal, resourceVersion);
     } catch (e) {
       if (this.stopped) return false;
       this.stats.listFailures++;
@@ -237,7 +248,8 @@ export class Reflector {
       if (!obj || !name) continue;
       seen.add(name);
       const old = this.cache.get(name);
-      if (!old || old.metadata?.resourceVersion !== obj.metadata?.resourceVersion || !obj.metadata?.resourceVersion) changed = true;
+      if (!old || old.metadata?.resourceVersion !== obj.metadata?.resourceVersion || !obj.metadata?.resourceVersion)
+        changed = true;
       this.cache.set(name, obj);
     }
     for (const name of [...this.cache.keys()]) {
@@ -248,7 +260,10 @@ export class Reflector {
     }
     this.resourceVersion = result.resourceVersion;
     this.last = this.now();
-    this.logger.debug({ resource: this.config.resource, count: this.cache.size, resourceVersion: this.resourceVersion }, 'listed');
+    this.logger.debug(
+      { resource: this.config.resource, count: this.cache.size, resourceVersion: this.resourceVersion },
+      'listed',
+    );
     if (!this.hasSynced) {
       this.hasSynced = true;
       for (const w of this.syncWaiters.splice(0)) w.resolve();
@@ -283,7 +298,10 @@ export class Reflector {
         const healthy = delivered > 0 || this.now() - started >= this.timings.healthyWatchMs;
         if (ending === 'gone') this.stats.gone++;
         if (ending === 'error' || ending === 'stalled' || ending === 'gone') {
-          this.logger.warn({ resource, ending, resourceVersion: this.resourceVersion, ...detail }, `watch of ${resource} ended`);
+          this.logger.warn(
+            { resource, ending, resourceVersion: this.resourceVersion, ...detail },
+            `watch of ${resource} ended`,
+          );
         } else {
           this.logger.debug({ resource, ending }, `watch of ${resource} ended`);
         }
@@ -310,7 +328,8 @@ export class Reflector {
         delivered++;
         if (type === 'ERROR') {
           const status = raw as { code?: number; reason?: string; message?: string } | null;
-          if (status?.code === 410 || status?.reason === 'Expired' || status?.reason === 'Gone') finish('gone', { code: 410 });
+          if (status?.code === 410 || status?.reason === 'Expired' || status?.reason === 'Gone')
+            finish('gone', { code: 410 });
           else finish('error', { code: status?.code, reason: status?.reason, message: status?.message });
           return;
         }

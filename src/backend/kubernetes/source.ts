@@ -13,7 +13,13 @@ import {
 import type { KubeObject } from '../../model/parse.js';
 import { NodeType, PeerType, silentLogger, type ChangeListener, type ClusterSource, type Logger } from '../source.js';
 import { describeError } from './errors.js';
-import { Reflector, type ListResult, type ReflectorStats, type ReflectorTimings, type WatchClient } from './reflector.js';
+import {
+  Reflector,
+  type ListResult,
+  type ReflectorStats,
+  type ReflectorTimings,
+  type WatchClient,
+} from './reflector.js';
 
 export const peerGroup = 'kilo.squat.ai';
 export const peerVersion = 'v1alpha1';
@@ -66,8 +72,8 @@ export class KubernetesSource implements ClusterSource {
       resource: 'nodes',
       path: nodesPath,
       normalize: normalizeAs(NodeType),
-      list: async (signal): Promise<ListResult> => {
-        const list = await this.core.listNode({}, withSignal(signal));
+      list: async (signal, resourceVersion): Promise<ListResult> => {
+        const list = await this.core.listNode({ resourceVersion }, withSignal(signal));
         return { resourceVersion: list.metadata?.resourceVersion ?? '', items: list.items as KubeObject[] };
       },
     });
@@ -76,9 +82,9 @@ export class KubernetesSource implements ClusterSource {
       resource: 'peers',
       path: peersPath,
       normalize: normalizeAs(PeerType),
-      list: async (signal): Promise<ListResult> => {
+      list: async (signal, resourceVersion): Promise<ListResult> => {
         const list = (await custom.listClusterCustomObject(
-          { group: peerGroup, version: peerVersion, plural: peerPlural },
+          { group: peerGroup, version: peerVersion, plural: peerPlural, resourceVersion },
           withSignal(signal),
         )) as { metadata?: { resourceVersion?: string }; items?: KubeObject[] };
         return { resourceVersion: list.metadata?.resourceVersion ?? '', items: list.items ?? [] };
@@ -183,7 +189,8 @@ function normalizeAs(type: { apiVersion: string; kind: string }): (raw: unknown)
     if (m.resourceVersion !== undefined) out.metadata!.resourceVersion = m.resourceVersion;
     if (m.labels) out.metadata!.labels = { ...m.labels };
     if (m.annotations) out.metadata!.annotations = { ...m.annotations };
-    if (o.spec !== undefined && o.spec !== null) out.spec = JSON.parse(JSON.stringify(o.spec)) as Record<string, unknown>;
+    if (o.spec !== undefined && o.spec !== null)
+      out.spec = JSON.parse(JSON.stringify(o.spec)) as Record<string, unknown>;
     return out;
   };
 }
