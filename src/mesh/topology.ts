@@ -80,6 +80,20 @@ export function electLeader(nodes: readonly KiloNode[]): KiloNode {
   );
 }
 
+/**
+ * WireGuard holds one peer per public key: a Peer reusing a node's key, or the key of a Peer
+ * earlier by name, would make two entries fight over one peer. The node, else the first Peer, keeps it.
+ */
+export function uniqueKeys(peers: readonly KiloPeer[], nodes: readonly KiloNode[]): KiloPeer[] {
+  const taken = new Set<string>();
+  for (const n of nodes) if (n.key) taken.add(n.key);
+  return peers.filter((p) => {
+    if (taken.has(p.publicKey)) return false;
+    taken.add(p.publicKey);
+    return true;
+  });
+}
+
 /** Drops allowed IPs already claimed (as exact prefixes) by an earlier Peer by name. */
 export function deduplicatePeerIPs(peers: readonly KiloPeer[]): KiloPeer[] {
   const seen = new Set<string>();
@@ -145,7 +159,7 @@ export function buildTopology(
     };
   });
 
-  const readyPeers = deduplicatePeerIPs([...peers].sort(byName));
+  const readyPeers = deduplicatePeerIPs(uniqueKeys([...peers].sort(byName), nodes));
   filterAllowedLocationIPs(segments, readyPeers);
 
   const discoveredEndpoints = new Map<string, Endpoint>(localNode.discoveredEndpoints);

@@ -310,3 +310,13 @@ describe('the local node', () => {
     assert.deepEqual(planFor(objs, 'a').peers, []);
   });
 });
+
+test('a Peer reusing a node key or an earlier Peer key is left out (one WireGuard peer per key)', async () => {
+  const { uniqueKeys } = await import('../../src/mesh/topology.js');
+  const { kiloNode, kiloPeer } = await import('../helpers/cluster.js');
+  const n = kiloNode('a', { location: 'x', key: wgKey('node-a') });
+  const p1 = kiloPeer('p1', { publicKey: wgKey('shared'), allowedIPs: ['10.5.0.1/32'] });
+  const p2 = kiloPeer('p2', { publicKey: wgKey('shared'), allowedIPs: ['10.5.0.2/32'] });
+  const p3 = kiloPeer('p3', { publicKey: wgKey('node-a'), allowedIPs: ['10.5.0.3/32'] });
+  assert.deepEqual(uniqueKeys([p1, p2, p3], [n]).map((p) => p.name), ['p1']);
+});
