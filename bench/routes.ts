@@ -43,15 +43,39 @@ function plan(count: number, variant: 'A' | 'B'): { routes: PlanRoute[]; rules: 
     const dst = `10.${64 + (i >> 16)}.${(i >> 8) & 0xff}.${i & 0xff}/32`;
     const changed = variant === 'B' && i >= 3 && i < 6;
     if (i % 2 === 0) {
-      routes.push({ dst, gw: `10.4.${(i >> 8) & 0xff}.${(i % 250) + (changed ? 1 : 2)}`, dev: 'kilo', src: '192.168.1.1', table: 'main', onlink: true });
+      routes.push({
+        dst,
+        gw: `10.4.${(i >> 8) & 0xff}.${(i % 250) + (changed ? 1 : 2)}`,
+        dev: 'kilo',
+        src: '192.168.1.1',
+        table: 'main',
+        onlink: true,
+      });
     } else {
       const table = i % 4 === 1 ? 'main' : kiloTable;
-      routes.push({ dst, gw: `192.168.1.${changed ? 250 : 2 + (i % 200)}`, dev: 'private', src: null, table, onlink: true });
+      routes.push({
+        dst,
+        gw: `192.168.1.${changed ? 250 : 2 + (i % 200)}`,
+        dev: 'private',
+        src: null,
+        table,
+        onlink: true,
+      });
     }
   }
-  if (variant === 'B') for (let i = 0; i < 3; i++) routes.push({ dst: `10.99.0.${i}/32`, gw: '192.168.1.7', dev: 'private', src: null, table: 'main', onlink: true });
+  if (variant === 'B')
+    for (let i = 0; i < 3; i++)
+      routes.push({
+        dst: `10.99.0.${i}/32`,
+        gw: '192.168.1.7',
+        dev: 'private',
+        src: null,
+        table: 'main',
+        onlink: true,
+      });
   const rules: PlanRule[] = [];
-  for (let i = 0; i < count / 50; i++) rules.push({ src: '10.42.1.0/24', dst: `192.168.${2 + (i >> 8)}.${i & 0xff}/32`, table: kiloTable, iif: null });
+  for (let i = 0; i < count / 50; i++)
+    rules.push({ src: '10.42.1.0/24', dst: `192.168.${2 + (i >> 8)}.${i & 0xff}/32`, table: kiloTable, iif: null });
   return { routes, rules };
 }
 
@@ -103,7 +127,13 @@ export async function benchRoutes(count = 10_000): Promise<RoutesBenchResult> {
     diffState(d, { routes: d.routes.map((r) => ({ ...r })), rules: d.rules.map((r) => ({ ...r })) });
     computeMs = Math.min(computeMs, Number(process.hrtime.bigint() - t0) / 1e6);
   }
-  const result: RoutesBenchResult = { routes: a.routes.length, rules: a.rules.length, kernel: null, computeMs, fake: await fakeSteps(a, b) };
+  const result: RoutesBenchResult = {
+    routes: a.routes.length,
+    rules: a.rules.length,
+    kernel: null,
+    computeMs,
+    fake: await fakeSteps(a, b),
+  };
   if (process.getuid?.() !== 0) return result;
   const base = `ktbench-${process.pid}`;
   const kernel = await withNamespace(`${base}-k`, async (exec) => {
@@ -115,7 +145,10 @@ export async function benchRoutes(count = 10_000): Promise<RoutesBenchResult> {
   // The same adds as one plain `ip -batch`, the floor any reconcile over iproute2 can reach.
   const lines = (() => {
     const d = desiredState(a.routes, a.rules, devices);
-    return [...d.routes.map((route) => renderOp({ kind: 'route', action: 'add', route })), ...d.rules.map((rule) => renderOp({ kind: 'rule', action: 'add', rule }))];
+    return [
+      ...d.routes.map((route) => renderOp({ kind: 'route', action: 'add', route })),
+      ...d.rules.map((rule) => renderOp({ kind: 'rule', action: 'add', rule })),
+    ];
   })();
   const plainBatchMs = await withNamespace(`${base}-p`, async (exec) => {
     const t0 = process.hrtime.bigint();
@@ -144,7 +177,9 @@ function print(r: RoutesBenchResult): void {
     console.log(`| kernel: of which reading Kilo's routes and rules | ${r.kernel.readMs.toFixed(0)} ms | |`);
     console.log(`| of which plan → kernel form → diff (pure) | ${r.computeMs.toFixed(0)} ms | |`);
     row('kernel: cleanup', r.kernel.cleanup);
-    console.log(`| kernel: plain \`ip -batch\` of the same adds | ${r.kernel.plainBatchMs.toFixed(0)} ms | ${r.routes + r.rules} |`);
+    console.log(
+      `| kernel: plain \`ip -batch\` of the same adds | ${r.kernel.plainBatchMs.toFixed(0)} ms | ${r.routes + r.rules} |`,
+    );
   } else console.log('| kernel | skipped (needs root) | |');
   row('in-memory model: first reconcile', r.fake.first);
   row('in-memory model: plan differing by 9 routes', r.fake.changed);

@@ -23,14 +23,13 @@ export interface DesiredLink {
 }
 
 export type LinkOp =
-  | { kind: 'address'; action: 'add' | 'del'; address: string }
-  | { kind: 'mtu'; mtu: number }
-  | { kind: 'up' | 'down' };
+  { kind: 'address'; action: 'add' | 'del'; address: string } | { kind: 'mtu'; mtu: number } | { kind: 'up' | 'down' };
 
 /** "10.4.0.1/16" in canonical text (host bits kept: it is an interface address). */
 export function canonicalAddress(text: string): string {
   const c = Cidr.tryParse(text);
-  if (!c) throw new TypeError(`interface address ${JSON.stringify(text)} is not an address with a prefix (e.g. 10.4.0.1/16)`);
+  if (!c)
+    throw new TypeError(`interface address ${JSON.stringify(text)} is not an address with a prefix (e.g. 10.4.0.1/16)`);
   return c.toString();
 }
 
@@ -176,7 +175,8 @@ export async function findPrivateInterface(exec: Exec, internalIP: string): Prom
   const ip = IP.tryParse(internalIP) ?? Cidr.tryParse(internalIP)?.ip;
   if (!ip) throw new TypeError(`internal IP ${JSON.stringify(internalIP)} is not an IP address`);
   for (const entry of await addrShow(exec)) {
-    if ((entry.addr_info ?? []).some((a) => a.local !== undefined && IP.tryParse(a.local)?.text === ip.text)) return entry.ifname;
+    if ((entry.addr_info ?? []).some((a) => a.local !== undefined && IP.tryParse(a.local)?.text === ip.text))
+      return entry.ifname;
   }
   return null;
 }

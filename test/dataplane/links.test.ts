@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { autoMTU, defaultRouteMTU, diffLink, findPrivateInterface, LinuxLinks, type LinkState } from '../../src/dataplane/links.js';
-import { FakeLinks, FakeMachine, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
+import {
+  autoMTU,
+  defaultRouteMTU,
+  diffLink,
+  findPrivateInterface,
+  LinuxLinks,
+  type LinkState,
+} from '../../src/dataplane/links.js';
+import { FakeLinks, FakeMachine, fakeRoutingTables, settle } from '../../src/dataplane/routes/fake.js';
 import { linuxRoutingTables } from '../../src/dataplane/routes/linux.js';
 import type { KiloRoutingTables } from '../../src/dataplane/routes/reconciler.js';
 import type { Links } from '../../src/dataplane/types.js';
@@ -20,8 +27,8 @@ const devices = { kilo: 'kilo0', private: 'priv0', tunnel: null };
 
 function linksContract(label: string, make: () => LinksHarness, skip: string | false = false): void {
   describe(`Links contract: ${label}`, { skip }, () => {
-    const withLinks = (name: string, fn: (h: LinksHarness) => Promise<void>) =>
-      test(name, async () => {
+    const withLinks = (name: string, fn: (h: LinksHarness) => Promise<void>): void =>
+      void test(name, async () => {
         const h = make();
         try {
           await fn(h);
@@ -32,9 +39,16 @@ function linksContract(label: string, make: () => LinksHarness, skip: string | f
 
     withLinks('sets address, MTU and up in one go; the same state again writes nothing', async (h) => {
       const ops = await h.links.reconcile('kilo0', { address: '10.4.0.1/16', up: true, mtu: 1420 });
-      assert.deepEqual(ops.details, ['link set dev kilo0 mtu 1420', 'address add 10.4.0.1/16 dev kilo0', 'link set dev kilo0 up']);
+      assert.deepEqual(ops.details, [
+        'link set dev kilo0 mtu 1420',
+        'address add 10.4.0.1/16 dev kilo0',
+        'link set dev kilo0 up',
+      ]);
       assert.deepEqual(await h.links.read('kilo0'), { up: true, mtu: 1420, addresses: ['10.4.0.1/16'] });
-      assert.deepEqual(await h.links.reconcile('kilo0', { address: '10.4.0.1/16', up: true, mtu: 1420 }), { writes: 0, details: [] });
+      assert.deepEqual(await h.links.reconcile('kilo0', { address: '10.4.0.1/16', up: true, mtu: 1420 }), {
+        writes: 0,
+        details: [],
+      });
       // A null MTU leaves the MTU alone.
       assert.equal((await h.links.reconcile('kilo0', { address: '10.4.0.1/16', up: true, mtu: null })).writes, 0);
     });
@@ -62,19 +76,38 @@ function linksContract(label: string, make: () => LinksHarness, skip: string | f
 
     withLinks('bringing the interface down drops the routes through it, as the kernel does', async (h) => {
       await h.links.reconcile('kilo0', { address: '10.4.0.1/16', up: true, mtu: null });
-      const route = { dst: '10.42.2.0/24', gw: '10.4.0.2', dev: 'kilo' as const, src: null, table: 'main' as const, onlink: true };
+      const route = {
+        dst: '10.42.2.0/24',
+        gw: '10.4.0.2',
+        dev: 'kilo' as const,
+        src: null,
+        table: 'main' as const,
+        onlink: true,
+      };
       await h.routes.reconcile([route], [], devices);
       assert.equal((await h.routes.read()).routes.length, 1);
       await h.links.reconcile('kilo0', { address: '10.4.0.1/16', up: false, mtu: null });
       assert.deepEqual((await h.routes.read()).routes, []);
       // Down, the route cannot come back; the error names it.
-      await assert.rejects(h.routes.reconcile([route], [], devices), /route 10\.42\.2\.0\/24 via 10\.4\.0\.2 dev kilo0 onlink: Nexthop device is not up/);
+      await assert.rejects(
+        h.routes.reconcile([route], [], devices),
+        /route 10\.42\.2\.0\/24 via 10\.4\.0\.2 dev kilo0 onlink: Nexthop device is not up/,
+      );
     });
 
     withLinks('errors name the interface, field and value', async (h) => {
-      await assert.rejects(h.links.reconcile('nope0', { address: null, up: true, mtu: null }), /interface nope0 does not exist/);
-      await assert.rejects(h.links.reconcile('kilo0', { address: null, up: true, mtu: 10 }), /interface kilo0: MTU 10 is not/);
-      await assert.rejects(h.links.reconcile('kilo0', { address: '10.4.0.1', up: true, mtu: null }), /interface address "10\.4\.0\.1"/);
+      await assert.rejects(
+        h.links.reconcile('nope0', { address: null, up: true, mtu: null }),
+        /interface nope0 does not exist/,
+      );
+      await assert.rejects(
+        h.links.reconcile('kilo0', { address: null, up: true, mtu: 10 }),
+        /interface kilo0: MTU 10 is not/,
+      );
+      await assert.rejects(
+        h.links.reconcile('kilo0', { address: '10.4.0.1', up: true, mtu: null }),
+        /interface address "10\.4\.0\.1"/,
+      );
       assert.deepEqual(await h.links.read('kilo0'), { up: false, mtu: 1500, addresses: [] }, 'nothing was written');
     });
   });
@@ -87,7 +120,7 @@ linksContract('in-memory model', () => {
   return {
     links: new FakeLinks(m),
     routes: fakeRoutingTables(m),
-    addAddress: async (d, c) => m.addAddress(d, c),
+    addAddress: (d, c) => settle(() => m.addAddress(d, c)),
     destroy: () => {},
   };
 });
@@ -134,7 +167,9 @@ describe('defaultRouteMTU and findPrivateInterface (namespace)', { skip: skipNoN
     await assert.rejects(defaultRouteMTU(exec), /no default route/);
     ns.sh('ip link set priv0 mtu 1380 && ip -6 route add default via fd00::fe dev priv0');
     assert.equal(await defaultRouteMTU(exec), 1380);
-    ns.sh('ip link set kilo0 up && ip link set kilo0 mtu 1400 && ip addr add 172.16.0.1/24 dev kilo0 && ip route add default via 172.16.0.254 dev kilo0');
+    ns.sh(
+      'ip link set kilo0 up && ip link set kilo0 mtu 1400 && ip addr add 172.16.0.1/24 dev kilo0 && ip route add default via 172.16.0.254 dev kilo0',
+    );
     assert.equal(await defaultRouteMTU(exec), 1400);
     assert.equal(await autoMTU(exec), 1320, '--mtu auto leaves room for WireGuard');
   });
@@ -155,7 +190,10 @@ describe('diffLink', () => {
   const base: LinkState = { up: true, mtu: 1420, addresses: ['10.4.0.1/16'] };
   test('equal state needs nothing; host bits and IPv6 spelling are compared canonically', () => {
     assert.deepEqual(diffLink(base, { address: '10.4.0.1/16', up: true, mtu: 1420 }), []);
-    assert.deepEqual(diffLink({ ...base, addresses: ['fd04::1/64'] }, { address: 'fd04:0:0::1/64', up: true, mtu: null }), []);
+    assert.deepEqual(
+      diffLink({ ...base, addresses: ['fd04::1/64'] }, { address: 'fd04:0:0::1/64', up: true, mtu: null }),
+      [],
+    );
   });
   test('down first and up last, so the interface never runs with old settings', () => {
     const up = diffLink({ up: false, mtu: 1500, addresses: [] }, { address: '10.4.0.1/16', up: true, mtu: 1420 });

@@ -37,7 +37,12 @@ const r = (dst: string, gw: string | null, dev: PlanRoute['dev'], extra: Partial
   onlink: false,
   ...extra,
 });
-const rule = (src: string | null, dst: string | null, iif: 'kilo' | null = null): PlanRule => ({ src, dst, iif, table: kiloTable });
+const rule = (src: string | null, dst: string | null, iif: 'kilo' | null = null): PlanRule => ({
+  src,
+  dst,
+  iif,
+  table: kiloTable,
+});
 
 // A leader's plan: routes over kilo (onlink, with src), in the clear over the private interface,
 // encapsulation table 1107, a Peer's allowed IP without gateway, and IPv6.
@@ -52,7 +57,11 @@ const planA = {
     r('fd42:2::/64', 'fd00::2', 'private'),
     r('fd43::/64', null, 'kilo', { table: kiloTable }),
   ],
-  rules: [rule('10.42.1.0/24', '192.168.1.3/32'), rule(null, '192.168.1.3/32', 'kilo'), rule('fd42:1::/64', 'fd00::3/128')],
+  rules: [
+    rule('10.42.1.0/24', '192.168.1.3/32'),
+    rule(null, '192.168.1.3/32', 'kilo'),
+    rule('fd42:1::/64', 'fd00::3/128'),
+  ],
 };
 
 // What `ip route` shows for plan A, written out by hand.
@@ -79,7 +88,11 @@ const planB = {
     r('10.42.3.0/24', '192.168.1.5', 'private', { onlink: true }),
     r('10.42.5.0/24', '192.168.1.5', 'private', { onlink: true }),
   ],
-  rules: [rule('10.42.1.0/24', '192.168.1.3/32'), rule('fd42:1::/64', 'fd00::3/128'), rule('10.42.1.0/24', '192.168.1.5/32')],
+  rules: [
+    rule('10.42.1.0/24', '192.168.1.3/32'),
+    rule('fd42:1::/64', 'fd00::3/128'),
+    rule('10.42.1.0/24', '192.168.1.5/32'),
+  ],
 };
 const routesB = [
   ...routesA.filter((x) => !x.startsWith('route 10.42.4.0/24') && !x.startsWith('route 10.42.3.0/24')),
@@ -121,7 +134,11 @@ const foreignRoutes = [
   kernelRoute('198.18.2.0/24', 'priv0', { protocol: 186, gw: '192.168.1.9' }),
   kernelRoute('2001:db8::/64', 'priv0', { protocol: 4 }),
 ];
-const foreignRules = [kernelRule('198.18.0.0/24', null, 500, 100), kernelRule('2001:db8::/64', null, 500, 100), kernelRule(null, '198.18.3.0/24', 1108, kiloTable)];
+const foreignRules = [
+  kernelRule('198.18.0.0/24', null, 500, 100),
+  kernelRule('2001:db8::/64', null, 500, 100),
+  kernelRule(null, '198.18.3.0/24', 1108, kiloTable),
+];
 
 interface Counted {
   tables: KiloRoutingTables;
@@ -151,8 +168,8 @@ const sortedRules = (rs: KernelRule[]) => rs.map(describeRule).sort();
 
 export function routesContract(label: string, make: () => Promise<RoutesHarness>, skip: string | false = false): void {
   describe(`RoutingTables contract: ${label}`, { skip }, () => {
-    const withMachine = (name: string, fn: (h: RoutesHarness, c: Counted) => Promise<void>) =>
-      test(name, async () => {
+    const withMachine = (name: string, fn: (h: RoutesHarness, c: Counted) => Promise<void>): void =>
+      void test(name, async () => {
         const h = await make();
         try {
           await fn(h, counted(h.machine));
@@ -168,16 +185,13 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       assert.deepEqual(await shown(c.tables), { routes: routesA, rules: rulesA });
 
       const b = await c.tables.reconcile(planB.routes, planB.rules, devices);
-      assert.deepEqual(
-        [...b.details].sort(),
-        [
-          'add route 10.42.5.0/24 via 192.168.1.5 dev priv0 onlink',
-          'add rule from 10.42.1.0/24 to 192.168.1.5/32 lookup 1107 priority 1107',
-          'del route 10.42.4.0/24 via 192.168.1.4 dev priv0',
-          'del rule from all to 192.168.1.3/32 iif kilo0 lookup 1107 priority 1107',
-          'replace route 10.42.3.0/24 via 192.168.1.5 dev priv0 onlink',
-        ],
-      );
+      assert.deepEqual([...b.details].sort(), [
+        'add route 10.42.5.0/24 via 192.168.1.5 dev priv0 onlink',
+        'add rule from 10.42.1.0/24 to 192.168.1.5/32 lookup 1107 priority 1107',
+        'del route 10.42.4.0/24 via 192.168.1.4 dev priv0',
+        'del rule from all to 192.168.1.3/32 iif kilo0 lookup 1107 priority 1107',
+        'replace route 10.42.3.0/24 via 192.168.1.5 dev priv0 onlink',
+      ]);
       assert.equal(b.writes, 5);
       assert.equal(c.applies(), 2);
       assert.deepEqual(await shown(c.tables), { routes: routesB, rules: rulesB });
@@ -198,7 +212,11 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       await c.tables.reconcile(planB.routes, planB.rules, devices);
       assert.deepEqual(notKilo(sortedRoutes(await h.allRoutes())), routesBefore);
       assert.deepEqual(notKilo(sortedRules(await h.allRules())), rulesBefore);
-      assert.deepEqual(await shown(c.tables), { routes: routesB, rules: rulesB }, 'foreign state is not read as Kilo’s');
+      assert.deepEqual(
+        await shown(c.tables),
+        { routes: routesB, rules: rulesB },
+        'foreign state is not read as Kilo’s',
+      );
 
       const cleaned = await c.tables.cleanup();
       assert.equal(cleaned.writes, routesB.length + rulesB.length);
@@ -219,26 +237,38 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       assert.deepEqual(await shown(c.tables), { routes: routesA, rules: rulesA });
     });
 
-    withMachine('routes and rules of an earlier run are removed; foreign ones with the same addresses stay', async (h, c) => {
-      // An earlier run (other granularity, crash) left these with Kilo's marks.
-      await h.addRoute(kernelRoute('10.42.77.0/24', 'priv0'));
-      await h.addRoute(kernelRoute('192.168.1.77/32', 'priv0', { gw: '192.168.1.77', onlink: true, table: kiloTable }));
-      await h.addRoute(kernelRoute('fd77::/64', 'kilo0'));
-      await h.addRoute(kernelRoute('10.42.2.0/24', 'priv0', { gw: '192.168.1.2' })); // same key as A's, other gateway
-      await h.addRule(kernelRule('10.42.77.0/24', '192.168.1.77/32', 1107, kiloTable));
-      await h.addRule(kernelRule('fd77::/64', null, 1107, kiloTable));
-      // Not Kilo's, though the addresses look like it.
-      await h.addRoute(kernelRoute('10.42.78.0/24', 'priv0', { protocol: 4 }));
-      await h.addRule(kernelRule('10.42.77.0/24', '192.168.1.77/32', 1200, kiloTable));
+    withMachine(
+      'routes and rules of an earlier run are removed; foreign ones with the same addresses stay',
+      async (h, c) => {
+        // An earlier run (other granularity, crash) left these with Kilo's marks.
+        await h.addRoute(kernelRoute('10.42.77.0/24', 'priv0'));
+        await h.addRoute(
+          kernelRoute('192.168.1.77/32', 'priv0', { gw: '192.168.1.77', onlink: true, table: kiloTable }),
+        );
+        await h.addRoute(kernelRoute('fd77::/64', 'kilo0'));
+        await h.addRoute(kernelRoute('10.42.2.0/24', 'priv0', { gw: '192.168.1.2' })); // same key as A's, other gateway
+        await h.addRule(kernelRule('10.42.77.0/24', '192.168.1.77/32', 1107, kiloTable));
+        await h.addRule(kernelRule('fd77::/64', null, 1107, kiloTable));
+        // Not Kilo's, though the addresses look like it.
+        await h.addRoute(kernelRoute('10.42.78.0/24', 'priv0', { protocol: 4 }));
+        await h.addRule(kernelRule('10.42.77.0/24', '192.168.1.77/32', 1200, kiloTable));
 
-      const ops = await c.tables.reconcile(planA.routes, planA.rules, devices);
-      assert.equal(c.applies(), 1);
-      assert.ok(ops.details.includes('replace route 10.42.2.0/24 via 10.4.0.2 dev kilo0 src 192.168.1.1 onlink'), ops.details.join('\n'));
-      assert.deepEqual(await shown(c.tables), { routes: routesA, rules: rulesA });
-      const all = sortedRoutes(await h.allRoutes());
-      assert.ok(all.includes('route 10.42.78.0/24 dev priv0 proto 4'), all.join('\n'));
-      assert.ok(sortedRules(await h.allRules()).includes('rule from 10.42.77.0/24 to 192.168.1.77/32 lookup 1107 priority 1200'));
-    });
+        const ops = await c.tables.reconcile(planA.routes, planA.rules, devices);
+        assert.equal(c.applies(), 1);
+        assert.ok(
+          ops.details.includes('replace route 10.42.2.0/24 via 10.4.0.2 dev kilo0 src 192.168.1.1 onlink'),
+          ops.details.join('\n'),
+        );
+        assert.deepEqual(await shown(c.tables), { routes: routesA, rules: rulesA });
+        const all = sortedRoutes(await h.allRoutes());
+        assert.ok(all.includes('route 10.42.78.0/24 dev priv0 proto 4'), all.join('\n'));
+        assert.ok(
+          sortedRules(await h.allRules()).includes(
+            'rule from 10.42.77.0/24 to 192.168.1.77/32 lookup 1107 priority 1200',
+          ),
+        );
+      },
+    );
 
     withMachine('one bad route is named in the error and everything else is applied', async (_h, c) => {
       const bad = [
@@ -266,9 +296,36 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
         () => assert.fail('expected a PartialApplyError'),
         (e: unknown) => e as PartialApplyError,
       );
-      assert.ok(gone.failures.some((f) => f.object === 'route 10.42.4.0/24 via 192.168.1.4 dev gone0' && /Cannot find device/.test(f.message)));
-      assert.ok(gone.failures.every((f) => f.object.includes('gone0')), gone.message);
+      assert.ok(
+        gone.failures.some(
+          (f) => f.object === 'route 10.42.4.0/24 via 192.168.1.4 dev gone0' && /Cannot find device/.test(f.message),
+        ),
+      );
+      assert.ok(
+        gone.failures.every((f) => f.object.includes('gone0')),
+        gone.message,
+      );
       assert.deepEqual((await shown(c.tables)).rules, rulesA);
+    });
+
+    withMachine('a route the plan wants but someone else holds is reported, never taken over', async (h, c) => {
+      await h.addRoute(kernelRoute('10.42.4.0/24', 'priv0', { protocol: 4 }));
+      await h.addRoute(kernelRoute('fd43::/64', 'priv0', { protocol: 4, table: kiloTable }));
+      const err = (await c.tables
+        .reconcile(planA.routes, planA.rules, devices)
+        .catch((e: unknown) => e)) as PartialApplyError;
+      assert.ok(err instanceof PartialApplyError, String(err));
+      assert.deepEqual(
+        err.failures.map((f) => `${f.object}: ${f.message}`),
+        [
+          'route 10.42.4.0/24 via 192.168.1.4 dev priv0: File exists',
+          'route fd43::/64 dev kilo0 table 1107: File exists',
+        ],
+      );
+      const all = sortedRoutes(await h.allRoutes());
+      assert.ok(all.includes('route 10.42.4.0/24 dev priv0 proto 4'), all.join('\n'));
+      assert.ok(all.includes('route fd43::/64 dev priv0 table 1107 proto 4'), all.join('\n'));
+      assert.equal((await shown(c.tables)).routes.length, routesA.length - 2);
     });
 
     withMachine('rules whose selectors overlap are removed and added without hitting each other', async (_h, c) => {
@@ -281,7 +338,19 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
         [toOnly, 'rule from all to 192.168.1.3/32 lookup 1107 priority 1107'],
         [iifTo, 'rule from all to 192.168.1.3/32 iif kilo0 lookup 1107 priority 1107'],
       ]);
-      const steps = [[fromAndTo], [fromAndTo, toOnly], [fromAndTo], [toOnly], [fromAndTo, toOnly], [toOnly], [iifTo], [iifTo, toOnly], [iifTo], [toOnly, iifTo, fromAndTo], []];
+      const steps = [
+        [fromAndTo],
+        [fromAndTo, toOnly],
+        [fromAndTo],
+        [toOnly],
+        [fromAndTo, toOnly],
+        [toOnly],
+        [iifTo],
+        [iifTo, toOnly],
+        [iifTo],
+        [toOnly, iifTo, fromAndTo],
+        [],
+      ];
       for (const rules of steps) {
         const want = rules.map((x) => text.get(x)!);
         await c.tables.reconcile([], rules, devices);

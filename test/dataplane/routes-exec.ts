@@ -8,7 +8,8 @@ import type { TestNamespace } from '../helpers/netns.js';
 export function ipExec(ns: TestNamespace): Exec {
   const host = hostExec();
   return {
-    run: (argv, opts) => (argv[0] === 'ip' ? host.run(['ip', '-n', ns.name, ...argv.slice(1)], opts) : ns.exec.run(argv, opts)),
+    run: (argv, opts) =>
+      argv[0] === 'ip' ? host.run(['ip', '-n', ns.name, ...argv.slice(1)], opts) : ns.exec.run(argv, opts),
     start: (argv) => ns.exec.start(argv),
     wireGuardRunDir: ns.runDir,
   };

@@ -24,7 +24,11 @@ test('routes from ip -N -j: host routes, default, tables, metrics, flags, multip
       ['10.8.0.0/16', 254, 0, null, null, false, 'unicast', 107],
     ],
   );
-  const v6 = parseRoutes(JSON.stringify([{ dst: 'fd00:0:0::5', dev: 'kilo0', metric: 1024, protocol: '4', prefsrc: 'fd00::1' }]), 6, 107);
+  const v6 = parseRoutes(
+    JSON.stringify([{ dst: 'fd00:0:0::5', dev: 'kilo0', metric: 1024, protocol: '4', prefsrc: 'fd00::1' }]),
+    6,
+    107,
+  );
   assert.deepEqual([v6[0]!.dst, v6[0]!.src, v6[0]!.protocol], ['fd00::5/128', 'fd00::1', 4]);
 });
 
@@ -44,13 +48,31 @@ test('rules from ip -N -j: only the given priority, lengths, all', () => {
 });
 
 test('a delete line names table, metric and protocol, so only a route of ours can match', () => {
-  const route = { family: 4 as const, dst: '10.42.3.0/24', table: 254, metric: 0, gw: '192.168.1.3', dev: 'priv0', src: null, onlink: true, type: 'unicast', protocol: 107 };
-  assert.equal(renderOp({ kind: 'route', action: 'del', route }), 'route del 10.42.3.0/24 table 254 metric 0 proto 107');
-  assert.equal(renderOp({ kind: 'route', action: 'replace', route }), 'route replace 10.42.3.0/24 via 192.168.1.3 dev priv0 onlink table 254 metric 0 proto 107');
+  const route = {
+    family: 4 as const,
+    dst: '10.42.3.0/24',
+    table: 254,
+    metric: 0,
+    gw: '192.168.1.3',
+    dev: 'priv0',
+    src: null,
+    onlink: true,
+    type: 'unicast',
+    protocol: 107,
+  };
+  assert.equal(
+    renderOp({ kind: 'route', action: 'del', route }),
+    'route del 10.42.3.0/24 table 254 metric 0 proto 107',
+  );
+  assert.equal(
+    renderOp({ kind: 'route', action: 'replace', route }),
+    'route replace 10.42.3.0/24 via 192.168.1.3 dev priv0 onlink table 254 metric 0 proto 107',
+  );
 });
 
 test('batch failures are paired with the message printed before them', () => {
-  const stderr = 'Error: Nexthop has invalid gateway.\nCommand failed -:2\nCannot find device "nosuch"\nCommand failed -:4\n';
+  const stderr =
+    'Error: Nexthop has invalid gateway.\nCommand failed -:2\nCannot find device "nosuch"\nCommand failed -:4\n';
   assert.deepEqual(parseFailures(stderr), [
     { index: 1, message: 'Nexthop has invalid gateway' },
     { index: 3, message: 'Cannot find device "nosuch"' },
@@ -59,16 +81,25 @@ test('batch failures are paired with the message printed before them', () => {
 
 test('when ip gives up without naming a line, the lines after the last named one are unconfirmed', async () => {
   const exec: Exec = {
-    run: async (argv) => {
-      throw new ExecError(argv, 255, '', 'RTNETLINK answers: File exists\nCommand failed -:1\nError: argument "x" is wrong\n');
-    },
+    run: (argv) =>
+      Promise.reject(
+        new ExecError(
+          argv,
+          255,
+          '',
+          'RTNETLINK answers: File exists\nCommand failed -:1\nError: argument "x" is wrong\n',
+        ),
+      ),
     start: () => {
       throw new Error('unused');
     },
     wireGuardRunDir: '/nonexistent',
   };
   const { failures } = await runBatch(exec, ['a', 'b', 'c']);
-  assert.deepEqual(failures.map((f) => f.index), [0, 1, 2]);
+  assert.deepEqual(
+    failures.map((f) => f.index),
+    [0, 1, 2],
+  );
   assert.equal(failures[0]!.message, 'File exists');
   assert.match(failures[1]!.message, /not confirmed, ip -batch gave up: Error: argument "x" is wrong/);
 });

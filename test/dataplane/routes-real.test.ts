@@ -28,13 +28,13 @@ export function routesNamespace(): TestNamespace {
 
 routesContract(
   'iproute2 in a network namespace',
-  async () => {
+  () => {
     const ns = routesNamespace();
     const exec = ipExec(ns);
     const ip = async (line: string, family: Family = 4) =>
       void (await exec.run(['ip', ...(family === 6 ? ['-6'] : []), ...line.split(' ')]));
     const all = async <T>(f: (family: Family) => Promise<T[]>) => [...(await f(4)), ...(await f(6))];
-    return {
+    return Promise.resolve({
       machine: new IprouteMachine(exec),
       addRoute: (route) => ip(renderOp({ kind: 'route', action: 'add', route })),
       addRule: (rule) => ip(renderOp({ kind: 'rule', action: 'add', rule }), rule.family),
@@ -46,9 +46,11 @@ routesContract(
           return parseRoutes(stdout, family, -1).filter((x) => x.protocol !== 2 && x.table !== 255);
         }),
       allRules: () =>
-        all(async (family) => parseRules((await exec.run(['ip', '-N', '-j', `-${family}`, 'rule', 'show'])).stdout, family, null)),
+        all(async (family) =>
+          parseRules((await exec.run(['ip', '-N', '-j', `-${family}`, 'rule', 'show'])).stdout, family, null),
+        ),
       destroy: () => ns.destroy(),
-    };
+    });
   },
   skipNoNetns,
 );

@@ -26,7 +26,11 @@ export interface BatchResult {
  * line so that an abort is a bug; it is reported, not guessed around: the next reconcile re-reads the
  * machine anyway.
  */
-export async function runBatch(exec: Exec, lines: readonly string[], options: readonly string[] = []): Promise<BatchResult> {
+export async function runBatch(
+  exec: Exec,
+  lines: readonly string[],
+  options: readonly string[] = [],
+): Promise<BatchResult> {
   if (lines.length === 0) return { failures: [] };
   try {
     await exec.run(['ip', ...options, '-force', '-batch', '-'], { input: `${lines.join('\n')}\n`, timeoutMs: 120_000 });
@@ -35,9 +39,15 @@ export async function runBatch(exec: Exec, lines: readonly string[], options: re
     if (!(e instanceof ExecError)) throw e;
     const failures = parseFailures(e.stderr);
     if (e.code === 1 && failures.length > 0) return { failures };
-    const said = e.stderr.split('\n').map((l) => l.trim()).filter((l) => l && !failedLine.test(l)).pop() ?? `exit code ${e.code}`;
+    const said =
+      e.stderr
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l && !failedLine.test(l))
+        .pop() ?? `exit code ${e.code}`;
     const from = Math.max(-1, ...failures.map((f) => f.index)) + 1;
-    for (let index = from; index < lines.length; index++) failures.push({ index, message: `not confirmed, ip -batch gave up: ${said}` });
+    for (let index = from; index < lines.length; index++)
+      failures.push({ index, message: `not confirmed, ip -batch gave up: ${said}` });
     return { failures };
   }
 }

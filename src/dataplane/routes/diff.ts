@@ -16,12 +16,22 @@ export function diffState(
   protectedKeys: ReadonlySet<string> = new Set(),
 ): RouteOp[] {
   const routes = diffRoutes(desired.routes, actual.routes, protectedKeys);
-  const rules4 = diffRules(desired.rules.filter((r) => r.family === 4), actual.rules.filter((r) => r.family === 4));
-  const rules6 = diffRules(desired.rules.filter((r) => r.family === 6), actual.rules.filter((r) => r.family === 6));
+  const rules4 = diffRules(
+    desired.rules.filter((r) => r.family === 4),
+    actual.rules.filter((r) => r.family === 4),
+  );
+  const rules6 = diffRules(
+    desired.rules.filter((r) => r.family === 6),
+    actual.rules.filter((r) => r.family === 6),
+  );
   return [...rules4.deletes, ...rules6.deletes, ...routes.deletes, ...routes.upserts, ...rules4.adds, ...rules6.adds];
 }
 
-function diffRoutes(desired: readonly KernelRoute[], actual: readonly KernelRoute[], protectedKeys: ReadonlySet<string>) {
+function diffRoutes(
+  desired: readonly KernelRoute[],
+  actual: readonly KernelRoute[],
+  protectedKeys: ReadonlySet<string>,
+) {
   const actualByKey = new Map<string, KernelRoute[]>();
   for (const r of actual) {
     const k = routeKey(r);
@@ -98,7 +108,10 @@ function addOrder(rules: readonly KernelRule[]): KernelRule[] {
  * delete hit exactly the stale rule and every add go in; otherwise all of Kilo's rules of the family
  * are removed front to back (the first match is then always the intended rule) and re-added.
  */
-function diffRules(desired: readonly KernelRule[], actual: readonly KernelRule[]): { deletes: RouteOp[]; adds: RouteOp[] } {
+function diffRules(
+  desired: readonly KernelRule[],
+  actual: readonly KernelRule[],
+): { deletes: RouteOp[]; adds: RouteOp[] } {
   const wanted = new Map<string, KernelRule>();
   for (const r of desired) wanted.set(ruleKey(r), r);
   const kept = new Set<string>();
@@ -121,7 +134,11 @@ function diffRules(desired: readonly KernelRule[], actual: readonly KernelRule[]
   };
 }
 
-function preciseDiffWorks(actual: readonly KernelRule[], stale: readonly KernelRule[], missing: readonly KernelRule[]): boolean {
+function preciseDiffWorks(
+  actual: readonly KernelRule[],
+  stale: readonly KernelRule[],
+  missing: readonly KernelRule[],
+): boolean {
   const list = [...actual];
   for (const s of stale) {
     const i = list.findIndex((r) => ruleDeleteMatches(s, r));

@@ -1,5 +1,13 @@
 import { Cidr, IP } from '../../net/cidr.js';
-import { canonicalAddress, checkDesired, describeLinkOp, diffLink, opsOrThrow, type DesiredLink, type LinkState } from '../links.js';
+import {
+  canonicalAddress,
+  checkDesired,
+  describeLinkOp,
+  diffLink,
+  opsOrThrow,
+  type DesiredLink,
+  type LinkState,
+} from '../links.js';
 import type { Links, Ops } from '../types.js';
 import type { BatchFailure, BatchResult } from './batch.js';
 import { mainTableId } from './constants.js';
@@ -15,6 +23,11 @@ export class FakeKernelError extends Error {
 const fail = (message: string): never => {
   throw new FakeKernelError(message);
 };
+
+/** Runs `f` now; a throw becomes a rejection, as from the real, asynchronous implementations. */
+export function settle<T>(f: () => T): Promise<T> {
+  return new Promise<T>((resolve) => resolve(f()));
+}
 
 /**
  * An in-memory machine: interfaces with addresses, every route (Kilo's and foreign, any protocol,
@@ -38,7 +51,11 @@ export class FakeMachine {
 
   addLink(name: string, spec: Partial<LinkState> = {}): void {
     if (this.links.has(name)) fail(`RTNETLINK answers: File exists (${name})`);
-    this.links.set(name, { up: spec.up ?? true, mtu: spec.mtu ?? 1500, addresses: (spec.addresses ?? []).map(canonicalAddress) });
+    this.links.set(name, {
+      up: spec.up ?? true,
+      mtu: spec.mtu ?? 1500,
+      addresses: (spec.addresses ?? []).map(canonicalAddress),
+    });
   }
 
   deleteLink(name: string): void {
@@ -117,7 +134,8 @@ export class FakeMachine {
   private check(r: KernelRoute): void {
     if (r.dev === null) fail('multipath routes are not modelled');
     const link = this.link(r.dev!);
-    if (r.src !== null && !this.isLocal(IP.parse(r.src))) fail(r.family === 4 ? 'Invalid prefsrc address' : 'Invalid source address');
+    if (r.src !== null && !this.isLocal(IP.parse(r.src)))
+      fail(r.family === 4 ? 'Invalid prefsrc address' : 'Invalid source address');
     if (r.gw === null) {
       if (!link.up) fail(r.family === 4 ? 'Device for nexthop is not up' : 'Nexthop device is not up');
       return;
@@ -129,7 +147,8 @@ export class FakeMachine {
       if (r.family === 6 && other !== null && other !== r.dev) fail('Nexthop has invalid gateway or device mismatch');
       return;
     }
-    if (this.connectedDevice(gw) !== r.dev) fail(r.family === 6 && !link.up ? 'Nexthop device is not up' : 'Nexthop has invalid gateway');
+    if (this.connectedDevice(gw) !== r.dev)
+      fail(r.family === 6 && !link.up ? 'Nexthop device is not up' : 'Nexthop has invalid gateway');
   }
 
   routeAdd(r: KernelRoute): void {
@@ -182,14 +201,18 @@ export class FakeMachine {
 export class FakeRouteMachine implements RouteMachine {
   constructor(readonly machine: FakeMachine) {}
 
-  async read(owner: Ownership): Promise<KiloRouting> {
-    return {
+  read(owner: Ownership): Promise<KiloRouting> {
+    return settle(() => ({
       routes: this.machine.routes.filter((r) => r.protocol === owner.protocol).map((r) => ({ ...r })),
       rules: this.machine.rules.filter((r) => r.priority === owner.priority).map((r) => ({ ...r })),
-    };
+    }));
   }
 
-  async apply(ops: readonly RouteOp[]): Promise<BatchResult> {
+  apply(ops: readonly RouteOp[]): Promise<BatchResult> {
+    return settle(() => this.applyNow(ops));
+  }
+
+  private applyNow(ops: readonly RouteOp[]): BatchResult {
     const failures: BatchFailure[] = [];
     ops.forEach((op, index) => {
       try {
@@ -216,10 +239,12 @@ export function fakeRoutingTables(machine: FakeMachine, owner: Ownership = defau
 export class FakeLinks implements Links {
   constructor(readonly machine: FakeMachine) {}
 
-  async read(device: string): Promise<LinkState> {
-    const l = this.machine.links.get(device);
-    if (!l) throw new Error(`interface ${device} does not exist`);
-    return { up: l.up, mtu: l.mtu, addresses: [...l.addresses] };
+  read(device: string): Promise<LinkState> {
+    return settle(() => {
+      const l = this.machine.links.get(device);
+      if (!l) throw new Error(`interface ${device} does not exist`);
+      return { up: l.up, mtu: l.mtu, addresses: [...l.addresses] };
+    });
   }
 
   async reconcile(device: string, state: DesiredLink): Promise<Ops> {

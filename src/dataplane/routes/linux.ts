@@ -15,8 +15,11 @@ export class IprouteMachine implements RouteMachine {
 
   async read(owner: Ownership): Promise<KiloRouting> {
     const routes = (family: Family) =>
-      this.show(family, ['route', 'show', 'table', 'all', 'proto', String(owner.protocol)]).then((out) => parseRoutes(out, family, owner.protocol));
-    const rules = (family: Family) => this.show(family, ['rule', 'show']).then((out) => parseRules(out, family, owner.priority));
+      this.show(family, ['route', 'show', 'table', 'all', 'proto', String(owner.protocol)]).then((out) =>
+        parseRoutes(out, family, owner.protocol),
+      );
+    const rules = (family: Family) =>
+      this.show(family, ['rule', 'show']).then((out) => parseRules(out, family, owner.priority));
     const [r4, r6, u4, u6] = await Promise.all([routes(4), routes(6), rules(4), rules(6)]);
     return { routes: [...r4, ...r6], rules: [...u4, ...u6] };
   }
@@ -41,7 +44,11 @@ export class IprouteMachine implements RouteMachine {
     const groups = [ops.flatMap((op, i) => (v6rule(op) ? [] : [i])), ops.flatMap((op, i) => (v6rule(op) ? [i] : []))];
     const out: BatchResult = { failures: [] };
     for (const [g, indices] of groups.entries()) {
-      const result = await runBatch(this.exec, indices.map((i) => renderOp(ops[i]!)), g === 0 ? [] : ['-6']);
+      const result = await runBatch(
+        this.exec,
+        indices.map((i) => renderOp(ops[i]!)),
+        g === 0 ? [] : ['-6'],
+      );
       out.failures.push(...result.failures.map((f) => ({ index: indices[f.index]!, message: f.message })));
     }
     return out;

@@ -146,7 +146,10 @@ export function canonicalPrefix(text: string): { family: Family; text: string } 
     if (parts.some((x) => !(x <= 255)) || bits > 32) return null;
     const value = ((parts[0]! << 24) | (parts[1]! << 16) | (parts[2]! << 8) | parts[3]!) >>> 0;
     const masked = bits === 0 ? 0 : (value & (0xffffffff << (32 - bits))) >>> 0;
-    return { family: 4, text: `${masked >>> 24}.${(masked >>> 16) & 255}.${(masked >>> 8) & 255}.${masked & 255}/${bits}` };
+    return {
+      family: 4,
+      text: `${masked >>> 24}.${(masked >>> 16) & 255}.${(masked >>> 8) & 255}.${masked & 255}/${bits}`,
+    };
   }
   const c = Cidr.tryParse(text) ?? IP.tryParse(text)?.toHostCidr() ?? null;
   return c && { family: c.family, text: c.networkText };
@@ -208,8 +211,10 @@ export function desiredState(
     let message = badRole.get(r.dev) ?? null;
     if (message !== null) {
       // fall through to the report below
-    } else if (r.gw !== null && (!gw || gw.family !== dst.family)) message = `gateway ${JSON.stringify(r.gw)} is not an IPv${dst.family} address`;
-    else if (r.src !== null && (!src || src.family !== dst.family)) message = `src ${JSON.stringify(r.src)} is not an IPv${dst.family} address`;
+    } else if (r.gw !== null && (!gw || gw.family !== dst.family))
+      message = `gateway ${JSON.stringify(r.gw)} is not an IPv${dst.family} address`;
+    else if (r.src !== null && (!src || src.family !== dst.family))
+      message = `src ${JSON.stringify(r.src)} is not an IPv${dst.family} address`;
     if (message !== null) {
       out.problems.push({ object: planRouteText(r), message });
       out.protectedKeys.add(key);
@@ -230,7 +235,10 @@ export function desiredState(
     const earlier = seenRoutes.get(key);
     if (earlier) {
       if (!sameRoute(earlier, route)) {
-        out.problems.push({ object: planRouteText(r), message: `conflicts with ${describeRoute(earlier)} (same destination and table)` });
+        out.problems.push({
+          object: planRouteText(r),
+          message: `conflicts with ${describeRoute(earlier)} (same destination and table)`,
+        });
       }
       continue;
     }
