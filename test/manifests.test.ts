@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { healthPath, validatePath } from '../src/agent/webhook.js';
+import { kgProgram } from '../src/cli/kg.js';
 import { parseListenAddress, webhookCommand } from '../src/cli/webhook.js';
 import { isWireGuardKey, parsePeer } from '../src/model/parse.js';
 import { encapsulations, granularities } from '../src/model/types.js';
@@ -462,6 +463,17 @@ for (const { file, doc: ds } of daemonSets) {
         assert.ok(kgFlags.has(flag), `${file}: kg has no flag --${flag}`);
         checkFlagValue(flag, value, file);
       }
+    });
+
+    test('every flag it passes is one our kg agent takes', () => {
+      const agent = kgProgram().commands.find((c) => c.name() === 'run');
+      assert.ok(agent, 'kg has its agent command');
+      const options = new Set(agent.options.map((o) => o.long));
+      for (const flag of flagsOf(kg.args, file).keys()) assert.ok(options.has(`--${flag}`), `${file}: --${flag}`);
+      // And it accepts their values: parse them as the container would, without running the agent.
+      agent.exitOverride().action(() => {});
+      const args = (kg.args as string[]).map((a) => a.replace('$(NODE_NAME)', 'node-a'));
+      assert.doesNotThrow(() => agent.parse(args, { from: 'user' }), file);
     });
 
     test('passes the node name from spec.nodeName as --hostname', () => {
