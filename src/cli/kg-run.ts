@@ -1,5 +1,4 @@
 import { Command } from 'commander';
-import { KubernetesSource, kubeConfigFrom } from '../backend/kubernetes/index.js';
 import { hostExec } from '../dataplane/exec.js';
 import { UsageError } from '../model/errors.js';
 import { defaultKeyPath, loadOrCreateKey } from '../wireguard/keys.js';
@@ -30,6 +29,8 @@ export function runCommand(): Command {
     const host = await discoverHost(exec, { interfaceName: flags.interface, subnet: mesh.subnet, internalCIDRs: flags.internalCidr, prioritisePrivate: flags.prioritisePrivateAddresses });
     log.info({ internalIP: host.internalIP?.toString() ?? null, endpoint: host.endpointIP }, 'discovered host addresses');
     const metrics = new AgentMetrics();
+    // Loaded here: the client takes seconds to import, and kg apply/webhook/lab never need it.
+    const { KubernetesSource, kubeConfigFrom } = await import('../backend/kubernetes/index.js');
     const source = new KubernetesSource({ kubeConfig: kubeConfigFrom(flags), logger: log });
     let agent: Agent | undefined;
     const dataplane = linuxDataplane(exec, {
