@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { test } from 'node:test';
 import type { Exec } from '../../src/dataplane/exec.js';
 import type { WireGuardConfig } from '../../src/dataplane/types.js';
-import { createWireGuardDevice, type LinuxWireGuardDevice } from '../../src/dataplane/wireguard/device.js';
+import { createWireGuardDevice, type LinuxWireGuardDevice, type WireGuardDeviceOptions } from '../../src/dataplane/wireguard/device.js';
 import type { PlanPeer } from '../../src/mesh/types.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
 import { createNamespace, skipNoNetns, type TestNamespace } from '../helpers/netns.js';
@@ -51,10 +51,13 @@ function peers(n: number, over: Partial<PlanPeer> = {}): PlanPeer[] {
 }
 
 /** A namespace and a device in it; both go away after the test, wireguard-go first. */
-function setup(t: { after(fn: () => Promise<void> | void): void }, log?: string[]): { ns: TestNamespace; device: LinuxWireGuardDevice; exec: ReturnType<typeof recording> } {
+function setup(
+  t: { after(fn: () => Promise<void> | void): void },
+  options: Omit<WireGuardDeviceOptions, 'name'> = {},
+): { ns: TestNamespace; device: LinuxWireGuardDevice; exec: ReturnType<typeof recording> } {
   const ns = createNamespace('ktwd');
   const exec = recording(ns.exec);
-  const device = createWireGuardDevice(exec, { name: 'kilo0', log: (l) => log?.push(l) });
+  const device = createWireGuardDevice(exec, { name: 'kilo0', ...options });
   t.after(async () => {
     try {
       await device.destroy();
@@ -83,18 +86,16 @@ test('wireguard device on Linux', { skip: skipNoNetns }, async (t) => {
   });
 
   await t.test('a crashed wireguard-go is restarted and gets its config back', async (t) => {
-    const { device } = setup(t);
     let restarted!: () => void;
     const restart = new Promise<void>((r) => (restarted = r));
-    // Same Exec, same device name: only the onRestart hook differs.
-    const supervised = createWireGuardDevice((device as unknown as { exec: Exec }).exec, { name: 'kilo0', implementation: 'userspace', onRestart: () => restarted() });
-    t.after(() => supervised.destroy());
+    const { device: supervised } = setup(t, { implementation: 'userspace', onRestart: () => restarted() });
     await supervised.ensure();
     const config: WireGuardConfig = { privateKey: generatePrivateKey(), listenPort: 51820, peers: peers(3) };
     await supervised.configure(config);
     const first = supervised.pid!;
     process.kill(first, 'SIGKILL');
-    await restart;
+    // A guard against hanging forever, not a timing assertion.
+    await Promise.race([restart, new Promise((_, reject) => setTimeout(() => reject(new Error('wireguard-go was not restarted')), 30_000).unref())]);
     assert.ok(supervised.pid !== null && supervised.pid !== first && alive(supervised.pid));
     const s = await supervised.read();
     assert.equal(s.publicKey, publicKeyOf(config.privateKey));
@@ -119,7 +120,7 @@ test('wireguard device on Linux', { skip: skipNoNetns }, async (t) => {
 
   await t.test('keys never reach an argv, a log line, Ops or an error; key files do not outlive a write', async (t) => {
     const log: string[] = [];
-    const { device, exec } = setup(t, log);
+    const { device, exec } = setup(t, { log: (l) => log.push(l) });
     await device.ensure();
     const privateKey = generatePrivateKey();
     const psk = generatePrivateKey();
@@ -141,23 +142,14 @@ test('wireguard device on Linux', { skip: skipNoNetns }, async (t) => {
   });
 
   await t.test('a DNS endpoint is resolved before comparing: unchanged means no write; unresolvable keeps the current one', async (t) => {
-    const ns = createNamespace('ktwd');
     const log: string[] = [];
     let address = '192.0.2.9';
-    const device = createWireGuardDevice(ns.exec, {
-      name: 'kilo0',
+    const { device } = setup(t, {
       log: (l) => log.push(l),
       resolve: async (host) => {
         if (host !== 'node-b.example') throw new Error(`no such host ${host}`);
         return address;
       },
-    });
-    t.after(async () => {
-      try {
-        await device.destroy();
-      } finally {
-        ns.destroy();
-      }
     });
     await device.ensure();
     const [p] = peers(1, { endpoint: 'node-b.example:51820' }) as [PlanPeer];

@@ -13,7 +13,7 @@ function peerArgs(publicKey: string, kind: 'add' | 'update' | 'remove', set: Pee
   const args = ['peer', publicKey];
   if (kind === 'remove' || !set) return [...args, 'remove'];
   if (set.endpoint !== undefined) args.push('endpoint', set.endpoint);
-  // `allowed-ips` replaces the peer's whole list (checked against wireguard-go and the kernel).
+  // `allowed-ips` replaces the peer's whole list (wg sets replace-allowed-ips; verified on wireguard-go).
   if (set.allowedIPs !== undefined) args.push('allowed-ips', set.allowedIPs.join(','));
   if (set.persistentKeepalive !== undefined) args.push('persistent-keepalive', set.persistentKeepalive === 0 ? 'off' : String(set.persistentKeepalive));
   // An empty key file removes the preshared key.
