@@ -84,7 +84,7 @@ export function hostExec(): Exec {
  * (see ../shared/notes/dataplane-lab.md); the mount never leaks to the host.
  */
 export function netnsExec(ns: string, runDir: string): Exec {
-  const prefix = ['ip', 'netns', 'exec', ns, 'sh', '-c', 'mount --bind "$0" /var/run/wireguard && exec "$@"', runDir];
+  const prefix = ['ip', 'netns', 'exec', ns, 'sh', '-c', 'mkdir -p /var/run/wireguard && mount --bind "$0" /var/run/wireguard && exec "$@"', runDir];
   return {
     run: (argv, opts) => runWith(prefix, argv, opts),
     start: (argv, opts) => startWith(prefix, argv, opts),

@@ -41,7 +41,7 @@ export function createNamespace(prefix = 'kt'): TestNamespace {
     runDir,
     exec: netnsExec(name, runDir),
     sh: (cmd: string) =>
-      execFileSync('ip', ['netns', 'exec', name, 'sh', '-c', `mount --bind "$0" /var/run/wireguard && ${cmd}`, runDir], {
+      execFileSync('ip', ['netns', 'exec', name, 'sh', '-c', `mkdir -p /var/run/wireguard && mount --bind "$0" /var/run/wireguard && ${cmd}`, runDir], {
         encoding: 'utf8',
       }),
     destroy() {
