@@ -86,7 +86,7 @@ function withZone(de: Record<string, { IP: string; Port: number; Zone?: string }
 }
 
 export interface PeerSpec {
-  allowedIPs?: string[] | unknown;
+  allowedIPs?: unknown;
   /** Defaults to wgKey(name); null leaves the field out. */
   publicKey?: string | null;
   /** "ip:port", "dns:port", or the raw spec.endpoint object. */

@@ -24,7 +24,7 @@ describe('cross: a node without an internal IP', () => {
   test('its location mates have it as a WireGuard peer and route to it via kilo', () => {
     for (const host of ['eu-a', 'eu-b']) {
       const plan = planFor(objs(), host, cross);
-      assert.ok(peerNames(plan).includes('eu-c'), `${host}: ${peerNames(plan)}`);
+      assert.ok(peerNames(plan).includes('eu-c'), `${host}: ${peerNames(plan).join(', ')}`);
       const lines = routeLines(plan);
       assert.ok(lines.some((r) => r.startsWith(`10.2.3.0/24 via ${wgIP('eu-c')} dev kilo`)), lines.join('\n'));
       assert.ok(!lines.some((r) => r.startsWith('10.2.3.0/24') && !r.includes('dev kilo')), 'no route in the clear to it');

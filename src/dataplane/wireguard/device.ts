@@ -138,7 +138,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       } catch (e) {
         const unsupported = e instanceof ExecError && /Unknown device type|not supported/i.test(e.stderr);
         if (implementation === 'kernel' || !unsupported) throw e;
-        this.log(`wireguard ${this.name}: no kernel WireGuard (${(e as ExecError).stderr.trim()}), using wireguard-go`);
+        this.log(`wireguard ${this.name}: no kernel WireGuard (${e.stderr.trim()}), using wireguard-go`);
       }
     }
     await this.startUserspace();
