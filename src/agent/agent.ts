@@ -9,7 +9,7 @@ import type { MeshOptions } from '../mesh/options.js';
 import { TopologyError, type Topology } from '../mesh/topology.js';
 import type { Plan } from '../mesh/types.js';
 import { parseCluster, parseEndpoint } from '../model/parse.js';
-import type { Endpoint } from '../model/types.js';
+import type { Endpoint, KiloNode } from '../model/types.js';
 import { publicKeyOf } from '../wireguard/keys.js';
 import type { Cidr } from '../net/cidr.js';
 import { annotationPatch, lastSeenIntervalSeconds } from './local-node.js';
@@ -118,6 +118,11 @@ export class Agent {
     }
   }
 
+  /** True when no reconcile is running, scheduled or owed (tests and shutdown wait for this). */
+  get idle(): boolean {
+    return this.running === null && this.pending === null && !this.dirty;
+  }
+
   /** Asks for a reconcile soon; many calls within the coalescing window make one. */
   schedule(delayMs = this.deps.options.coalesceMs): void {
     if (this.stopped) return;
@@ -156,16 +161,24 @@ export class Agent {
       const discovered = await this.discoveredEndpoints();
       let topology: Topology | null = null;
       try {
-        topology = topologyOf(cluster, options.hostname, options.mesh, nowSeconds);
+        topology = topologyOf(cluster, options.hostname, options.mesh, readinessTime(cluster.nodes, nowSeconds));
       } catch (e) {
         if (!(e instanceof TopologyError)) throw e;
         // Until our own annotations are published and seen, the node is not ready: publish first.
         log.debug({ reason: e.message }, 'local node not ready yet');
       }
       const plan = topology ? planNode(topology, options.mesh) : null;
-      await this.publish(plan, discovered, nowSeconds);
+      // An API server that is away must not stop the dataplane from being kept as planned.
+      const publishError = await this.publish(plan, discovered, nowSeconds).then(
+        () => null,
+        (e: unknown) => {
+          metrics.errors.inc();
+          log.error({ err: (e as Error).message }, 'publishing the local node failed');
+          return (e as Error).message;
+        },
+      );
       if (!topology || !plan) {
-        this.finish(false, 'local node not ready yet (waiting for its annotations)');
+        this.finish(false, publishError ?? 'local node not ready yet (waiting for its annotations)');
         return;
       }
       this.status.topology = topology;
@@ -186,7 +199,8 @@ export class Agent {
       for (const e of result.errors) log.error({ err: e.message }, 'reconcile step failed');
       if (result.errors.length > 0) metrics.errors.inc(result.errors.length);
       metrics.observeDevice(await this.deps.dataplane.device.read());
-      this.finish(result.errors.length === 0, result.errors.map((e) => e.message).join('; ') || null);
+      const failures = [...(publishError ? [publishError] : []), ...result.errors.map((e) => e.message)];
+      this.finish(failures.length === 0, failures.join('; ') || null);
     } catch (e) {
       metrics.errors.inc();
       log.error({ err: (e as Error).message }, 'reconcile failed');
@@ -247,6 +261,18 @@ export class Agent {
     }
     return { kilo: this.deps.options.interfaceName, private: ip ? (this.privateIface?.name ?? null) : null, tunnel: this.deps.tunnel ?? null };
   }
+}
+
+/**
+ * The time node readiness is judged at: now, but never later than one check-in interval after the
+ * newest last-seen in the cluster. While the cluster is reachable some node (at least this one)
+ * checks in every interval, so this is now; while the API server is away nobody's last-seen can
+ * move, and judging at "now" would drop every node from the mesh one by one (Kilo does).
+ */
+export function readinessTime(nodes: readonly KiloNode[], now: number): number {
+  let newest = -Infinity;
+  for (const n of nodes) if (n.lastSeen !== null && n.lastSeen > newest) newest = n.lastSeen;
+  return Math.min(now, newest + lastSeenIntervalSeconds);
 }
 
 function formatHostPort(ip: string, port: number): string {

@@ -19,6 +19,7 @@ export interface LocalFacts {
 
 /** How often last-seen is refreshed; readiness allows 60 s, so one missed refresh is survivable. */
 export const lastSeenIntervalSeconds = 30;
+const lastSeenSlackSeconds = 5;
 
 function discoveredJSON(m: ReadonlyMap<string, Endpoint>): string | null {
   if (m.size === 0) return null;
@@ -33,8 +34,8 @@ function discoveredJSON(m: ReadonlyMap<string, Endpoint>): string | null {
 
 /**
  * The merge patch that brings the node's agent-owned annotations up to date, or null when
- * nothing changed. last-seen is refreshed only when it is older than the interval, so an
- * unchanged node costs one patch per interval and no more.
+ * nothing changed. last-seen is refreshed only when it is nearly an interval old, so an
+ * unchanged node costs about one patch per interval.
  */
 export function annotationPatch(current: Readonly<Record<string, string>>, facts: LocalFacts): Record<string, string | null> | null {
   const want: Record<string, string | null> = {
@@ -47,7 +48,10 @@ export function annotationPatch(current: Readonly<Record<string, string>>, facts
   // The endpoint is the operator's once set (Kilo's behaviour): detect it only for a new node.
   if (!current[Annotation.endpoint] && facts.endpoint) want[Annotation.endpoint] = facts.endpoint;
   const lastSeen = Number(current[Annotation.lastSeen] ?? 0);
-  if (!(facts.now - lastSeen < lastSeenIntervalSeconds)) want[Annotation.lastSeen] = String(facts.now);
+  // The timer ticks every interval, a fraction of a second after the previous write: with "older
+  // than the interval" a tick would often find 29 s and skip, leaving last-seen ~60 s old, at the
+  // edge of readiness. The slack makes every tick refresh.
+  if (!(facts.now - lastSeen < lastSeenIntervalSeconds - lastSeenSlackSeconds)) want[Annotation.lastSeen] = String(facts.now);
 
   const patch: Record<string, string | null> = {};
   for (const [k, v] of Object.entries(want)) {

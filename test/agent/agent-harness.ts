@@ -1,0 +1,193 @@
+/**
+ * An Agent wired to fake dataplane pieces (WireGuard device, kernel routes/links, netfilter) and to
+ * the real KubernetesSource talking to the fake API server. Tests drive the cluster through the
+ * API server and read what reached the "machine".
+ */
+import type { TestContext } from 'node:test';
+import { KubernetesSource } from '../../src/backend/kubernetes/source.js';
+import type { ReflectorTimings } from '../../src/backend/kubernetes/reflector.js';
+import type { Logger } from '../../src/backend/source.js';
+import { Agent, type AgentOptions } from '../../src/agent/agent.js';
+import { AgentMetrics } from '../../src/agent/metrics.js';
+import type { Exec } from '../../src/dataplane/exec.js';
+import { createFakeFirewall, type FakeNetfilter } from '../../src/dataplane/iptables/fake.js';
+import { FakeLinks, FakeMachine, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
+import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
+import { defaultMeshOptions, type MeshOptions } from '../../src/mesh/options.js';
+import { Cidr } from '../../src/net/cidr.js';
+import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
+import { FakeApiServer, waitUntil } from '../fixtures/apiserver.js';
+import { NOW, node, peer } from '../helpers/cluster.js';
+
+export { waitUntil };
+
+export interface LogEntry {
+  level: 'debug' | 'info' | 'warn' | 'error';
+  obj: Record<string, unknown>;
+  msg: string;
+}
+
+/** A logger that keeps every entry, for assertions on what was logged (and how often). */
+export function captureLogger(): Logger & { entries: LogEntry[] } {
+  const entries: LogEntry[] = [];
+  const at = (level: LogEntry['level']) => (obj: object, msg: string) => {
+    entries.push({ level, obj: obj as Record<string, unknown>, msg });
+  };
+  return { entries, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}
+
+/** Answers `ip -j addr show` from the fake machine's links: all the Agent itself runs. */
+export function fakeExec(machine: FakeMachine): Exec {
+  return {
+    async run(argv) {
+      if (argv.join(' ').startsWith('ip -j addr show')) {
+        const out = [...machine.links].map(([ifname, l]) => ({
+          ifname,
+          addr_info: l.addresses.map((a) => {
+            const c = Cidr.parse(a);
+            return { local: c.ip.text, prefixlen: c.prefix };
+          }),
+        }));
+        return { stdout: JSON.stringify(out), stderr: '' };
+      }
+      throw new Error(`fake exec: unexpected command ${argv.join(' ')}`);
+    },
+    start() {
+      throw new Error('fake exec: no processes');
+    },
+    wireGuardRunDir: '/nonexistent',
+  };
+}
+
+export const backoff = { initialMs: 50, maxMs: 300, factor: 2, jitter: 0.5 };
+
+export const fastTimings: Partial<ReflectorTimings> = {
+  resyncPeriodMs: 60_000,
+  watchTimeoutSeconds: 30,
+  watchSilenceMs: 1_500,
+  watchdogIntervalMs: 100,
+  listTimeoutMs: 2_000,
+  healthyWatchMs: 300,
+  backoff,
+};
+
+/** The local node "a" (eu) before its agent ran: only what the operator and kubelet wrote. */
+export function bareLocalNode() {
+  return node('a', { location: 'eu', key: null, lastSeen: null, podCIDR: '10.42.0.0/24' });
+}
+
+export function seedCluster(api: FakeApiServer): void {
+  api.addNode(bareLocalNode());
+  api.addNode(node('b', { location: 'eu', endpoint: '198.51.100.2:51820', internalIP: '192.168.0.2/24', podCIDR: '10.42.1.0/24' }));
+  api.addNode(node('c', { location: 'us', endpoint: '203.0.113.3:51820', internalIP: '192.168.1.3/24', podCIDR: '10.42.2.0/24' }));
+  api.addPeer(peer('laptop', { allowedIPs: ['10.5.0.1/32'] }));
+}
+
+export interface Harness {
+  api: FakeApiServer;
+  source: KubernetesSource;
+  agent: Agent;
+  device: FakeWireGuardDevice;
+  machine: FakeMachine;
+  netfilter: FakeNetfilter;
+  metrics: AgentMetrics;
+  log: ReturnType<typeof captureLogger>;
+  /** The agent's clock in ms; tests move it. */
+  clock: { ms: number };
+  publicKey: string;
+  privateKey: string;
+  /** iptables-restore runs so far (firewall writes). */
+  firewallWrites(): number;
+  /** Device peers' public keys, sorted. */
+  peerKeys(): Promise<string[]>;
+}
+
+export interface HarnessOptions {
+  seed?: (api: FakeApiServer) => void;
+  mesh?: Partial<MeshOptions>;
+  agent?: Partial<AgentOptions>;
+  /** Start the agent (default true). */
+  start?: boolean;
+}
+
+/** Builds everything, starts the agent and waits until the local node is published and planned. */
+export async function startHarness(t: TestContext, o: HarnessOptions = {}): Promise<Harness> {
+  const api = await FakeApiServer.start({ bookmarkIntervalMs: 200 });
+  const log = captureLogger();
+  const clock = { ms: NOW * 1000 };
+  const source = new KubernetesSource({ kubeConfig: api.kubeConfig(), timings: fastTimings, requestTimeoutMs: 2_000 });
+  const machine = new FakeMachine();
+  machine.addLink('eth0', { addresses: ['192.168.0.1/24'] });
+  machine.addLink('kilo0', { up: false, mtu: 1420 });
+  machine.addLink('tunl0', {});
+  const device = new FakeWireGuardDevice('kilo0');
+  const fw = createFakeFirewall();
+  const metrics = new AgentMetrics();
+  const privateKey = generatePrivateKey();
+  const mesh: MeshOptions = { ...defaultMeshOptions, ...o.mesh };
+  const agent = new Agent({
+    source,
+    dataplane: { device, links: new FakeLinks(machine), routes: fakeRoutingTables(machine), firewall: fw.tables },
+    exec: fakeExec(machine),
+    privateKey,
+    host: { internalIP: Cidr.parse('192.168.0.1/24'), endpointIP: '198.51.100.1' },
+    log,
+    metrics,
+    clock: () => clock.ms,
+    tunnel: 'tunl0',
+    options: {
+      hostname: 'a',
+      mesh,
+      interfaceName: 'kilo0',
+      topologyLabel: 'topology.kubernetes.io/region',
+      resyncPeriodMs: 600_000,
+      mtu: null,
+      cleanUp: true,
+      cleanUpInterface: false,
+      coalesceMs: 30,
+      staleAfterMs: 120_000,
+      ...o.agent,
+    },
+  });
+  t.after(async () => {
+    await agent.stop().catch(() => undefined);
+    await source.stop().catch(() => undefined);
+    await api.close();
+  });
+  (o.seed ?? seedCluster)(api);
+  const h: Harness = {
+    api,
+    source,
+    agent,
+    device,
+    machine,
+    netfilter: fw.netfilter,
+    metrics,
+    log,
+    clock,
+    publicKey: publicKeyOf(privateKey),
+    privateKey,
+    firewallWrites: () => fw.netfilter.runs.filter((r) => /restore/.test(r[0] ?? '')).length,
+    peerKeys: async () => (await device.read()).peers.map((p) => p.publicKey).sort(),
+  };
+  if (o.start !== false) {
+    await agent.start();
+    await waitUntil('the agent planned and applied', () => agent.status.plan !== null && agent.status.lastReconcileOk, 10_000);
+  }
+  return h;
+}
+
+/** Waits until the agent has nothing pending: no reconcile running or scheduled. */
+export async function settled(h: Harness): Promise<void> {
+  await waitUntil('the agent is idle', () => h.agent.idle, 10_000);
+}
+
+/** Polls an asynchronous condition until it holds (a liveness wait, not a timing assertion). */
+export async function eventually(what: string, condition: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await condition()) return;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
