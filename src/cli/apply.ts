@@ -59,7 +59,7 @@ export function applyCommand(): Command {
         mtu,
         devices: { kilo: flags.interface, private: internalIP ? await findPrivateInterface(exec, internalIP) : null, tunnel },
       });
-      log.info({ node: hostname, granularity, writes: result.writes, wireGuard: result.wireGuard, routes: result.routes.writes, firewall: result.firewall.writes }, 'applied');
+      log.info({ node: hostname, granularity, writes: result.writes, wireGuard: result.wireGuard, routes: result.routes.writes, firewall: result.firewall.writes, links: result.links.writes }, 'applied');
       for (const e of result.errors) log.error({ err: e.message }, 'apply step failed');
       return result;
     };
