@@ -12,6 +12,7 @@ import { parseCluster, parseEndpoint } from '../model/parse.js';
 import type { Endpoint, KiloNode } from '../model/types.js';
 import { publicKeyOf } from '../wireguard/keys.js';
 import type { Cidr } from '../net/cidr.js';
+import { syncCNIConfig } from './cni.js';
 import { annotationPatch, lastSeenIntervalSeconds } from './local-node.js';
 import type { AgentMetrics } from './metrics.js';
 
@@ -31,6 +32,8 @@ export interface AgentOptions {
   coalesceMs: number;
   /** /health fails when the backend has not synced for longer than this. */
   staleAfterMs: number;
+  /** The CNI conflist whose pod subnet follows spec.podCIDR (--cni, --cni-path); null leaves CNI config alone. */
+  cniPath?: string | null;
 }
 
 /** Facts found on the machine once at start: they do not change while the agent runs. */
@@ -157,6 +160,7 @@ export class Agent {
         log.warn({ object: e.object, field: e.field, value: e.value }, `dropping object from the mesh: ${e.reason}`);
         metrics.dropped.inc({ kind: e.object.split(' ')[0] ?? 'object' });
       }
+      const cniError = await this.syncCNI(cluster.nodes.find((n) => n.name === options.hostname)?.podCIDR ?? null);
       const nowSeconds = Math.floor(this.clock() / 1000);
       const discovered = await this.discoveredEndpoints();
       let topology: Topology | null = null;
@@ -199,13 +203,36 @@ export class Agent {
       for (const e of result.errors) log.error({ err: e.message }, 'reconcile step failed');
       if (result.errors.length > 0) metrics.errors.inc(result.errors.length);
       metrics.observeDevice(await this.deps.dataplane.device.read());
-      const failures = [...(publishError ? [publishError] : []), ...result.errors.map((e) => e.message)];
+      const failures = [...(publishError ? [publishError] : []), ...(cniError ? [cniError] : []), ...result.errors.map((e) => e.message)];
       this.finish(failures.length === 0, failures.join('; ') || null);
     } catch (e) {
       metrics.errors.inc();
       log.error({ err: (e as Error).message }, 'reconcile failed');
       this.finish(false, (e as Error).message);
     }
+  }
+
+  /** Keeps the CNI conflist's pod subnet equal to the node's; returns the failure, if any. */
+  private async syncCNI(podCIDR: Cidr | null): Promise<string | null> {
+    const { options, log, metrics } = this.deps;
+    if (!options.cniPath || !podCIDR) return null;
+    try {
+      const r = await syncCNIConfig(options.cniPath, podCIDR);
+      if (r.status === 'absent') this.once(`cni-absent:${options.cniPath}`, () => log.info({ path: options.cniPath }, 'no CNI config file: leaving CNI config alone'));
+      if (r.status === 'updated') log.info({ path: options.cniPath, from: r.from, to: r.to }, 'set the pod subnet in the CNI config');
+      return null;
+    } catch (e) {
+      metrics.errors.inc();
+      const message = (e as Error).message;
+      this.once(message, () => log.warn({ err: message }, 'updating the CNI config failed'));
+      return message;
+    }
+  }
+
+  private once(key: string, f: () => void): void {
+    if (this.reported.has(key)) return;
+    this.reported.add(key);
+    f();
   }
 
   private finish(ok: boolean, error: string | null): void {

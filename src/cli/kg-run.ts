@@ -60,6 +60,7 @@ export function runCommand(): Command {
         cleanUpInterface: flags.cleanUpInterface,
         coalesceMs: 100,
         staleAfterMs: Math.max(3 * flags.resyncPeriod, 120_000),
+        cniPath: flags.cni ? flags.cniPath : null,
       },
     });
     const server = createAgentServer({ agent, source, metrics, staleAfterMs: Math.max(3 * flags.resyncPeriod, 120_000) });
