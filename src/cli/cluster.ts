@@ -1,9 +1,11 @@
+import { Option, type Command } from 'commander';
 import { loadSnapshot } from '../backend/snapshot.js';
 import { UsageError } from '../model/errors.js';
 import { parseCluster, type ParsedCluster } from '../model/parse.js';
 import { snapshotNow } from '../model/ready.js';
 import type { MeshOptions } from '../mesh/options.js';
 import { meshOptionsFrom, resolveGranularity, type MeshFlagValues } from './flags.js';
+import { isLive, liveKubeConfig, readLiveCluster, type LiveFlags } from './live-cluster.js';
 
 export interface LoadedCluster {
   cluster: ParsedCluster;
@@ -11,15 +13,27 @@ export interface LoadedCluster {
   options: MeshOptions;
 }
 
+export type ClusterFlags = MeshFlagValues & LiveFlags & { cluster?: string };
+
+/** --kubeconfig and --master: read the cluster live instead of from a --cluster snapshot. */
+export function addLiveFlags(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--kubeconfig <path>', 'read Nodes and Peers from this cluster (instead of --cluster)').default(process.env['KUBECONFIG'] || undefined, '$KUBECONFIG'))
+    .addOption(new Option('--master <url>', 'API server address (overrides the kubeconfig)'));
+}
+
 /**
- * Loads the cluster a kgctl command reads. Rejected objects are reported on stderr, one line
- * each, and left out; the command goes on with the rest.
+ * Loads the cluster a kgctl command reads: a snapshot file (--cluster, judged at its newest
+ * last-seen) or a live cluster (--kubeconfig/--master, judged now). Rejected objects are reported
+ * on stderr, one line each, and left out; the command goes on with the rest.
  */
-export function loadCluster(flags: MeshFlagValues & { cluster?: string }, hostname?: string): LoadedCluster {
-  if (!flags.cluster) throw new UsageError('no cluster: pass --cluster FILE (a snapshot of Nodes and Peers)');
-  const cluster = parseCluster(loadSnapshot(flags.cluster), { topologyLabel: flags.topologyLabel });
+export async function loadCluster(flags: ClusterFlags, hostname?: string): Promise<LoadedCluster> {
+  const live = !flags.cluster && isLive(flags);
+  if (!flags.cluster && !live) throw new UsageError('no cluster: pass --cluster FILE (a snapshot of Nodes and Peers) or --kubeconfig FILE');
+  const objects = live ? await readLiveCluster(liveKubeConfig(flags)) : loadSnapshot(flags.cluster!);
+  const cluster = parseCluster(objects, { topologyLabel: flags.topologyLabel });
   for (const e of cluster.errors) process.stderr.write(`warning: ignoring ${e.message}\n`);
-  const now = flags.now ?? snapshotNow(cluster.nodes);
+  const now = flags.now ?? (live ? Math.floor(Date.now() / 1000) : snapshotNow(cluster.nodes));
   const granularity = resolveGranularity(flags.meshGranularity, cluster.nodes, hostname);
   return { cluster, now, options: meshOptionsFrom(flags, granularity) };
 }

@@ -3,7 +3,7 @@ import { notReadyReason, topologyOf } from '../mesh/compute.js';
 import { graphDOT, layouts, type Layout } from '../mesh/graph.js';
 import { UsageError } from '../model/errors.js';
 import { isNodeReady } from '../model/ready.js';
-import { loadCluster } from './cluster.js';
+import { addLiveFlags, loadCluster } from './cluster.js';
 import { addMeshFlags, meshOptionsFrom, resolveGranularity, type MeshFlagValues } from './flags.js';
 
 interface GraphFlags extends MeshFlagValues {
@@ -22,9 +22,10 @@ export function graphCommand(): Command {
         .choices(layouts)
         .default('dot'),
     );
-  addMeshFlags(cmd, { allowAuto: true });
+  addLiveFlags(addMeshFlags(cmd, { allowAuto: true }));
   return cmd.action(async (flags: GraphFlags) => {
-    const { cluster, now } = loadCluster(flags);
+    const { cluster, now } = await loadCluster(flags);
+    const where = flags.cluster ?? 'the cluster';
     // The topology is the same from every node (only `local` differs), so any ready node will
     // do; the first by name keeps the output stable.
     const ready = cluster.nodes
@@ -33,9 +34,9 @@ export function graphCommand(): Command {
     const viewer = ready[0];
     if (!viewer) {
       const first = cluster.nodes[0];
-      if (!first) throw new UsageError(`nothing to draw: ${flags.cluster} holds no valid Node`);
+      if (!first) throw new UsageError(`nothing to draw: ${where} holds no valid Node`);
       throw new UsageError(
-        `nothing to draw: none of the ${cluster.nodes.length} nodes in ${flags.cluster} is ready (node ${JSON.stringify(first.name)}: ${notReadyReason(first, now)})`,
+        `nothing to draw: none of the ${cluster.nodes.length} nodes in ${where} is ready (node ${JSON.stringify(first.name)}: ${notReadyReason(first, now)})`,
       );
     }
     // `auto` follows what the drawn-from node announces, as `kgctl plan NODE` would.

@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { connectCommand } from './connect.js';
 import { graphCommand } from './graph.js';
 import { planCommand } from './plan.js';
 import { runProgram } from './run.js';
@@ -6,10 +7,11 @@ import { showconfCommand } from './showconf.js';
 
 export function kgctlProgram(): Command {
   return new Command('kgctl')
-    .description('inspect a Kilo mesh: plans, WireGuard configs and graphs')
+    .description('inspect a Kilo mesh (plans, WireGuard configs, graphs) and connect to it as a Peer')
     .addCommand(planCommand())
     .addCommand(showconfCommand())
-    .addCommand(graphCommand());
+    .addCommand(graphCommand())
+    .addCommand(connectCommand());
 }
 
 export async function main(argv: string[]): Promise<void> {

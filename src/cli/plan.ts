@@ -3,7 +3,7 @@ import { stringify } from 'yaml';
 import { planOf } from '../mesh/compute.js';
 import { renderPlanText } from './plan-text.js';
 import { addMeshFlags, type MeshFlagValues } from './flags.js';
-import { loadCluster } from './cluster.js';
+import { addLiveFlags, loadCluster } from './cluster.js';
 
 export function planCommand(): Command {
   const cmd = new Command('plan')
@@ -11,9 +11,9 @@ export function planCommand(): Command {
     .argument('<node>', 'the node name')
     .option('--cluster <file>', 'cluster snapshot (Kubernetes List or multi-document YAML)')
     .addOption(new Option('-o, --output <format>', 'json, yaml or text').choices(['json', 'yaml', 'text']).default('json'));
-  addMeshFlags(cmd, { allowAuto: true });
-  return cmd.action((node: string, flags: MeshFlagValues & { cluster?: string; output: string }) => {
-    const { cluster, now, options } = loadCluster(flags, node);
+  addLiveFlags(addMeshFlags(cmd, { allowAuto: true }));
+  return cmd.action(async (node: string, flags: MeshFlagValues & { cluster?: string; output: string }) => {
+    const { cluster, now, options } = await loadCluster(flags, node);
     const plan = planOf(cluster, node, options, now);
     if (flags.output === 'yaml') process.stdout.write(stringify(plan));
     else if (flags.output === 'text') process.stdout.write(renderPlanText(plan));

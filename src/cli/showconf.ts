@@ -6,7 +6,7 @@ import { isNodeReady } from '../model/ready.js';
 import { topologyOf } from '../mesh/compute.js';
 import { planNode } from '../mesh/plan.js';
 import { renderIni, type IniConfig } from '../wireguard/ini.js';
-import { loadCluster, type LoadedCluster } from './cluster.js';
+import { addLiveFlags, loadCluster, type LoadedCluster } from './cluster.js';
 import { addMeshFlags, type MeshFlagValues } from './flags.js';
 import {
   asPeerIni,
@@ -58,25 +58,25 @@ function subcommand(name: 'node' | 'peer', description: string): Command {
         .argParser(collectCidrs)
         .default([], 'none'),
     );
-  return addMeshFlags(cmd, { allowAuto: true });
+  return addLiveFlags(addMeshFlags(cmd, { allowAuto: true }));
 }
 
 export function showconfCommand(): Command {
   const node = subcommand(
     'node',
     "a node's WireGuard configuration as its agent sets it (never the private key)",
-  ).action((name: string, flags: ShowconfFlags) => {
+  ).action(async (name: string, flags: ShowconfFlags) => {
     checkFlags(flags);
-    const loaded = loadCluster(flags, name);
+    const loaded = await loadCluster(flags, name);
     const t = topologyOf(loaded.cluster, name, loaded.options, loaded.now);
     if (flags.asPeer) return writeAsPeer(nodeAsPeer(t, flags.allowedIps), flags.output);
     requireLeader(t);
     write(nodeConfig(planNode(t, loaded.options)), flags.output);
   });
   const peer = subcommand('peer', 'the WireGuard configuration a Peer needs to join the mesh').action(
-    (name: string, flags: ShowconfFlags) => {
+    async (name: string, flags: ShowconfFlags) => {
       checkFlags(flags);
-      const loaded = loadCluster(flags);
+      const loaded = await loadCluster(flags);
       const found = loaded.cluster.peers.find((p) => p.name === name);
       if (!found) throw new UsageError(missingPeer(loaded, name));
       if (flags.asPeer) return writeAsPeer(peerAsPeer(found, flags.allowedIps), flags.output);

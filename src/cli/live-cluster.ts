@@ -1,0 +1,74 @@
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  Observable,
+  type ConfigurationOptions,
+  type KubeConfig,
+  type RequestContext,
+  type ResponseContext,
+} from '@kubernetes/client-node';
+import { describeError, statusCodeOf } from '../backend/kubernetes/errors.js';
+import { kubeConfigFrom, type KubeConfigFlags } from '../backend/kubernetes/config.js';
+import { peerGroup, peerPlural, peerVersion } from '../backend/kubernetes/source.js';
+import { NodeType, PeerType } from '../backend/source.js';
+import { UsageError } from '../model/errors.js';
+import type { KubeObject } from '../model/parse.js';
+
+/** The flags that point kgctl at a live cluster instead of a snapshot file. */
+export interface LiveFlags extends KubeConfigFlags {
+  kubeconfig?: string;
+  master?: string;
+}
+
+export const isLive = (f: LiveFlags): boolean => f.kubeconfig !== undefined || f.master !== undefined;
+
+export function liveKubeConfig(f: LiveFlags): KubeConfig {
+  return kubeConfigFrom({ ...(f.kubeconfig ? { kubeconfig: f.kubeconfig } : {}), ...(f.master ? { master: f.master } : {}) });
+}
+
+/**
+ * Nodes and Peers read once with two plain lists: kgctl prints one answer and exits, so it wants
+ * a fast, clear failure rather than the agent's retrying watch. A cluster without the Peer CRD
+ * has no Peers.
+ */
+export async function readLiveCluster(kc: KubeConfig): Promise<KubeObject[]> {
+  const server = kc.getCurrentCluster()?.server ?? '(no server)';
+  const timeout = { signal: AbortSignal.timeout(30_000) };
+  let nodes: KubeObject[];
+  try {
+    const list = await kc.makeApiClient(CoreV1Api).listNode({}, timeoutOptions(timeout.signal));
+    nodes = (list.items as unknown as KubeObject[]).map((n) => ({ ...plain(n), ...NodeType }));
+  } catch (e) {
+    throw new UsageError(`cannot list Nodes from ${server}: ${describeError(e)}`);
+  }
+  let peers: KubeObject[] = [];
+  try {
+    const list = (await kc
+      .makeApiClient(CustomObjectsApi)
+      .listClusterCustomObject({ group: peerGroup, version: peerVersion, plural: peerPlural }, timeoutOptions(timeout.signal))) as { items?: KubeObject[] };
+    peers = (list.items ?? []).map((p) => ({ ...p, ...PeerType }));
+  } catch (e) {
+    if (statusCodeOf(e) !== 404) throw new UsageError(`cannot list Peers from ${server}: ${describeError(e)}`);
+  }
+  return [...nodes, ...peers];
+}
+
+/** Client model objects (Dates, classes) as the plain JSON the parser reads. */
+function plain(o: unknown): KubeObject {
+  return JSON.parse(JSON.stringify(o)) as KubeObject;
+}
+
+function timeoutOptions(signal: AbortSignal): ConfigurationOptions {
+  return {
+    middleware: [
+      {
+        pre: (ctx: RequestContext) => {
+          ctx.setSignal(signal);
+          return new Observable(Promise.resolve(ctx));
+        },
+        post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
+      },
+    ],
+    middlewareMergeStrategy: 'append',
+  };
+}

@@ -1,0 +1,82 @@
+/**
+ * kgctl plan/showconf/graph against a live cluster (--kubeconfig) instead of a snapshot: the
+ * built CLI as a separate process, talking to the fake API server in this process.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { FakeApiServer } from '../fixtures/apiserver.js';
+import { node, peer, wgKey } from '../helpers/cluster.js';
+import { ensureBuilt, root, type Run } from './built.js';
+
+/** Runs the built kgctl without blocking this process (the API server answers from here). */
+function kgctl(...args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(root, 'bin', 'kgctl'), ...args], { cwd: root, env: { ...process.env, KUBECONFIG: '' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+let api: FakeApiServer;
+let dir = '';
+let kubeconfig = '';
+
+before(async () => {
+  ensureBuilt();
+  api = await FakeApiServer.start();
+  const now = Math.floor(Date.now() / 1000);
+  // The nodes announce full granularity: `auto` must pick it up from them.
+  api.addNode(node('a', { location: 'eu', endpoint: '198.51.100.1:51820', internalIP: '192.168.0.1/24', podCIDR: '10.42.0.0/24', granularity: 'full', lastSeen: now }));
+  api.addNode(node('b', { location: 'eu', endpoint: '198.51.100.2:51820', internalIP: '192.168.0.2/24', podCIDR: '10.42.1.0/24', granularity: 'full', lastSeen: now }));
+  api.addNode(node('bad', { location: 'eu', endpoint: 'nope', podCIDR: '10.42.2.0/24', lastSeen: now }));
+  api.addPeer(peer('laptop', { allowedIPs: ['10.5.0.1/32'] }));
+  dir = mkdtempSync(join(tmpdir(), 'kgctl-live-'));
+  kubeconfig = join(dir, 'kubeconfig');
+  writeFileSync(kubeconfig, api.kubeconfigYaml());
+});
+
+after(async () => {
+  await api.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('kgctl against a live cluster', () => {
+  test('plan NODE --kubeconfig: granularity auto follows the nodes, bad objects are warned about', async () => {
+    const r = await kgctl('plan', 'a', '--kubeconfig', kubeconfig);
+    assert.equal(r.status, 0, r.stderr);
+    const plan = JSON.parse(r.stdout) as { peers: { publicKey: string }[] };
+    // Full granularity: b, in a's location, is a WireGuard peer of its own (location would merge them).
+    assert.deepEqual(plan.peers.map((p) => p.publicKey).sort(), [wgKey('b'), wgKey('laptop')].sort());
+    assert.match(r.stderr, /^warning: ignoring Node "bad"/m);
+  });
+
+  test('showconf peer and graph read the same cluster; --master overrides the server', async () => {
+    const conf = await kgctl('showconf', 'peer', 'laptop', '--kubeconfig', kubeconfig);
+    assert.equal(conf.status, 0, conf.stderr);
+    assert.equal(conf.stdout.match(/^\[Peer\]$/gm)?.length, 2);
+    const graph = await kgctl('graph', '--master', api.url);
+    assert.equal(graph.status, 0, graph.stderr);
+    assert.match(graph.stdout, /^digraph kilo \{/);
+    assert.match(graph.stdout, /full granularity/);
+  });
+
+  test('an unreachable API server is one line naming it', async () => {
+    const r = await kgctl('graph', '--master', 'http://127.0.0.1:1');
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /^kgctl: cannot list Nodes from http:\/\/127\.0\.0\.1:1: .*ECONNREFUSED/);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+  });
+
+  test('neither --cluster nor --kubeconfig is a usage error', async () => {
+    const r = await kgctl('graph');
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /--cluster FILE .* or --kubeconfig FILE/);
+  });
+});
