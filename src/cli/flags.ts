@@ -61,6 +61,13 @@ export function addMeshFlags(cmd: Command, opts: { allowAuto: boolean }): Comman
     .addOption(boolOption('cni', 'Kilo manages the CNI (masquerade the pod subnet)', true))
     .addOption(boolOption('iptables-forward-rules', 'accept forwarded pod traffic in FORWARD', false))
     .addOption(
+      boolOption(
+        'route-host-traffic',
+        "route other nodes' internal IPs through WireGuard, also where they are its endpoints (fwmark 0x453, rule-based routing)",
+        false,
+      ),
+    )
+    .addOption(
       new Option('--service-cidr <cidr>', 'service CIDR not to masquerade (repeatable)')
         .argParser((v: string, prev: Cidr[] = []) => [...prev, parseCidrFlag('service-cidr')(v)])
         .default([], 'none'),
@@ -77,6 +84,8 @@ export interface MeshFlagValues {
   local: boolean;
   cni: boolean;
   iptablesForwardRules: boolean;
+  /** Optional: flag values built by hand (tests, other commands) predate it. */
+  routeHostTraffic?: boolean;
   serviceCidr: Cidr[];
   topologyLabel: string;
   now?: number;
@@ -106,6 +115,7 @@ export function meshOptionsFrom(v: MeshFlagValues, granularity: Granularity): Me
     local: v.local,
     cni: v.cni,
     iptablesForwardRules: v.iptablesForwardRules,
+    routeHostTraffic: v.routeHostTraffic ?? false,
     serviceCIDRs: v.serviceCidr,
   };
 }

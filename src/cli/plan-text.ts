@@ -25,6 +25,7 @@ function wireGuardText(plan: Plan): string[] {
   if (!plan.interfaceUp) return ['# WireGuard: interface kilo is down (only the leader of a segment runs WireGuard)'];
   const [header, ...rest] = interfaceSection({
     listenPort: plan.listenPort,
+    fwMark: plan.fwmark,
     address: plan.wireGuardIP ? [plan.wireGuardIP] : [],
   });
   const lines = [header!, `PrivateKey = (read from ${plan.privateKey.path})`, ...rest];
@@ -55,10 +56,11 @@ export function routeText(r: PlanRoute): string {
 }
 
 export function ruleText(r: PlanRule): string {
-  const parts: string[] = [];
+  const parts: string[] = r.invert ? ['not'] : [];
   if (r.src) parts.push('from', r.src);
   if (r.iif) parts.push('iif', r.iif);
   if (r.dst) parts.push('to', r.dst);
+  if (r.fwmark !== undefined) parts.push('fwmark', `0x${r.fwmark.toString(16)}`);
   parts.push('lookup', String(r.table));
   return parts.join(' ');
 }

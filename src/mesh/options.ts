@@ -15,6 +15,8 @@ export interface MeshOptions {
   cni: boolean;
   serviceCIDRs: Cidr[];
   iptablesForwardRules: boolean;
+  /** Route other nodes' internal IPs through WireGuard even when they are its endpoints (rule-based routing). */
+  routeHostTraffic: boolean;
   privateKeyPath: string;
 }
 
@@ -27,5 +29,6 @@ export const defaultMeshOptions: MeshOptions = {
   cni: true,
   serviceCIDRs: [],
   iptablesForwardRules: false,
+  routeHostTraffic: false,
   privateKeyPath: '/var/lib/kilo/key',
 };

@@ -4,7 +4,15 @@ import type { KiloNode, KiloPeer } from '../model/types.js';
 import { planFirewall } from './firewall.js';
 import type { MeshOptions } from './options.js';
 import { effectiveEndpoint, groupSegments, remoteSegments, type Topology } from './topology.js';
-import { kiloTable, type Plan, type PlanPeer, type PlanRoute, type PlanRule } from './types.js';
+import {
+  hostTable,
+  kiloTable,
+  wireGuardMark,
+  type Plan,
+  type PlanPeer,
+  type PlanRoute,
+  type PlanRule,
+} from './types.js';
 
 /** One node's desired state, from the topology as that node sees it. Pure. */
 export function planNode(t: Topology, options: MeshOptions): Plan {
@@ -17,6 +25,7 @@ export function planNode(t: Topology, options: MeshOptions): Plan {
     leader,
     wireGuardIP: leader ? `${t.local.segment.wireGuardIP.text}/${t.subnet.prefix}` : null,
     listenPort: node.endpoint?.port ?? options.port,
+    fwmark: leader && options.routeHostTraffic ? wireGuardMark : null,
     privateKey: { path: options.privateKeyPath },
     interfaceUp: leader,
     peers: leader ? wireGuardPeers(t) : [],
@@ -114,15 +123,23 @@ function leaderRoutes(t: Topology, options: MeshOptions): Routing {
     table: 'main',
     onlink: gw !== null,
   });
+  // Rule-based routing (wireguard.com/netns): WireGuard marks its own packets, and only unmarked
+  // packets consult the table of internal-IP routes, so the tunnel's UDP to an endpoint that is
+  // also an internal IP keeps following the main table.
+  const ruleBased = options.routeHostTraffic;
+  if (ruleBased) {
+    out.rules.push({ src: null, dst: null, table: hostTable, iif: null, fwmark: wireGuardMark, invert: true });
+  }
   for (const s of remoteSegments(t)) {
     const endpointIP = effectiveEndpoint(t, s.leader.endpoint, s.leader.key!, s.leader.persistentKeepalive)?.ip;
     for (const n of s.nodes) {
       if (n.podCIDR) out.routes.push(viaKilo(n.podCIDR, s.wireGuardIP));
-      // A node reachable only at its endpoint IP cannot be routed to through the tunnel that
-      // carries its own packets.
-      if (n.internalIP && !n.internalIP.ip.equals(endpointIP)) {
-        out.routes.push(viaKilo(n.internalIP.ip.toHostCidr(), s.wireGuardIP));
-      }
+      if (!n.internalIP) continue;
+      const host = viaKilo(n.internalIP.ip.toHostCidr(), s.wireGuardIP);
+      if (ruleBased) out.routes.push({ ...host, table: hostTable });
+      // Without the mark, a node reachable only at its endpoint IP cannot be routed to through
+      // the tunnel that carries its own packets.
+      else if (!n.internalIP.ip.equals(endpointIP)) out.routes.push(host);
     }
     for (const c of s.allowedLocationIPs) out.routes.push(viaKilo(c, s.wireGuardIP));
   }

@@ -5,7 +5,15 @@ export type DeviceRole = 'kilo' | 'private' | 'tunnel';
 
 /** Kilo's own routing table, for traffic that must be encapsulated. */
 export const kiloTable = 1107;
-export type RouteTable = 'main' | typeof kiloTable;
+/**
+ * With --route-host-traffic: the routes to other nodes' internal IPs over WireGuard. Every packet
+ * except WireGuard's own (marked with `wireGuardMark`) looks here first, so the tunnel's UDP to an
+ * endpoint that is also an internal IP follows the main table instead of looping into the tunnel.
+ */
+export const hostTable = 1108;
+/** The firewall mark of WireGuard's own packets with --route-host-traffic (0x453 = 1107). */
+export const wireGuardMark = 0x453;
+export type RouteTable = 'main' | typeof kiloTable | typeof hostTable;
 
 export interface PlanRoute {
   dst: string;
@@ -19,8 +27,12 @@ export interface PlanRoute {
 export interface PlanRule {
   src: string | null;
   dst: string | null;
-  table: typeof kiloTable;
+  table: typeof kiloTable | typeof hostTable;
   iif: 'kilo' | null;
+  /** Matches packets with this firewall mark; absent = any mark. */
+  fwmark?: number;
+  /** `not`: the rule applies to the packets its selectors do not match. */
+  invert?: boolean;
 }
 
 export interface PlanPeer {
@@ -72,6 +84,8 @@ export interface Plan {
   /** The interface address (WireGuard IP with the mesh mask); null on a non-leader. */
   wireGuardIP: string | null;
   listenPort: number;
+  /** Firewall mark of the WireGuard device's own packets (--route-host-traffic); null = none. */
+  fwmark: number | null;
   /** Where the private key lives; the key itself never enters a plan. */
   privateKey: { path: string };
   /** Location granularity brings the WireGuard link down on non-leaders. */

@@ -4,7 +4,7 @@ import { PartialApplyError } from '../../src/dataplane/routes/errors.js';
 import { KiloRoutingTables, type RouteMachine } from '../../src/dataplane/routes/reconciler.js';
 import { describeRoute, describeRule, type KernelRoute, type KernelRule } from '../../src/dataplane/routes/state.js';
 import type { DeviceNames } from '../../src/dataplane/types.js';
-import { kiloTable, type PlanRoute, type PlanRule } from '../../src/mesh/types.js';
+import { hostTable, kiloTable, wireGuardMark, type PlanRoute, type PlanRule } from '../../src/mesh/types.js';
 
 /**
  * One machine with Kilo's stand-in interfaces, the same for the kernel (a namespace) and the model:
@@ -118,13 +118,22 @@ const kernelRoute = (dst: string, dev: string, extra: Partial<KernelRoute> = {})
   protocol: P,
   ...extra,
 });
-const kernelRule = (src: string | null, dst: string | null, priority: number, table: number): KernelRule => ({
+const kernelRule = (
+  src: string | null,
+  dst: string | null,
+  priority: number,
+  table: number,
+  extra: Partial<KernelRule> = {},
+): KernelRule => ({
   family: (src ?? dst ?? '').includes(':') ? 6 : 4,
   priority,
   src,
   dst,
   iif: null,
+  fwmark: null,
+  invert: false,
   table,
+  ...extra,
 });
 
 // Not Kilo's: other protocols, other priorities, tables Kilo does not use.
@@ -357,6 +366,74 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
         assert.deepEqual((await shown(c.tables)).rules, [...want].sort(), `after ${want.join(', ')}`);
         assert.equal((await c.tables.reconcile([], rules, devices)).writes, 0);
       }
+    });
+
+    // --route-host-traffic: WireGuard's own packets (marked) skip table 1108, everything else looks there.
+    const markRule: PlanRule = {
+      src: null,
+      dst: null,
+      iif: null,
+      table: hostTable,
+      fwmark: wireGuardMark,
+      invert: true,
+    };
+    const hostRoutes = [
+      r('192.168.2.5/32', '10.4.0.2', 'kilo', { onlink: true, src: '192.168.1.1', table: hostTable }),
+      r('fd00:2::5/128', null, 'kilo', { table: hostTable }),
+    ];
+    const markRules = [
+      'rule not from all fwmark 0x453 lookup 1108 priority 1107',
+      'rule -6 not from all fwmark 0x453 lookup 1108 priority 1107',
+    ];
+    const hostRouteText = [
+      'route 192.168.2.5/32 via 10.4.0.2 dev kilo0 src 192.168.1.1 onlink table 1108',
+      'route fd00:2::5/128 dev kilo0 table 1108',
+    ];
+
+    withMachine('the fwmark rule (both families) and table-1108 routes read back, stay, and go', async (_h, c) => {
+      const routes = [...planA.routes, ...hostRoutes];
+      const rules = [...planA.rules, markRule];
+      const on = await c.tables.reconcile(routes, rules, devices);
+      assert.equal(on.writes, 11 + 4, on.details.join('\n'));
+      assert.deepEqual(await shown(c.tables), {
+        routes: [...routesA, ...hostRouteText].sort(),
+        rules: [...rulesA, ...markRules].sort(),
+      });
+      assert.deepEqual(await c.tables.reconcile(routes, rules, devices), { writes: 0, details: [] });
+
+      // The flag turned off: exactly the rule and the table-1108 routes go.
+      const off = await c.tables.reconcile(planA.routes, planA.rules, devices);
+      assert.deepEqual(
+        [...off.details].sort(),
+        [...hostRouteText.map((x) => `del ${x}`), ...markRules.map((x) => `del ${x}`)].sort(),
+      );
+      assert.deepEqual(await shown(c.tables), { routes: routesA, rules: rulesA });
+
+      await c.tables.reconcile(routes, rules, devices);
+      const cleaned = await c.tables.cleanup();
+      assert.equal(cleaned.writes, routesA.length + rulesA.length + 4);
+      assert.deepEqual(await shown(c.tables), { routes: [], rules: [] });
+    });
+
+    withMachine('mark rules left at Kilo’s priority (other mask, without not) give way to the plan’s', async (h, c) => {
+      // The kernel refuses `not fwmark X` next to `fwmark X` (it ignores `not` when comparing) and
+      // tells `0x453/0xffff` from `0x453`: both must be removed first, the foreign one must stay.
+      await h.addRule(kernelRule(null, null, 1107, hostTable, { fwmark: '0x453' }));
+      await h.addRule(kernelRule(null, null, 1107, hostTable, { fwmark: '0x453/0xffff', invert: true }));
+      await h.addRule(kernelRule(null, null, 1200, hostTable, { fwmark: '0x453', invert: true }));
+      const ops = await c.tables.reconcile([], [markRule], devices);
+      assert.deepEqual([...ops.details].sort(), [
+        'add rule -6 not from all fwmark 0x453 lookup 1108 priority 1107',
+        'add rule not from all fwmark 0x453 lookup 1108 priority 1107',
+        'del rule from all fwmark 0x453 lookup 1108 priority 1107',
+        'del rule not from all fwmark 0x453/0xffff lookup 1108 priority 1107',
+      ]);
+      assert.deepEqual((await shown(c.tables)).rules, [...markRules].sort());
+      assert.ok(
+        sortedRules(await h.allRules()).includes('rule not from all fwmark 0x453 lookup 1108 priority 1200'),
+        'a rule at another priority is not Kilo’s',
+      );
+      assert.equal((await c.tables.reconcile([], [markRule], devices)).writes, 0);
     });
 
     withMachine('cleanup removes every Kilo route in every table and every rule at Kilo’s priority', async (h, c) => {

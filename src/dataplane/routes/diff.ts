@@ -65,7 +65,8 @@ function diffRoutes(
 
 /**
  * Whether `ip rule del` with `spec`'s selectors removes `rule`: the kernel compares only the
- * selectors a delete names, and removes the first rule in list order that matches.
+ * selectors a delete names, and removes the first rule in list order that matches. `not` is not
+ * compared (a delete of `fwmark X` also removes `not fwmark X`).
  */
 export function ruleDeleteMatches(spec: KernelRule, rule: KernelRule): boolean {
   return (
@@ -74,14 +75,15 @@ export function ruleDeleteMatches(spec: KernelRule, rule: KernelRule): boolean {
     spec.table === rule.table &&
     (spec.src === null || spec.src === rule.src) &&
     (spec.dst === null || spec.dst === rule.dst) &&
-    (spec.iif === null || spec.iif === rule.iif)
+    (spec.iif === null || spec.iif === rule.iif) &&
+    (spec.fwmark === null || spec.fwmark === rule.fwmark)
   );
 }
 
 /**
  * Whether adding `add` fails with "File exists" because of `existing`: the kernel compares the
- * interface always, but the address selectors only when the new rule names them, so
- * `to X` clashes with an existing `from A to X` at the same priority.
+ * interface and the firewall mark always, the address selectors only when the new rule names them
+ * (so `to X` clashes with an existing `from A to X` at the same priority), and `not` never.
  */
 export function ruleAddConflicts(add: KernelRule, existing: KernelRule): boolean {
   return (
@@ -89,6 +91,7 @@ export function ruleAddConflicts(add: KernelRule, existing: KernelRule): boolean
     add.priority === existing.priority &&
     add.table === existing.table &&
     add.iif === existing.iif &&
+    add.fwmark === existing.fwmark &&
     (add.src === null || add.src === existing.src) &&
     (add.dst === null || add.dst === existing.dst)
   );

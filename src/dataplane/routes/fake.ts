@@ -40,11 +40,11 @@ export class FakeMachine {
   /** By key (table, destination, metric), in insertion order; several under a key are appended routes. */
   private readonly byKey = new Map<string, KernelRoute[]>();
   rules: KernelRule[] = [
-    { family: 4, priority: 0, src: null, dst: null, iif: null, table: 255 },
-    { family: 4, priority: 32766, src: null, dst: null, iif: null, table: mainTableId },
-    { family: 4, priority: 32767, src: null, dst: null, iif: null, table: 253 },
-    { family: 6, priority: 0, src: null, dst: null, iif: null, table: 255 },
-    { family: 6, priority: 32766, src: null, dst: null, iif: null, table: mainTableId },
+    { family: 4, priority: 0, src: null, dst: null, iif: null, fwmark: null, invert: false, table: 255 },
+    { family: 4, priority: 32766, src: null, dst: null, iif: null, fwmark: null, invert: false, table: mainTableId },
+    { family: 4, priority: 32767, src: null, dst: null, iif: null, fwmark: null, invert: false, table: 253 },
+    { family: 6, priority: 0, src: null, dst: null, iif: null, fwmark: null, invert: false, table: 255 },
+    { family: 6, priority: 32766, src: null, dst: null, iif: null, fwmark: null, invert: false, table: mainTableId },
   ];
   /** Write operations that reached the model (tests count them). */
   writes = 0;

@@ -1,7 +1,7 @@
 import { IP, type Family } from '../../net/cidr.js';
 import { mainTableId } from './constants.js';
 import type { RouteOp } from './diff.js';
-import { canonicalPrefix, defaultMetric, type KernelRoute, type KernelRule } from './state.js';
+import { canonicalPrefix, defaultMetric, markText, type KernelRoute, type KernelRule } from './state.js';
 
 /**
  * iproute2's JSON (`ip -N -j route|rule show`) to kernel form and RouteOps to `ip -batch` lines.
@@ -29,6 +29,10 @@ interface IpRuleJson {
   dst?: string;
   dstlen?: number;
   iif?: string;
+  fwmark?: string;
+  fwmask?: string;
+  /** Present (as null) on a `not` rule. */
+  not?: null;
   table?: string;
 }
 
@@ -88,6 +92,11 @@ export function parseRules(json: string, family: Family, priority: number | null
       src: prefix(family, e.src, e.srclen),
       dst: prefix(family, e.dst, e.dstlen),
       iif: e.iif ?? null,
+      fwmark:
+        e.fwmark === undefined
+          ? null
+          : markText(Number(e.fwmark), e.fwmask === undefined ? undefined : Number(e.fwmask)),
+      invert: 'not' in e,
       table: numeric(e.table, tableNames, mainTableId),
     }));
 }
@@ -111,8 +120,10 @@ export function renderOp(op: RouteOp): string {
   }
   const r = op.rule;
   let line = `rule ${op.action}`;
+  if (r.invert) line += ' not';
   if (r.src) line += ` from ${r.src}`;
   if (r.dst) line += ` to ${r.dst}`;
   if (r.iif) line += ` iif ${r.iif}`;
+  if (r.fwmark) line += ` fwmark ${r.fwmark}`;
   return `${line} lookup ${r.table} priority ${r.priority}`;
 }
