@@ -2,7 +2,7 @@ import type { ClusterSource, Logger } from '../backend/source.js';
 import type { Exec } from '../dataplane/exec.js';
 import { findPrivateInterface } from '../dataplane/links.js';
 import { reconcile, cleanUp, type Dataplane, type ReconcileResult } from '../dataplane/reconcile.js';
-import type { DeviceNames } from '../dataplane/types.js';
+import type { DeviceNames, WireGuardState } from '../dataplane/types.js';
 import { planNode } from '../mesh/plan.js';
 import { topologyOf } from '../mesh/compute.js';
 import type { MeshOptions } from '../mesh/options.js';
@@ -15,6 +15,7 @@ import type { Cidr } from '../net/cidr.js';
 import { syncCNIConfig } from './cni.js';
 import { annotationPatch, lastSeenIntervalSeconds } from './local-node.js';
 import type { AgentMetrics } from './metrics.js';
+import { keepRoamingEndpoints } from './roaming.js';
 
 export interface AgentOptions {
   hostname: string;
@@ -162,7 +163,8 @@ export class Agent {
       }
       const cniError = await this.syncCNI(cluster.nodes.find((n) => n.name === options.hostname)?.podCIDR ?? null);
       const nowSeconds = Math.floor(this.clock() / 1000);
-      const discovered = await this.discoveredEndpoints();
+      const device = await this.deps.dataplane.device.read().catch(() => null);
+      const discovered = this.discoveredEndpoints(device);
       let topology: Topology | null = null;
       try {
         topology = topologyOf(cluster, options.hostname, options.mesh, readinessTime(cluster.nodes, nowSeconds));
@@ -192,7 +194,7 @@ export class Agent {
       metrics.leader.set(plan.leader ? 1 : 0);
 
       const result = await reconcile(this.deps.dataplane, {
-        plan,
+        plan: keepRoamingEndpoints(plan, device, new Set(this.roamingKeys()), nowSeconds),
         devices: await this.devices(),
         privateKey: this.deps.privateKey,
         mtu: options.mtu,
@@ -258,12 +260,11 @@ export class Agent {
   }
 
   /** Endpoints WireGuard learned for roaming peers (those that keep the tunnel alive from behind NAT). */
-  private async discoveredEndpoints(): Promise<Map<string, Endpoint>> {
+  private discoveredEndpoints(state: WireGuardState | null): Map<string, Endpoint> {
     const out = new Map<string, Endpoint>();
     const plan = this.status.plan;
     if (!plan) return out;
     const roaming = new Set(this.roamingKeys());
-    const state = await this.deps.dataplane.device.read().catch(() => null);
     for (const p of state?.peers ?? []) {
       if (!roaming.has(p.publicKey) || !p.endpoint || p.latestHandshake === 0) continue;
       const e = parseEndpoint(p.endpoint);

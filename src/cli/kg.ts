@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { applyCommand } from './apply.js';
+import { labCommand } from '../lab/command.js';
 import { runCommand } from './kg-run.js';
 import { runProgram } from './run.js';
 import { webhookCommand } from './webhook.js';
@@ -11,7 +12,8 @@ export function kgProgram(): Command {
     .enablePositionalOptions()
     .addCommand(runCommand(), { isDefault: true })
     .addCommand(applyCommand())
-    .addCommand(webhookCommand());
+    .addCommand(webhookCommand())
+    .addCommand(labCommand());
 }
 
 export async function main(argv: string[]): Promise<void> {

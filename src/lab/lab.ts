@@ -1,0 +1,333 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import type { KubeObject } from '../model/parse.js';
+import { Annotation } from '../model/annotations.js';
+import type { Granularity } from '../model/types.js';
+import { LabApiClient } from './client.js';
+import {
+  apiAddress,
+  apiNs,
+  apiPort,
+  initialNodes,
+  labNode,
+  locationLabel,
+  locationName,
+  natKeepaliveSeconds,
+  peerName,
+  type LabNode,
+  type LabOptions,
+} from './layout.js';
+import { buildInternet, buildLocation, buildNode, buildPeerNetwork, removeNodeNetwork } from './network.js';
+import { cliArgv, killNamespaceProcesses, startRecorded, stopProcess } from './processes.js';
+import { configurePeer, createPeerObject, peerEndpoint } from './peer.js';
+import { allOk, pingMatrix, type Endpoint, type Matrix } from './probe.js';
+import { inNodeNs, run, sleep } from './sh.js';
+import { StateDir, isAlive, type LabState } from './state.js';
+import { teardown } from './teardown.js';
+
+export interface AgentStartOptions {
+  /** --clean-up for this start (default true). */
+  cleanUp?: boolean;
+}
+
+/**
+ * One lab: its state directory and everything recorded in it. Built by `up`, reopened by every
+ * other command (and by the end-to-end tests) from the state directory alone.
+ */
+export class Lab {
+  readonly api: LabApiClient;
+
+  private constructor(readonly state: StateDir) {
+    this.api = new LabApiClient(state.path('api.sock'));
+  }
+
+  get options(): LabOptions {
+    return this.state.state.options;
+  }
+
+  get nodes(): LabNode[] {
+    return this.state.state.nodes;
+  }
+
+  get kubeconfig(): string {
+    return this.state.path('kubeconfig');
+  }
+
+  /** The API server's objects as a List file: a `kgctl --cluster` snapshot. */
+  get clusterFile(): string {
+    return this.state.path('cluster.json');
+  }
+
+  node(name: string): LabNode {
+    const n = this.nodes.find((x) => x.name === name);
+    if (!n) throw new Error(`lab node ${JSON.stringify(name)} does not exist (nodes: ${this.nodes.map((x) => x.name).join(', ')})`);
+    return n;
+  }
+
+  nodeDir(name: string): string {
+    return this.state.path('nodes', name);
+  }
+
+  runDir(name: string): string {
+    return this.state.path('nodes', name, 'run');
+  }
+
+  static open(dir: string): Lab {
+    return new Lab(StateDir.load(dir));
+  }
+
+  /**
+   * Builds the network, starts the API server, creates the Node (and Peer) objects and starts an
+   * agent per node. Does not wait for the mesh: see converge(). On failure, tears down what it made.
+   */
+  static async up(dir: string, options: LabOptions, log: (line: string) => void = () => {}): Promise<Lab> {
+    const initial: LabState = { options, nodes: [], agentFlags: [], nextK: 1, peerPublicKey: null, made: [] };
+    const createdDir = !existsSync(dir);
+    const state = StateDir.create(dir, initial);
+    if (createdDir) state.record({ kind: 'dir', path: dir });
+    const lab = new Lab(state);
+    try {
+      await lab.build(log);
+      return lab;
+    } catch (e) {
+      log(`up failed (${(e as Error).message}); tearing down`);
+      await teardown(dir);
+      throw e;
+    }
+  }
+
+  private async build(log: (line: string) => void): Promise<void> {
+    const o = this.options;
+    const t0 = Date.now();
+    // wireguard-go's socket directory is bound over this path in each node: it must exist.
+    if (!existsSync('/var/run/wireguard')) {
+      mkdirSync('/var/run/wireguard', { recursive: true, mode: 0o700 });
+      this.state.record({ kind: 'dir', path: '/var/run/wireguard' });
+    }
+    buildInternet(this.state, o.prefix);
+    for (let l = 1; l <= o.locations; l++) buildLocation(this.state, o.prefix, l, o.natLocation === l);
+    for (const n of initialNodes(o)) {
+      buildNode(this.state, o.prefix, n);
+      this.state.state.nodes.push(n);
+      this.state.state.nextK = n.k + 1;
+      this.state.save();
+    }
+    if (o.peer) buildPeerNetwork(this.state, o.prefix);
+    log(`network: ${this.state.state.made.filter((m) => m.kind === 'netns').length} namespaces in ${Date.now() - t0} ms`);
+    await this.startApiServer();
+    for (const n of this.nodes) await this.api.create('nodes', this.nodeObject(n));
+    if (o.peer) await createPeerObject(this);
+    for (const n of this.nodes) this.startAgent(n.name);
+    log(`API server at http://${apiAddress}:${apiPort}, ${this.nodes.length} agents started (${o.granularity})`);
+  }
+
+  private async startApiServer(): Promise<void> {
+    writeFileSync(
+      this.kubeconfig,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        `clusters: [{name: lab, cluster: {server: "http://${apiAddress}:${apiPort}"}}]`,
+        'users: [{name: lab, user: {}}]',
+        'contexts: [{name: lab, context: {cluster: lab, user: lab}}]',
+        'current-context: lab',
+        '',
+      ].join('\n'),
+    );
+    const argv = ['ip', 'netns', 'exec', apiNs(this.options.prefix), ...cliArgv('kg'), 'lab', 'apiserver', '--listen', `0.0.0.0:${apiPort}`, '--socket', this.state.path('api.sock'), '--state', this.clusterFile];
+    startRecorded(this.state, 'apiserver', argv, this.state.path('apiserver.log'));
+    await this.api.waitReady();
+  }
+
+  nodeObject(n: LabNode): KubeObject {
+    const annotations: Record<string, string> = {};
+    // Behind NAT a node keeps its mappings open; the others learn where it is from WireGuard.
+    if (!n.publicIP) annotations[Annotation.persistentKeepalive] = String(natKeepaliveSeconds);
+    return {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name: n.name, labels: { [locationLabel]: locationName(n.location) }, annotations },
+      spec: { podCIDR: n.podCIDR },
+    } as KubeObject;
+  }
+
+  // ---- agents ----------------------------------------------------------------------------
+
+  /** The recorded agent process of a node, if it runs. */
+  agentProcess(name: string): { pid: number; start: string } | null {
+    const p = this.state.state.made.find((m) => m.kind === 'process' && m.what === `kg ${name}`);
+    return p && p.kind === 'process' && isAlive(p) ? p : null;
+  }
+
+  startAgent(name: string, o: AgentStartOptions = {}): number {
+    const n = this.node(name);
+    if (this.agentProcess(name)) throw new Error(`the agent of ${name} is already running`);
+    this.state.forget((m) => m.kind === 'process' && m.what === `kg ${name}`);
+    mkdirSync(this.runDir(name), { recursive: true, mode: 0o700 });
+    const argv = inNodeNs(n.ns, this.runDir(name), [
+      ...cliArgv('kg'),
+      '--hostname',
+      n.name,
+      '--kubeconfig',
+      this.kubeconfig,
+      '--mesh-granularity',
+      this.options.granularity,
+      // These machines have no ipip: inside a location packets go in the clear.
+      '--encapsulate=never',
+      `--clean-up=${o.cleanUp ?? true}`,
+      '--key-file',
+      `${this.nodeDir(name)}/key`,
+      '--listen',
+      '127.0.0.1:1107',
+      ...this.state.state.agentFlags,
+    ]);
+    return startRecorded(this.state, `kg ${name}`, argv, `${this.nodeDir(name)}/kg.log`);
+  }
+
+  /** Stops a node's agent: SIGTERM (it cleans up per its --clean-up) or SIGKILL (a crash). */
+  async stopAgent(name: string, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    const p = this.agentProcess(name);
+    if (p) await stopProcess(p, signal, 10_000);
+    this.state.forget((m) => m.kind === 'process' && m.what === `kg ${name}`);
+  }
+
+  /**
+   * Restarts every agent with a new granularity (and flags), as an operator rolling out a
+   * changed DaemonSet would: stop all, start all, no manual clean-up in between.
+   */
+  async restartAgents(granularity: Granularity, extraFlags: string[] = this.state.state.agentFlags): Promise<void> {
+    await Promise.all(this.nodes.map((n) => this.stopAgent(n.name)));
+    this.state.state.options.granularity = granularity;
+    this.state.state.agentFlags = extraFlags;
+    this.state.save();
+    for (const n of this.nodes) this.startAgent(n.name);
+    if (this.options.peer) await this.refreshPeer().catch(() => undefined);
+  }
+
+  // ---- nodes joining and leaving ------------------------------------------------------------
+
+  /** A new node in a location: its namespaces, its Node object, its agent. */
+  async addNode(location: number): Promise<LabNode> {
+    const used = new Set(this.nodes.filter((n) => n.location === location).map((n) => n.index));
+    let index = 1;
+    while (used.has(index)) index++;
+    const n = labNode(this.options.prefix, location, index, this.state.state.nextK, this.options.natLocation === location);
+    buildNode(this.state, this.options.prefix, n);
+    this.state.state.nodes.push(n);
+    this.state.state.nextK = n.k + 1;
+    this.state.save();
+    await this.api.create('nodes', this.nodeObject(n));
+    this.startAgent(n.name);
+    return n;
+  }
+
+  /** A node leaves: its Node object is deleted, its agent stopped, its namespaces removed. */
+  async removeNode(name: string): Promise<void> {
+    const n = this.node(name);
+    await this.api.delete('nodes', name);
+    await this.stopAgent(name, 'SIGKILL');
+    await killNamespaceProcesses(n.ns);
+    await killNamespaceProcesses(n.podNs);
+    removeNodeNetwork(this.state, n);
+    this.state.state.nodes = this.nodes.filter((x) => x.name !== name);
+    this.state.save();
+    rmSync(this.nodeDir(name), { recursive: true, force: true });
+  }
+
+  // ---- the Peer ------------------------------------------------------------------------------
+
+  /** Re-reads the Peer's configuration from `kgctl showconf peer` and applies it. */
+  async refreshPeer(): Promise<void> {
+    await configurePeer(this);
+  }
+
+  async removePeer(): Promise<void> {
+    await this.api.delete('peers', peerName);
+  }
+
+  async addPeer(): Promise<void> {
+    await createPeerObject(this);
+    await this.refreshPeer();
+  }
+
+  // ---- observing -----------------------------------------------------------------------------
+
+  podEndpoints(): Endpoint[] {
+    return this.nodes.map((n) => ({ name: n.name, ns: n.podNs, ip: n.podIP }));
+  }
+
+  /** Pod→pod, plus Peer→pod when the lab has a Peer (and it is configured). */
+  async matrix(o: { waitSeconds?: number; peer?: boolean } = {}): Promise<Matrix> {
+    const pods = this.podEndpoints();
+    const sources = o.peer ?? this.options.peer ? [...pods, peerEndpoint(this)] : pods;
+    return pingMatrix(sources, pods, o);
+  }
+
+  /** Waits until every node has published its key and endpoint (the Peer's config needs them). */
+  async waitNodesAnnounced(timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const objects = await this.api.list('nodes');
+      const missing = this.nodes.filter((n) => {
+        const a = objects.find((o) => o.metadata?.name === n.name)?.metadata?.annotations ?? {};
+        return !a[Annotation.key] || !a[Annotation.endpoint] || !a[Annotation.lastSeen];
+      });
+      if (missing.length === 0) return;
+      if (Date.now() > deadline) throw new Error(`nodes did not announce themselves within ${timeoutMs} ms: ${missing.map((n) => n.name).join(', ')}`);
+      await sleep(100);
+    }
+  }
+
+  /**
+   * Waits until every pod reaches every pod (and the Peer every pod). Returns the last matrix
+   * and how long it took; throws with the failing pairs after `timeoutMs`.
+   */
+  async converge(timeoutMs = 90_000, o: { peer?: boolean } = {}): Promise<{ matrix: Matrix; ms: number }> {
+    const t0 = Date.now();
+    const withPeer = o.peer ?? this.options.peer;
+    if (withPeer) {
+      await this.waitNodesAnnounced(timeoutMs);
+      await this.refreshPeer();
+    }
+    let last: Matrix = [];
+    let refreshed = Date.now();
+    for (;;) {
+      last = await this.matrix({ waitSeconds: 1, peer: withPeer });
+      if (allOk(last)) return { matrix: last, ms: Date.now() - t0 };
+      if (Date.now() - t0 > timeoutMs) {
+        const bad = last.filter((e) => !e.ok).map((e) => `${e.from}→${e.to}`);
+        throw new Error(`the mesh did not converge within ${timeoutMs} ms; failing: ${bad.join(', ')}`);
+      }
+      // Endpoints discovered behind NAT reach the Peer's config only through the Node objects.
+      if (withPeer && Date.now() - refreshed > 5000) {
+        await this.refreshPeer().catch(() => undefined);
+        refreshed = Date.now();
+      }
+    }
+  }
+
+  /** `ip route get DST` in a node's namespace. */
+  routeGet(node: string, dst: string): string {
+    return run(['ip', '-n', this.node(node).ns, 'route', 'get', dst]).trim();
+  }
+
+  /** GET from a node's agent (/health, /metrics, /graph), through a process inside its namespace. */
+  agentGet(node: string, path: string): { ok: boolean; body: string } {
+    const script =
+      'fetch(process.argv[1]).then(async (r) => { process.stdout.write(await r.text()); process.exitCode = r.ok ? 0 : 1; }, (e) => { process.stdout.write(String(e.cause?.message ?? e.message)); process.exitCode = 2; })';
+    const r = spawnSync('ip', ['netns', 'exec', this.node(node).ns, process.execPath, '-e', script, `http://127.0.0.1:1107${path}`], { encoding: 'utf8', timeout: 30_000 });
+    return { ok: r.status === 0, body: r.stdout ?? '' };
+  }
+
+  /** Runs a command inside a node's namespace as its agent sees the machine (`wg` works there). */
+  exec(node: string, argv: readonly string[], stdio: 'pipe' | 'inherit' = 'pipe'): { code: number; stdout: string; stderr: string } {
+    const full = inNodeNs(this.node(node).ns, this.runDir(node), argv);
+    const r = spawnSync(full[0]!, full.slice(1), { encoding: 'utf8', stdio });
+    return { code: r.status ?? -1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+  }
+
+  async down(): Promise<void> {
+    await teardown(this.state.dir);
+  }
+}
+

@@ -1,0 +1,98 @@
+import { apiAddress, apiNs, gatewayNs, lanNs, peerNs, peerPublicIP, routerNs, type LabNode } from './layout.js';
+import { ipBatch, run, sysctl } from './sh.js';
+import type { StateDir } from './state.js';
+
+/**
+ * The lab's wires: namespaces joined by veth pairs created directly inside them (never in the
+ * host namespace, so no name there can collide), bridges for the location LANs and the
+ * internet. Each namespace is recorded before anything is put in it.
+ */
+
+export function addNamespace(state: StateDir, name: string): void {
+  run(['ip', 'netns', 'add', name]);
+  state.record({ kind: 'netns', name });
+  ipBatch(name, ['link set lo up']);
+}
+
+/** A veth pair with one end in each namespace, both up. */
+function veth(a: { ns: string; name: string }, b: { ns: string; name: string }): void {
+  run(['ip', 'link', 'add', a.name, 'netns', a.ns, 'type', 'veth', 'peer', 'name', b.name, 'netns', b.ns]);
+  ipBatch(a.ns, [`link set ${a.name} up`]);
+  ipBatch(b.ns, [`link set ${b.name} up`]);
+}
+
+const routerBridge = (l: number) => `loc${l}`;
+
+/** The internet: a router forwarding between public subnets, with no route to anything private. */
+export function buildInternet(state: StateDir, prefix: string): void {
+  const router = routerNs(prefix);
+  addNamespace(state, router);
+  sysctl(router, { 'net.ipv4.ip_forward': 1 });
+  // The API server lives on the internet, reachable from every node (through NAT too).
+  const api = apiNs(prefix);
+  addNamespace(state, api);
+  veth({ ns: api, name: 'pub0' }, { ns: router, name: 'api' });
+  ipBatch(api, [`addr add ${apiAddress}/24 dev pub0`, 'route add default via 198.18.0.254']);
+  ipBatch(router, ['addr add 198.18.0.254/24 dev api']);
+}
+
+/** A location: its LAN (a bridge namespace), the router's public subnet, and a NAT gateway if it is behind one. */
+export function buildLocation(state: StateDir, prefix: string, l: number, nat: boolean): void {
+  const lan = lanNs(prefix, l);
+  addNamespace(state, lan);
+  ipBatch(lan, ['link add br0 type bridge', 'link set br0 up']);
+  const router = routerNs(prefix);
+  ipBatch(router, [`link add ${routerBridge(l)} type bridge`, `link set ${routerBridge(l)} up`, `addr add 198.18.${l}.254/24 dev ${routerBridge(l)}`]);
+  if (!nat) return;
+  const gw = gatewayNs(prefix, l);
+  addNamespace(state, gw);
+  sysctl(gw, { 'net.ipv4.ip_forward': 1 });
+  veth({ ns: gw, name: 'lan0' }, { ns: lan, name: 'gw' });
+  ipBatch(lan, ['link set gw master br0']);
+  veth({ ns: gw, name: 'pub0' }, { ns: router, name: `gw${l}` });
+  ipBatch(router, [`link set gw${l} master ${routerBridge(l)}`]);
+  ipBatch(gw, [`addr add 192.168.${l}.1/24 dev lan0`, `addr add 198.18.${l}.1/24 dev pub0`, `route add default via 198.18.${l}.254`]);
+  run(['ip', 'netns', 'exec', gw, 'iptables', '-t', 'nat', '-A', 'POSTROUTING', '-o', 'pub0', '-j', 'MASQUERADE']);
+}
+
+/** A node namespace (lan0, pub0 unless behind NAT, pod0) and its pod namespace. */
+export function buildNode(state: StateDir, prefix: string, n: LabNode): void {
+  addNamespace(state, n.ns);
+  sysctl(n.ns, {
+    'net.ipv4.ip_forward': 1,
+    'net.ipv4.conf.all.rp_filter': 0,
+    'net.ipv4.conf.default.rp_filter': 0,
+  });
+  veth({ ns: n.ns, name: 'lan0' }, { ns: lanNs(prefix, n.location), name: `n${n.index}` });
+  ipBatch(lanNs(prefix, n.location), [`link set n${n.index} master br0`]);
+  const lines = [`addr add ${n.lanIP}/24 dev lan0`];
+  if (n.publicIP) {
+    veth({ ns: n.ns, name: 'pub0' }, { ns: routerNs(prefix), name: `l${n.location}n${n.index}` });
+    ipBatch(routerNs(prefix), [`link set l${n.location}n${n.index} master ${routerBridge(n.location)}`]);
+    lines.push(`addr add ${n.publicIP}/24 dev pub0`, `route add default via 198.18.${n.location}.254`);
+  } else {
+    lines.push(`route add default via 192.168.${n.location}.1`);
+  }
+  addNamespace(state, n.podNs);
+  veth({ ns: n.ns, name: 'pod0' }, { ns: n.podNs, name: 'eth0' });
+  lines.push(`addr add ${n.podGateway}/24 dev pod0`);
+  ipBatch(n.ns, lines);
+  ipBatch(n.podNs, [`addr add ${n.podIP}/24 dev eth0`, `route add default via ${n.podGateway}`]);
+}
+
+/** The Peer's namespace: only a public interface on the internet. */
+export function buildPeerNetwork(state: StateDir, prefix: string): void {
+  const ns = peerNs(prefix);
+  addNamespace(state, ns);
+  veth({ ns, name: 'pub0' }, { ns: routerNs(prefix), name: 'peer' });
+  ipBatch(routerNs(prefix), ['addr add 198.18.200.254/24 dev peer']);
+  ipBatch(ns, [`addr add ${peerPublicIP}/24 dev pub0`, 'route add default via 198.18.200.254']);
+}
+
+/** Removes a node's namespaces (its veths go with them). */
+export function removeNodeNetwork(state: StateDir, n: LabNode): void {
+  for (const ns of [n.podNs, n.ns]) {
+    run(['ip', 'netns', 'del', ns], { allowFail: true });
+    state.forget((m) => m.kind === 'netns' && m.name === ns);
+  }
+}

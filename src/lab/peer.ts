@@ -1,0 +1,113 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { KubeObject } from '../model/parse.js';
+import { generatePrivateKey, publicKeyOf } from '../wireguard/keys.js';
+import { netnsExec } from '../dataplane/exec.js';
+import type { Lab } from './lab.js';
+import { peerAllowedIP, peerKeepaliveSeconds, peerName, peerNs, peerPublicIP } from './layout.js';
+import type { Endpoint } from './probe.js';
+import { cliArgv, startRecorded } from './processes.js';
+import { inNodeNs, run, sleep } from './sh.js';
+import { isAlive } from './state.js';
+
+/**
+ * The lab's Peer: a machine outside the cluster (a laptop) with nothing but a public address,
+ * configured the way a user would: `kgctl showconf peer NAME` → wg-quick INI → `wg syncconf`.
+ */
+
+const port = 51820;
+const address = peerAllowedIP.split('/')[0]!;
+
+const peerDir = (lab: Lab) => lab.state.path('peer');
+const runDir = (lab: Lab) => lab.state.path('peer', 'run');
+
+function privateKey(lab: Lab): string {
+  const file = `${peerDir(lab)}/key`;
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(peerDir(lab), { recursive: true, mode: 0o700 });
+  const key = generatePrivateKey();
+  writeFileSync(file, `${key}\n`, { mode: 0o600 });
+  return key;
+}
+
+export function peerEndpoint(lab: Lab): Endpoint {
+  return { name: 'peer', ns: peerNs(lab.options.prefix), ip: address, source: address };
+}
+
+/** The Peer object, as `kubectl apply` of a Peer manifest would create it. */
+export async function createPeerObject(lab: Lab): Promise<void> {
+  const publicKey = publicKeyOf(privateKey(lab));
+  lab.state.state.peerPublicKey = publicKey;
+  lab.state.save();
+  const peer = {
+    apiVersion: 'kilo.squat.ai/v1alpha1',
+    kind: 'Peer',
+    metadata: { name: peerName },
+    spec: {
+      allowedIPs: [peerAllowedIP],
+      publicKey,
+      endpoint: { dnsOrIP: { ip: peerPublicIP }, port },
+      persistentKeepalive: peerKeepaliveSeconds,
+    },
+  } as KubeObject;
+  await lab.api.create('peers', peer);
+}
+
+function peerExec(lab: Lab, argv: readonly string[], input?: string): string {
+  return run(inNodeNs(peerNs(lab.options.prefix), runDir(lab), argv), input === undefined ? {} : { input });
+}
+
+/** Starts the Peer's wireguard-go (once) and waits for its interface. */
+async function ensureDevice(lab: Lab): Promise<void> {
+  const p = lab.state.state.made.find((m) => m.kind === 'process' && m.what === 'wireguard-go peer');
+  if (p && p.kind === 'process' && isAlive(p)) return;
+  mkdirSync(runDir(lab), { recursive: true, mode: 0o700 });
+  const exec = netnsExec(peerNs(lab.options.prefix), runDir(lab));
+  const argv = ['env', 'WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD=1', 'wireguard-go', '-f', 'kilo0'];
+  startRecorded(lab.state, 'wireguard-go peer', ['ip', 'netns', 'exec', peerNs(lab.options.prefix), 'sh', '-c', 'mount --bind "$0" /var/run/wireguard && exec "$@"', exec.wireGuardRunDir, ...argv], `${peerDir(lab)}/wireguard-go.log`);
+  const deadline = Date.now() + 10_000;
+  while (!existsSync(`${runDir(lab)}/kilo0.sock`)) {
+    if (Date.now() > deadline) throw new Error(`the Peer's wireguard-go did not create its socket; see ${peerDir(lab)}/wireguard-go.log`);
+    await sleep(20);
+  }
+  run(['ip', '-n', peerNs(lab.options.prefix), 'addr', 'replace', peerAllowedIP, 'dev', 'kilo0']);
+  run(['ip', '-n', peerNs(lab.options.prefix), 'link', 'set', 'kilo0', 'up']);
+}
+
+/** `kgctl showconf peer` against the API server's objects, without the lines `wg` rejects. */
+export function peerConfigFromKgctl(lab: Lab): { ini: string; allowedIPs: string[] } {
+  const r = run([...cliArgv('kgctl'), 'showconf', 'peer', peerName, '--cluster', lab.clusterFile, '--mesh-granularity', lab.options.granularity], { allowFail: true });
+  const allowedIPs: string[] = [];
+  const kept: string[] = [];
+  for (const line of r.split('\n')) {
+    // Address and DNS are wg-quick's, not wg's: `wg setconf` rejects them.
+    if (/^\s*(Address|DNS|MTU)\s*=/i.test(line)) continue;
+    const m = /^\s*AllowedIPs\s*=\s*(.*)$/i.exec(line);
+    if (m) allowedIPs.push(...m[1]!.split(',').map((s) => s.trim()).filter(Boolean));
+    kept.push(line);
+  }
+  return { ini: kept.join('\n'), allowedIPs };
+}
+
+/**
+ * Applies the Peer's current configuration: peers by `wg syncconf` (sessions of unchanged peers
+ * survive), a route per allowed IP as wg-quick would add. Without a Peer object, no peers.
+ */
+export async function configurePeer(lab: Lab): Promise<void> {
+  await ensureDevice(lab);
+  const peers = await lab.api.list('peers');
+  const present = peers.some((p) => p.metadata?.name === peerName);
+  const { ini, allowedIPs } = present ? peerConfigFromKgctl(lab) : { ini: '', allowedIPs: [] };
+  const peerSections = ini.replace(/^[\s\S]*?(?=^\[Peer\])/m, '');
+  const conf = [`[Interface]`, `PrivateKey = ${privateKey(lab)}`, `ListenPort = ${port}`, '', ini.includes('[Peer]') ? peerSections : ''].join('\n');
+  const file = `${peerDir(lab)}/wg.conf`;
+  writeFileSync(file, conf, { mode: 0o600 });
+  peerExec(lab, ['wg', 'syncconf', 'kilo0', file]);
+  const ns = peerNs(lab.options.prefix);
+  const want = new Set(allowedIPs);
+  const current = run(['ip', '-n', ns, 'route', 'show', 'dev', 'kilo0'])
+    .split('\n')
+    .map((l) => l.trim().split(' ')[0]!)
+    .filter(Boolean);
+  for (const c of current) if (!want.has(c) && !want.has(`${c}/32`)) run(['ip', '-n', ns, 'route', 'del', c, 'dev', 'kilo0'], { allowFail: true });
+  for (const c of want) run(['ip', '-n', ns, 'route', 'replace', c, 'dev', 'kilo0', 'src', address]);
+}

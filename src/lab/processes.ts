@@ -1,0 +1,93 @@
+import { spawn } from 'node:child_process';
+import { closeSync, openSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { run, sleep } from './sh.js';
+import { isAlive, processStart, type StateDir } from './state.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const fromSource = import.meta.url.endsWith('.ts');
+
+/**
+ * How to run one of our CLIs (kg, kgctl) from wherever this module runs: the built dist/ when
+ * the lab itself runs built, the TypeScript sources (through tsx) when it runs from src/ in tests.
+ */
+export function cliArgv(cli: 'kg' | 'kgctl'): string[] {
+  const bin = join(here, '..', '..', 'bin', cli);
+  // From src/ (tests), a dist/ built after every source change is the same code, seconds faster to start.
+  if (!fromSource || distIsFresh()) return [process.execPath, bin];
+  const entry = join(here, '..', 'cli', `${cli}.ts`);
+  return [process.execPath, '--import', import.meta.resolve('tsx'), '-e', `import(${JSON.stringify(entry)}).then((m) => m.main(process.argv.slice(1)))`, '--'];
+}
+
+let fresh: boolean | undefined;
+
+/** Whether dist/ was built after the last change to any file under src/ (checked once). */
+function distIsFresh(): boolean {
+  if (fresh !== undefined) return fresh;
+  const src = join(here, '..');
+  const built = (() => {
+    try {
+      return statSync(join(src, '..', 'dist', 'cli', 'kg.js')).mtimeMs;
+    } catch {
+      return 0;
+    }
+  })();
+  const newest = (dir: string): number =>
+    readdirSync(dir, { withFileTypes: true }).reduce((m, e) => Math.max(m, e.isDirectory() ? newest(join(dir, e.name)) : statSync(join(dir, e.name)).mtimeMs), 0);
+  fresh = built > 0 && newest(src) < built;
+  return fresh;
+}
+
+/**
+ * Starts a long-running process detached (its own session, output to `logFile`) so it outlives
+ * the command that started it, and records its PID before returning.
+ */
+export function startRecorded(state: StateDir, what: string, argv: readonly string[], logFile: string): number {
+  const fd = openSync(logFile, 'a', 0o600);
+  try {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', fd, fd], detached: true });
+    child.unref();
+    if (child.pid === undefined) throw new Error(`cannot start ${what}: ${argv[0]} did not start`);
+    const start = processStart(child.pid);
+    if (start === null) throw new Error(`${what} (${argv.join(' ')}) exited at once; see ${logFile}`);
+    state.record({ kind: 'process', pid: child.pid, start, what });
+    return child.pid;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Signals a recorded process if it is still ours; resolves once it is gone (SIGKILL after `graceMs`). */
+export async function stopProcess(p: { pid: number; start: string }, signal: NodeJS.Signals = 'SIGTERM', graceMs = 5000): Promise<void> {
+  if (!isAlive(p)) return;
+  try {
+    process.kill(p.pid, signal);
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + graceMs;
+  while (isAlive(p)) {
+    if (Date.now() > deadline) {
+      try {
+        process.kill(p.pid, 'SIGKILL');
+      } catch {
+        return;
+      }
+    }
+    await sleep(20);
+  }
+}
+
+/**
+ * Kills every process inside one of our namespaces (wireguard-go started by an agent, a ping or
+ * capture a test left): the namespace is ours, so is whatever runs in it.
+ */
+export async function killNamespaceProcesses(ns: string): Promise<void> {
+  const pids = run(['ip', 'netns', 'pids', ns], { allowFail: true })
+    .split('\n')
+    .map((l) => Number(l.trim()))
+    .filter((n) => Number.isInteger(n) && n > 1 && n !== process.pid);
+  const procs = pids.map((pid) => ({ pid, start: processStart(pid) })).filter((p): p is { pid: number; start: string } => p.start !== null);
+  await Promise.all(procs.map((p) => stopProcess(p, 'SIGKILL', 2000)));
+}
