@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { FileSource } from '../backend/file-source.js';
 import { hostExec } from '../dataplane/exec.js';
-import { cleanUp, reconcile, type ReconcileResult } from '../dataplane/reconcile.js';
+import { cleanUp, partialOf, reconcile, type ReconcileResult } from '../dataplane/reconcile.js';
 import { findPrivateInterface } from '../dataplane/links.js';
 import { planOf } from '../mesh/compute.js';
 import { parseCluster } from '../model/parse.js';
@@ -60,7 +60,11 @@ export function applyCommand(): Command {
         devices: { kilo: flags.interface, private: internalIP ? await findPrivateInterface(exec, internalIP) : null, tunnel },
       });
       log.info({ node: hostname, granularity, writes: result.writes, wireGuard: result.wireGuard, routes: result.routes.writes, firewall: result.firewall.writes, links: result.links.writes }, 'applied');
-      for (const e of result.errors) log.error({ err: e.message }, 'apply step failed');
+      for (const e of result.errors) {
+        log.error({ err: e.message }, 'apply step failed');
+        // The summary shows a few failures; each object that failed also gets a line of its own.
+        for (const f of partialOf(e)?.failures ?? []) log.error({ object: f.object, err: f.message }, 'not applied');
+      }
       return result;
     };
 

@@ -1,4 +1,5 @@
 import type { Plan } from '../mesh/types.js';
+import { PartialApplyError } from './routes/errors.js';
 import type { DeviceNames, FirewallTables, Links, Ops, PeerChanges, RoutingTables, WireGuardDevice } from './types.js';
 
 /** The node's dataplane: one implementation per concern, real or fake. */
@@ -16,6 +17,8 @@ export interface ReconcileInput {
   privateKey: string;
   /** null leaves the MTU alone. */
   mtu: number | null;
+  /** Firewall mark for WireGuard's own packets (0 = none). */
+  fwmark?: number;
 }
 
 export interface ReconcileResult {
@@ -39,32 +42,44 @@ const noOps = (): Ops => ({ writes: 0, details: [] });
 export async function reconcile(dp: Dataplane, input: ReconcileInput): Promise<ReconcileResult> {
   const { plan } = input;
   const result: ReconcileResult = { wireGuard: noChanges(), links: noOps(), routes: noOps(), firewall: noOps(), writes: 0, errors: [] };
-  const step = async <T>(name: string, f: () => Promise<T>): Promise<T | null> => {
+  // `partly`: what a step that failed for some objects did write still counts (the log must not say 0).
+  const step = async <T>(name: string, f: () => Promise<T>, partly?: (e: PartialApplyError) => T): Promise<T | null> => {
     try {
       return await f();
     } catch (e) {
       const err = e instanceof Error ? e : new Error(String(e));
-      result.errors.push(new Error(`${name}: ${err.message}`, { cause: err }));
-      return null;
+      // A partial failure already names its area ("routes: 2 change(s) failed, …").
+      result.errors.push(err.message.startsWith(`${name}:`) ? err : new Error(`${name}: ${err.message}`, { cause: err }));
+      const partial = partialOf(err);
+      return partial && partly ? partly(partial) : null;
     }
   };
+  const written = (e: PartialApplyError): Ops => ({ writes: e.ops.writes, details: [...e.ops.details] });
 
   const deviceReady = (await step('WireGuard interface', () => dp.device.ensure())) !== null;
   if (deviceReady) {
     result.links =
-      (await step(`interface ${input.devices.kilo}`, () =>
-        dp.links.reconcile(input.devices.kilo, { address: plan.wireGuardIP, up: plan.interfaceUp, mtu: input.mtu }),
+      (await step(
+        `interface ${input.devices.kilo}`,
+        () => dp.links.reconcile(input.devices.kilo, { address: plan.wireGuardIP, up: plan.interfaceUp, mtu: input.mtu }),
+        written,
       )) ?? noOps();
     result.wireGuard =
       (await step(`WireGuard peers of ${input.devices.kilo}`, () =>
-        dp.device.configure({ privateKey: input.privateKey, listenPort: plan.listenPort, fwmark: plan.fwmark ?? 0, peers: plan.peers }),
+        dp.device.configure({ privateKey: input.privateKey, listenPort: plan.listenPort, fwmark: input.fwmark ?? 0, peers: plan.peers }),
       )) ?? noChanges();
   }
-  result.routes = (await step('routes', () => dp.routes.reconcile(plan.routes, plan.rules, input.devices))) ?? noOps();
+  result.routes = (await step('routes', () => dp.routes.reconcile(plan.routes, plan.rules, input.devices), written)) ?? noOps();
   result.firewall = (await step('iptables', () => dp.firewall.reconcile(plan.firewall))) ?? noOps();
   const wg = result.wireGuard;
   result.writes = result.links.writes + result.routes.writes + result.firewall.writes + wg.added.length + wg.removed.length + wg.updated.length;
   return result;
+}
+
+/** The PartialApplyError behind a step's error: the step applied all but the objects it names. */
+export function partialOf(e: unknown): PartialApplyError | null {
+  if (e instanceof PartialApplyError) return e;
+  return e instanceof Error && e.cause instanceof PartialApplyError ? e.cause : null;
 }
 
 /** Removes everything Kilo added: firewall, routes and rules, and (optionally) the interface. */

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Plan } from '../../src/mesh/types.js';
@@ -37,7 +37,7 @@ export interface ApplyRun {
   logs: LogLine[];
   /** The "applied" line of the (last) reconcile. */
   applied: LogLine | undefined;
-  /** Every error message kg logged. */
+  /** Every error kg logged: "msg: [object: ]err". */
   errors: string[];
 }
 
@@ -60,7 +60,7 @@ function runOf(status: number | null, signal: NodeJS.Signals | null, stderr: str
     stderr,
     logs,
     applied: logs.filter((l) => l.msg === 'applied').at(-1),
-    errors: logs.filter((l) => l.level >= 50).map((l) => `${l.msg}: ${l.err ?? ''}`),
+    errors: logs.filter((l) => l.level >= 50).map((l) => `${l.msg}: ${typeof l['object'] === 'string' ? `${l['object']}: ` : ''}${l.err ?? ''}`),
   };
 }
 
@@ -156,8 +156,22 @@ export function namespacePids(ns: string): number[] {
 
 /** The command line of a PID, '' once it is gone. */
 export function commandOf(pid: number): string {
-  const r = spawnSync('cat', [`/proc/${pid}/cmdline`], { encoding: 'utf8' });
-  return r.status === 0 ? r.stdout.replace(/\0/g, ' ').trim() : '';
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** Direct children of a PID (from /proc, no process spawned: cheap enough to poll every few ms). */
+export function childrenOf(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
+      readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter((x) => x.trim() !== '').map(Number),
+    );
+  } catch {
+    return [];
+  }
 }
 
 /** The oracle: what `kgctl plan` says the agent on `node` programs with these mesh flags. */
@@ -443,10 +457,10 @@ export function privateInterface(ns: TestNamespace, name: string, address: strin
 }
 
 /** Waits until `f` is true (polling), or fails naming `what`. */
-export async function until(what: string, f: () => boolean, timeoutMs = 20_000): Promise<void> {
+export async function until(what: string, f: () => boolean, timeoutMs = 20_000, everyMs = 50): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!f()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
