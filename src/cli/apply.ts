@@ -53,12 +53,10 @@ export function applyCommand(): Command {
       const plan = planOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
       const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip.text ?? null;
       tunnel ??= options.encapsulate === 'never' ? null : await ipipTunnel(exec);
-      const result = await reconcile(dataplane, {
-        plan,
-        privateKey,
-        mtu,
-        devices: { kilo: flags.interface, private: internalIP ? await findPrivateInterface(exec, internalIP) : null, tunnel },
-      });
+      const privateInterface = internalIP ? await findPrivateInterface(exec, internalIP) : null;
+      if (internalIP && !privateInterface)
+        log.warn({ node: hostname, internalIP }, 'no interface holds the internal IP: routes over the private network cannot be installed');
+      const result = await reconcile(dataplane, { plan, privateKey, mtu, devices: { kilo: flags.interface, private: privateInterface, tunnel } });
       log.info({ node: hostname, granularity, writes: result.writes, wireGuard: result.wireGuard, routes: result.routes.writes, firewall: result.firewall.writes, links: result.links.writes }, 'applied');
       for (const e of result.errors) {
         log.error({ err: e.message }, 'apply step failed');
