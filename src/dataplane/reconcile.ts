@@ -17,8 +17,6 @@ export interface ReconcileInput {
   privateKey: string;
   /** null leaves the MTU alone. */
   mtu: number | null;
-  /** Firewall mark for WireGuard's own packets (0 = none). */
-  fwmark?: number;
 }
 
 export interface ReconcileResult {
@@ -66,7 +64,7 @@ export async function reconcile(dp: Dataplane, input: ReconcileInput): Promise<R
       )) ?? noOps();
     result.wireGuard =
       (await step(`WireGuard peers of ${input.devices.kilo}`, () =>
-        dp.device.configure({ privateKey: input.privateKey, listenPort: plan.listenPort, fwmark: input.fwmark ?? 0, peers: plan.peers }),
+        dp.device.configure({ privateKey: input.privateKey, listenPort: plan.listenPort, fwmark: plan.fwmark ?? 0, peers: plan.peers }),
       )) ?? noChanges();
   }
   result.routes = (await step('routes', () => dp.routes.reconcile(plan.routes, plan.rules, input.devices), written)) ?? noOps();

@@ -33,6 +33,10 @@ export interface KernelRule {
   src: string | null;
   dst: string | null;
   iif: string | null;
+  /** Firewall mark selector as iproute2 writes it: "0x453", or "0x453/0xff" with a partial mask. */
+  fwmark: string | null;
+  /** `not`: the rule applies to packets its selectors do not match. */
+  invert: boolean;
   table: number;
 }
 
@@ -71,7 +75,7 @@ export function sameRoute(a: KernelRoute, b: KernelRoute): boolean {
 
 /** A rule's whole content is its identity: rules have no key apart from it. */
 export function ruleKey(r: KernelRule): string {
-  return `${r.family} ${r.priority} ${r.src ?? 'all'} ${r.dst ?? 'all'} ${r.iif ?? '-'} ${r.table}`;
+  return `${r.family} ${r.priority} ${r.invert ? 'not ' : ''}${r.src ?? 'all'} ${r.dst ?? 'all'} ${r.iif ?? '-'} ${r.fwmark ?? '-'} ${r.table}`;
 }
 
 function tableName(table: number): string {
@@ -91,9 +95,10 @@ export function describeRoute(r: KernelRoute): string {
 }
 
 export function describeRule(r: KernelRule): string {
-  let s = `rule${r.family === 6 ? ' -6' : ''} from ${r.src ?? 'all'}`;
+  let s = `rule${r.family === 6 ? ' -6' : ''}${r.invert ? ' not' : ''} from ${r.src ?? 'all'}`;
   if (r.dst) s += ` to ${r.dst}`;
   if (r.iif) s += ` iif ${r.iif}`;
+  if (r.fwmark) s += ` fwmark ${r.fwmark}`;
   return `${s} lookup ${tableName(r.table)} priority ${r.priority}`;
 }
 
@@ -121,6 +126,12 @@ const deviceName = /^[^\s/'"\\#]{1,15}$/;
 
 export function isDeviceName(name: string): boolean {
   return deviceName.test(name);
+}
+
+/** A firewall mark as iproute2 prints and reads it; the full mask is implied and left out. */
+export function markText(mark: number, mask = 0xffffffff): string {
+  const m = `0x${(mark >>> 0).toString(16)}`;
+  return mask >>> 0 === 0xffffffff ? m : `${m}/0x${(mask >>> 0).toString(16)}`;
 }
 
 /** Why a route of a role with no interface cannot be installed, in the words an operator needs. */
@@ -255,11 +266,17 @@ export function desiredState(
   }
   const seenRules = new Set<string>();
   for (const r of rules) {
-    const object = `rule from ${r.src ?? 'all'}${r.dst ? ` to ${r.dst}` : ''}${r.iif ? ` iif ${r.iif}` : ''} lookup ${r.table}`;
+    const mark = r.fwmark === undefined ? null : r.fwmark;
+    const object = `rule ${r.invert ? 'not ' : ''}from ${r.src ?? 'all'}${r.dst ? ` to ${r.dst}` : ''}${r.iif ? ` iif ${r.iif}` : ''}${mark === null ? '' : ` fwmark ${mark}`} lookup ${r.table}`;
     const src = r.src === null ? null : canonicalPrefix(r.src);
     const dst = r.dst === null ? null : canonicalPrefix(r.dst);
     if ((r.src !== null && !src) || (r.dst !== null && !dst)) {
       out.problems.push({ object, message: `selector ${JSON.stringify(!src ? r.src : r.dst)} is not a CIDR` });
+      continue;
+    }
+    if (mark !== null && !(Number.isInteger(mark) && mark > 0 && mark <= 0xffffffff)) {
+      // Mark 0 would mean "no mark selector" to the kernel: a different rule than the plan's.
+      out.problems.push({ object, message: `fwmark ${mark} is not a number from 1 to 0xffffffff` });
       continue;
     }
     if (src && dst && src.family !== dst.family) {
@@ -283,6 +300,8 @@ export function desiredState(
         src: src?.text ?? null,
         dst: dst?.text ?? null,
         iif,
+        fwmark: mark === null ? null : markText(mark),
+        invert: r.invert ?? false,
         table: r.table === kiloTable ? kiloTable : r.table,
       };
       const k = ruleKey(rule);
