@@ -54,12 +54,19 @@ function expectedWrites(a: Plan, b: Plan, devices: { kilo: string; private: stri
   for (const [k, r] of ka) if (kb.get(k) !== r) routes++;
   for (const k of kb.keys()) if (!ka.has(k)) routes++;
   routes += ma.rules.filter((r) => !mb.rules.includes(r)).length + mb.rules.filter((r) => !ma.rules.includes(r)).length;
-  // A Kilo chain whose content differs is replaced whole (one write); jumps are edited one by one.
-  const chainOf = (m: string[], c: string) => m.filter((l) => l.startsWith(`${c}:`)).join('\n');
+  // A Kilo chain is edited rule by rule (a write per rule in or out) when fewer rules change than
+  // it will hold, else replaced whole (one write); jumps in built-in chains are edited one by one.
+  const chainOf = (m: string[], c: string) => m.filter((l) => l.startsWith(`${c}:`));
   const chains = new Set(
     [...ma.firewall, ...mb.firewall].flatMap((l) => (/^\d \S+ KILO-[^:]*:/.test(l) ? [l.slice(0, l.indexOf(':'))] : [])),
   );
-  let firewall = [...chains].filter((c) => chainOf(ma.firewall, c) !== chainOf(mb.firewall, c)).length;
+  let firewall = 0;
+  for (const c of chains) {
+    const [ra, rb] = [chainOf(ma.firewall, c), chainOf(mb.firewall, c)];
+    // The plan keeps the order of the rules both have, so the edit is the symmetric difference.
+    const edits = ra.filter((l) => !rb.includes(l)).length + rb.filter((l) => !ra.includes(l)).length;
+    firewall += edits === 0 ? 0 : edits < rb.length ? edits : 1;
+  }
   const jumps = (m: string[]) => m.filter((l) => !/^\d \S+ KILO-/.test(l) && !/ chain /.test(l));
   const ja = jumps(ma.firewall);
   const jb = jumps(mb.firewall);

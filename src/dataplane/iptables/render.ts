@@ -1,12 +1,14 @@
 import type { Firewall, FirewallChain, FirewallRule, FirewallTable, IPFamily } from '../../mesh/types.js';
 import { editBuiltin, type DesiredRule } from './builtin.js';
+import { editOwnChain } from './own-chain.js';
 import { parseSave, type SavedRule, type SavedTable } from './save.js';
 import { canonicalArgs, joinArgs, kiloChainPrefix, ruleKey, targetOf, withComment } from './syntax.js';
 
 /**
  * Turns "what the plan wants" and "what iptables-save shows" into one `iptables-restore --noflush`
- * input per family that makes the machine equal the plan: Kilo's chains are re-declared and
- * refilled whole, Kilo's jumps in built-in chains are edited one by one, everything without a
+ * input per family that makes the machine equal the plan: Kilo's chains are edited rule by rule
+ * when few rules change, else re-declared and refilled whole; Kilo's jumps in built-in chains are
+ * edited one by one, everything without a
  * "Kilo:" comment is left exactly where it is. Equal already → empty input, nothing to run.
  */
 
@@ -79,6 +81,12 @@ function renderTable(where: string, chains: FirewallChain[], rules: FirewallRule
     const want = wanted.filter((r) => r.chain === name);
     const have = saved.chains.get(name);
     if (have && sameKeys(have.rules, want)) continue;
+    const inPlace = have ? editOwnChain(have, want) : null;
+    if (inPlace) {
+      fill.push(...inPlace);
+      changes.push(...inPlace.map((line) => `${where}: ${line}`));
+      continue;
+    }
     declare.push(`:${name} - [0:0]`);
     fill.push(...want.map((r) => `-A ${name} ${r.text}`));
     changes.push(

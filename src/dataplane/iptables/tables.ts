@@ -1,4 +1,4 @@
-import type { Firewall, IPFamily } from '../../mesh/types.js';
+import type { Firewall, FirewallTable, IPFamily } from '../../mesh/types.js';
 import { ExecError, type Exec } from '../exec.js';
 import type { FirewallTables, Ops } from '../types.js';
 import { familyName, renderCleanup, renderFamily, type FamilyDump, type RestoreBatch } from './render.js';
@@ -31,6 +31,15 @@ interface Tools {
 const families: readonly IPFamily[] = [4, 6];
 
 /**
+ * A table no rule has used yet is missing from a full save; `iptables-save -t TABLE` would print
+ * just its built-in chains (the same in both families), and restore creates it.
+ */
+const absentTable: Record<FirewallTable, string> = {
+  nat: '*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n',
+  filter: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n',
+};
+
+/**
  * Kilo's firewall on Linux: reads with iptables-save, writes one `iptables-restore --noflush`
  * transaction per family, and runs nothing at all when the machine already equals the plan.
  */
@@ -60,13 +69,15 @@ export class LinuxFirewallTables implements FirewallTables {
     }));
   }
 
-  /** iptables-save of the tables Kilo uses, for one family. */
+  /**
+   * iptables-save of the tables Kilo uses, for one family. One save of everything: with nf_tables
+   * `-t TABLE` still fetches the whole ruleset, so a save per table costs a big KILO-NAT twice.
+   */
   async read(family: IPFamily): Promise<FamilyDump> {
     const tools = await this.backend();
-    const [nat, filter] = await Promise.all(
-      (['nat', 'filter'] as const).map(async (t) => (await this.exec.run([tools.save[family], '-t', t])).stdout),
-    );
-    return { nat: nat!, filter: filter! };
+    const all = (await this.exec.run([tools.save[family]])).stdout;
+    const has = (t: FirewallTable) => new RegExp(`^\\*${t}$`, 'm').test(all);
+    return { nat: has('nat') ? all : absentTable.nat, filter: has('filter') ? all : absentTable.filter };
   }
 
   // Two reconciles interleaving their read and write would each undo half of the other.
