@@ -58,7 +58,7 @@ export function addMeshFlags(cmd: Command, opts: { allowAuto: boolean }): Comman
     .addOption(new Option('--port <port>', 'WireGuard listen port when the endpoint names none').argParser(parseIntFlag('port', 1, 65535)).default(51820))
     .addOption(new Option('--encapsulate <strategy>', 'never, crosssubnet or always').argParser(oneOf('encapsulate', encapsulations)).default('always'))
     .addOption(boolOption('local', 'route inside a location in the clear over the private network', true))
-    .addOption(boolOption('cni', 'Kilo manages the CNI (masquerade the pod subnet)', true))
+    .addOption(boolOption('cni', 'Kilo manages the CNI: the pod subnet in the --cni-path conflist and pod masquerade', true))
     .addOption(boolOption('iptables-forward-rules', 'accept forwarded pod traffic in FORWARD', false))
     .addOption(
       boolOption(
