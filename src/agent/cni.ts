@@ -22,7 +22,8 @@ export function cniSubnetOf(conf: unknown): string | null {
     if (Array.isArray(ipam['ranges'])) {
       for (const set of ipam['ranges']) {
         if (!Array.isArray(set)) continue;
-        for (const r of set) if (isObject(r) && typeof r['subnet'] === 'string' && r['subnet'] !== '') return r['subnet'];
+        for (const r of set)
+          if (isObject(r) && typeof r['subnet'] === 'string' && r['subnet'] !== '') return r['subnet'];
       }
     }
     if (typeof ipam['subnet'] === 'string' && ipam['subnet'] !== '') return ipam['subnet'];
@@ -52,7 +53,8 @@ export function withCNISubnet(conf: unknown, subnet: string, file: string): Json
   return { ...conf, plugins: out };
 }
 
-export type CNIResult = { status: 'absent' } | { status: 'unchanged' } | { status: 'updated'; from: string | null; to: string };
+export type CNIResult =
+  { status: 'absent' } | { status: 'unchanged' } | { status: 'updated'; from: string | null; to: string };
 
 /**
  * Makes the conflist at `path` hand out `podCIDR`. Writes only when the subnet differs, through a

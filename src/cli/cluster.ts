@@ -18,7 +18,12 @@ export type ClusterFlags = MeshFlagValues & LiveFlags & { cluster?: string };
 /** --kubeconfig and --master: read the cluster live instead of from a --cluster snapshot. */
 export function addLiveFlags(cmd: Command): Command {
   return cmd
-    .addOption(new Option('--kubeconfig <path>', 'read Nodes and Peers from this cluster (instead of --cluster)').default(process.env['KUBECONFIG'] || undefined, '$KUBECONFIG'))
+    .addOption(
+      new Option('--kubeconfig <path>', 'read Nodes and Peers from this cluster (instead of --cluster)').default(
+        process.env['KUBECONFIG'] || undefined,
+        '$KUBECONFIG',
+      ),
+    )
     .addOption(new Option('--master <url>', 'API server address (overrides the kubeconfig)'));
 }
 
@@ -29,7 +34,8 @@ export function addLiveFlags(cmd: Command): Command {
  */
 export async function loadCluster(flags: ClusterFlags, hostname?: string): Promise<LoadedCluster> {
   const live = !flags.cluster && isLive(flags);
-  if (!flags.cluster && !live) throw new UsageError('no cluster: pass --cluster FILE (a snapshot of Nodes and Peers) or --kubeconfig FILE');
+  if (!flags.cluster && !live)
+    throw new UsageError('no cluster: pass --cluster FILE (a snapshot of Nodes and Peers) or --kubeconfig FILE');
   const objects = live ? await readLiveCluster(liveKubeConfig(flags)) : loadSnapshot(flags.cluster!);
   const cluster = parseCluster(objects, { topologyLabel: flags.topologyLabel });
   for (const e of cluster.errors) process.stderr.write(`warning: ignoring ${e.message}\n`);

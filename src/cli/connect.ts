@@ -22,7 +22,14 @@ import { Cidr } from '../net/cidr.js';
 import { generatePrivateKey, isKey, publicKeyOf } from '../wireguard/keys.js';
 import { parseDuration } from './agent-flags.js';
 import { addLiveFlags } from './cluster.js';
-import { addMeshFlags, boolOption, meshOptionsFrom, parseIntFlag, resolveGranularity, type MeshFlagValues } from './flags.js';
+import {
+  addMeshFlags,
+  boolOption,
+  meshOptionsFrom,
+  parseIntFlag,
+  resolveGranularity,
+  type MeshFlagValues,
+} from './flags.js';
 import { liveKubeConfig, type LiveFlags } from './live-cluster.js';
 import { peerConfig } from './showconf-conf.js';
 
@@ -44,7 +51,13 @@ export interface ConnectConfig {
  * on it): the first by name, whose segment also carries `extra` (e.g. the service CIDR), as Kilo
  * adds them to that node's allowed location IPs. Every allowed IP is routed into the interface.
  */
-export function connectConfig(cluster: ParsedCluster, name: string, options: MeshOptions, extra: readonly Cidr[], now: number): ConnectConfig {
+export function connectConfig(
+  cluster: ParsedCluster,
+  name: string,
+  options: MeshOptions,
+  extra: readonly Cidr[],
+  now: number,
+): ConnectConfig {
   const viewer = cluster.nodes
     .filter((n) => isNodeReady(n, now))
     .map((n) => n.name)
@@ -55,7 +68,10 @@ export function connectConfig(cluster: ParsedCluster, name: string, options: Mes
   const first = t.segments.findIndex((s) => s.nodes.some((n) => n.name === viewer));
   const peers: PlanPeer[] = ini.peers.map((p, i) => ({
     kind: i < t.segments.length ? 'segment' : 'peer',
-    names: i < t.segments.length ? t.segments[i]!.nodes.map((n) => n.name) : [p.comment?.replace(/ \(Peer\)$/, '') ?? p.publicKey],
+    names:
+      i < t.segments.length
+        ? t.segments[i]!.nodes.map((n) => n.name)
+        : [p.comment?.replace(/ \(Peer\)$/, '') ?? p.publicKey],
     publicKey: p.publicKey,
     endpoint: p.endpoint ?? null,
     allowedIPs: i === first ? [...new Set([...p.allowedIPs, ...extra.map((c) => c.networkText)])] : p.allowedIPs,
@@ -114,14 +130,22 @@ export class Connection {
   constructor(private readonly deps: ConnectDeps) {
     this.publicKey = publicKeyOf(deps.privateKey);
     this.custom = deps.kubeConfig.makeApiClient(CustomObjectsApi);
-    this.source = new KubernetesSource({ kubeConfig: deps.kubeConfig, logger: deps.log, ...(deps.timings ? { timings: deps.timings } : {}) });
+    this.source = new KubernetesSource({
+      kubeConfig: deps.kubeConfig,
+      logger: deps.log,
+      ...(deps.timings ? { timings: deps.timings } : {}),
+    });
   }
 
   async start(): Promise<void> {
     const { dataplane, options, log } = this.deps;
     await this.ensurePeer();
     await dataplane.device.ensure();
-    await dataplane.links.reconcile(options.interfaceName, { address: options.allowedIP.toString(), up: true, mtu: options.mtu });
+    await dataplane.links.reconcile(options.interfaceName, {
+      address: options.allowedIP.toString(),
+      up: true,
+      mtu: options.mtu,
+    });
     this.source.onChange(() => this.schedule());
     await this.source.start();
     log.info({ peer: options.name, interface: options.interfaceName }, 'connected to the cluster');
@@ -143,7 +167,12 @@ export class Connection {
     await attempt('the WireGuard interface', () => dataplane.device.destroy());
     if (this.createdPeer) {
       await attempt(`Peer ${options.name}`, async () => {
-        await this.custom.deleteClusterCustomObject({ group: peerGroup, version: peerVersion, plural: peerPlural, name: options.name });
+        await this.custom.deleteClusterCustomObject({
+          group: peerGroup,
+          version: peerVersion,
+          plural: peerPlural,
+          name: options.name,
+        });
         log.info({ peer: options.name }, 'removed the Peer');
       });
     }
@@ -157,7 +186,8 @@ export class Connection {
     try {
       existing = (await this.custom.getClusterCustomObject(ref)) as { spec?: { publicKey?: string } };
     } catch (e) {
-      if (statusCodeOf(e) !== 404) throw new UsageError(`cannot read Peer ${JSON.stringify(options.name)}: ${describeError(e)}`);
+      if (statusCodeOf(e) !== 404)
+        throw new UsageError(`cannot read Peer ${JSON.stringify(options.name)}: ${describeError(e)}`);
     }
     if (existing) {
       const key = existing.spec?.publicKey;
@@ -202,11 +232,25 @@ export class Connection {
     try {
       const cluster = parseCluster(this.source.objects(), { topologyLabel: options.mesh.topologyLabel });
       const now = readinessTime(cluster.nodes, Math.floor(Date.now() / 1000));
-      const viewer = cluster.nodes.filter((n) => isNodeReady(n, now)).map((n) => n.name).sort()[0];
-      const mesh = meshOptionsFrom(options.mesh, resolveGranularity(options.mesh.meshGranularity, cluster.nodes, viewer));
+      const viewer = cluster.nodes
+        .filter((n) => isNodeReady(n, now))
+        .map((n) => n.name)
+        .sort()[0];
+      const mesh = meshOptionsFrom(
+        options.mesh,
+        resolveGranularity(options.mesh.meshGranularity, cluster.nodes, viewer),
+      );
       const conf = connectConfig(cluster, options.name, mesh, options.extraAllowedIPs, now);
-      const changes = await dataplane.device.configure({ privateKey: this.deps.privateKey, listenPort: mesh.port, peers: conf.peers });
-      const routes = await dataplane.routes.reconcile(conf.routes, [], { kilo: options.interfaceName, private: null, tunnel: null });
+      const changes = await dataplane.device.configure({
+        privateKey: this.deps.privateKey,
+        listenPort: mesh.port,
+        peers: conf.peers,
+      });
+      const routes = await dataplane.routes.reconcile(conf.routes, [], {
+        kilo: options.interfaceName,
+        private: null,
+        tunnel: null,
+      });
       const writes = changes.added.length + changes.removed.length + changes.updated.length + routes.writes;
       if (writes > 0) log.info({ wireGuard: changes, routes: routes.writes }, 'mesh configuration updated');
       this.lastError = null;
@@ -249,16 +293,43 @@ export function connectCommand(): Command {
   const cmd = new Command('connect')
     .description('join this machine to the mesh as a Peer until interrupted (needs CAP_NET_ADMIN)')
     .argument('[name]', 'the Peer name (default: this host name)')
-    .addOption(new Option('-a, --allowed-ip <cidr>', "this Peer's address in the mesh (its allowed IP)").default('10.10.10.10/32'))
-    .addOption(new Option('--allowed-ips <cidrs>', 'more cluster ranges to route through the mesh, e.g. the service CIDR (comma-separated, repeatable)').argParser(collectCidrs('allowed-ips')).default([], 'none'))
+    .addOption(
+      new Option('-a, --allowed-ip <cidr>', "this Peer's address in the mesh (its allowed IP)").default(
+        '10.10.10.10/32',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--allowed-ips <cidrs>',
+        'more cluster ranges to route through the mesh, e.g. the service CIDR (comma-separated, repeatable)',
+      )
+        .argParser(collectCidrs('allowed-ips'))
+        .default([], 'none'),
+    )
     .addOption(new Option('--private-key <path>', 'WireGuard private key file (default: a new key for this run)'))
     .addOption(boolOption('clean-up', 'on exit remove the interface, its routes and a Peer this run registered', true))
-    .addOption(new Option('--mtu <mtu>', 'MTU of the WireGuard interface').argParser(parseIntFlag('mtu', 1280, 65535)).default(1420))
-    .addOption(new Option('--resync-period <duration>', 'reconcile at least this often').argParser(parseDuration('resync-period')).default(30_000, '30s'))
+    .addOption(
+      new Option('--mtu <mtu>', 'MTU of the WireGuard interface')
+        .argParser(parseIntFlag('mtu', 1280, 65535))
+        .default(1420),
+    )
+    .addOption(
+      new Option('--resync-period <duration>', 'reconcile at least this often')
+        .argParser(parseDuration('resync-period'))
+        .default(30_000, '30s'),
+    )
     .addOption(new Option('-i, --interface <name>', 'the WireGuard interface (created if missing)').default('kilo0'))
-    .addOption(new Option('--persistent-keepalive <seconds>', 'keepalive of the registered Peer; 0 = off').argParser(parseIntFlag('persistent-keepalive', 0, 65535)).default(10))
+    .addOption(
+      new Option('--persistent-keepalive <seconds>', 'keepalive of the registered Peer; 0 = off')
+        .argParser(parseIntFlag('persistent-keepalive', 0, 65535))
+        .default(10),
+    )
     .addOption(new Option('--log-level <level>', 'debug, info, warn or error').choices(logLevels).default('info'))
-    .addOption(new Option('--wireguard <implementation>', 'kilo-ts: kernel, userspace (wireguard-go) or auto').choices(['auto', 'kernel', 'userspace']).default('auto'));
+    .addOption(
+      new Option('--wireguard <implementation>', 'kilo-ts: kernel, userspace (wireguard-go) or auto')
+        .choices(['auto', 'kernel', 'userspace'])
+        .default('auto'),
+    );
   addLiveFlags(addMeshFlags(cmd, { allowAuto: true }));
   return cmd.action(async (nameArg: string | undefined, flags: ConnectFlags) => {
     const allowedIP = Cidr.tryParse(flags.allowedIp);
@@ -277,9 +348,20 @@ export function connectCommand(): Command {
       cleanUp: flags.cleanUp,
       mesh: flags,
     };
-    const { device, links, routes } = linuxDataplane(exec, { interfaceName: flags.interface, createInterface: true, implementation: flags.wireguard, log: (line) => log.info({}, line) });
-    const connection = new Connection({ kubeConfig: liveKubeConfig(flags), dataplane: { device, links, routes }, privateKey, log, options });
-    log.info({ publicKey: publicKeyOf(privateKey) }, 'this machine\'s public key');
+    const { device, links, routes } = linuxDataplane(exec, {
+      interfaceName: flags.interface,
+      createInterface: true,
+      implementation: flags.wireguard,
+      log: (line) => log.info({}, line),
+    });
+    const connection = new Connection({
+      kubeConfig: liveKubeConfig(flags),
+      dataplane: { device, links, routes },
+      privateKey,
+      log,
+      options,
+    });
+    log.info({ publicKey: publicKeyOf(privateKey) }, "this machine's public key");
     const done = new Promise<void>((resolve) => {
       const stop = () => void connection.stop().finally(resolve);
       process.once('SIGINT', stop);
@@ -300,7 +382,9 @@ function readKey(path: string): string {
   try {
     text = readFileSync(path, 'utf8').trim();
   } catch (e) {
-    throw new UsageError(`--private-key: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new UsageError(
+      `--private-key: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
   }
   // The content is a secret: never echo it.
   if (!isKey(text)) throw new UsageError(`--private-key: ${path} does not hold a WireGuard key (base64 of 32 bytes)`);

@@ -23,7 +23,10 @@ export interface LiveFlags extends KubeConfigFlags {
 export const isLive = (f: LiveFlags): boolean => f.kubeconfig !== undefined || f.master !== undefined;
 
 export function liveKubeConfig(f: LiveFlags): KubeConfig {
-  return kubeConfigFrom({ ...(f.kubeconfig ? { kubeconfig: f.kubeconfig } : {}), ...(f.master ? { master: f.master } : {}) });
+  return kubeConfigFrom({
+    ...(f.kubeconfig ? { kubeconfig: f.kubeconfig } : {}),
+    ...(f.master ? { master: f.master } : {}),
+  });
 }
 
 /**
@@ -45,7 +48,10 @@ export async function readLiveCluster(kc: KubeConfig): Promise<KubeObject[]> {
   try {
     const list = (await kc
       .makeApiClient(CustomObjectsApi)
-      .listClusterCustomObject({ group: peerGroup, version: peerVersion, plural: peerPlural }, timeoutOptions(timeout.signal))) as { items?: KubeObject[] };
+      .listClusterCustomObject(
+        { group: peerGroup, version: peerVersion, plural: peerPlural },
+        timeoutOptions(timeout.signal),
+      )) as { items?: KubeObject[] };
     peers = (list.items ?? []).map((p) => ({ ...p, ...PeerType }));
   } catch (e) {
     if (statusCodeOf(e) !== 404) throw new UsageError(`cannot list Peers from ${server}: ${describeError(e)}`);

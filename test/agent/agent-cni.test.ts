@@ -37,7 +37,8 @@ function tempFile(t: TestContext, content: unknown): string {
   return file;
 }
 
-const read = (file: string) => JSON.parse(readFileSync(file, 'utf8')) as typeof kiloConflist & { plugins: { ipam?: Record<string, unknown> }[] };
+const read = (file: string) =>
+  JSON.parse(readFileSync(file, 'utf8')) as typeof kiloConflist & { plugins: { ipam?: Record<string, unknown> }[] };
 
 describe('CNI config', () => {
   test('sets ranges[0][0].subnet on the IPAM plugin, keeps everything else', async (t) => {
@@ -63,10 +64,19 @@ describe('CNI config', () => {
 
   test('replaces a different subnet and the legacy single-range keys, through a rename', async (t) => {
     const legacy = structuredClone(kiloConflist) as unknown as { plugins: { ipam?: Record<string, unknown> }[] };
-    legacy.plugins[0]!.ipam = { type: 'host-local', subnet: '10.42.9.0/24', rangeStart: '10.42.9.10', gateway: '10.42.9.1' };
+    legacy.plugins[0]!.ipam = {
+      type: 'host-local',
+      subnet: '10.42.9.0/24',
+      rangeStart: '10.42.9.10',
+      gateway: '10.42.9.1',
+    };
     const file = tempFile(t, legacy);
     const inode = statSync(file).ino;
-    assert.deepEqual(await syncCNIConfig(file, Cidr.parse('10.42.3.0/24')), { status: 'updated', from: '10.42.9.0/24', to: '10.42.3.0/24' });
+    assert.deepEqual(await syncCNIConfig(file, Cidr.parse('10.42.3.0/24')), {
+      status: 'updated',
+      from: '10.42.9.0/24',
+      to: '10.42.3.0/24',
+    });
     assert.deepEqual(read(file).plugins[0]!.ipam, { type: 'host-local', ranges: [[{ subnet: '10.42.3.0/24' }]] });
     assert.notEqual(statSync(file).ino, inode, 'written in place, not through a rename');
     assert.deepEqual(readdirSync(join(file, '..')), ['10-kilo.conflist'], 'a temporary file was left behind');
@@ -77,14 +87,17 @@ describe('CNI config', () => {
     assert.deepEqual(await syncCNIConfig(missing, Cidr.parse('10.42.3.0/24')), { status: 'absent' });
     assert.throws(() => statSync(missing));
     const notJSON = tempFile(t, '{"plugins": [');
-    await assert.rejects(syncCNIConfig(notJSON, Cidr.parse('10.42.3.0/24')), new RegExp(`^Error: CNI config ${notJSON}: not JSON`));
+    await assert.rejects(
+      syncCNIConfig(notJSON, Cidr.parse('10.42.3.0/24')),
+      new RegExp(`^Error: CNI config ${notJSON}: not JSON`),
+    );
     const noIpam = tempFile(t, { plugins: [{ type: 'portmap' }] });
     await assert.rejects(syncCNIConfig(noIpam, Cidr.parse('10.42.3.0/24')), /no plugin has an "ipam" section/);
     const badPlugins = tempFile(t, { plugins: 'bridge' });
     await assert.rejects(syncCNIConfig(badPlugins, Cidr.parse('10.42.3.0/24')), /field "plugins": not a list/);
   });
 
-  test('the agent keeps the conflist on the local node\'s podCIDR as it changes', async (t) => {
+  test("the agent keeps the conflist on the local node's podCIDR as it changes", async (t) => {
     const file = tempFile(t, kiloConflist);
     const h = await startHarness(t, { agent: { cniPath: file } });
     await settled(h);

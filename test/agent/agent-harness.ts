@@ -78,8 +78,17 @@ export function bareLocalNode() {
 
 export function seedCluster(api: FakeApiServer): void {
   api.addNode(bareLocalNode());
-  api.addNode(node('b', { location: 'eu', endpoint: '198.51.100.2:51820', internalIP: '192.168.0.2/24', podCIDR: '10.42.1.0/24' }));
-  api.addNode(node('c', { location: 'us', endpoint: '203.0.113.3:51820', internalIP: '192.168.1.3/24', podCIDR: '10.42.2.0/24' }));
+  api.addNode(
+    node('b', {
+      location: 'eu',
+      endpoint: '198.51.100.2:51820',
+      internalIP: '192.168.0.2/24',
+      podCIDR: '10.42.1.0/24',
+    }),
+  );
+  api.addNode(
+    node('c', { location: 'us', endpoint: '203.0.113.3:51820', internalIP: '192.168.1.3/24', podCIDR: '10.42.2.0/24' }),
+  );
   api.addPeer(peer('laptop', { allowedIPs: ['10.5.0.1/32'] }));
 }
 
@@ -172,7 +181,11 @@ export async function startHarness(t: TestContext, o: HarnessOptions = {}): Prom
   };
   if (o.start !== false) {
     await agent.start();
-    await waitUntil('the agent planned and applied', () => agent.status.plan !== null && agent.status.lastReconcileOk, 10_000);
+    await waitUntil(
+      'the agent planned and applied',
+      () => agent.status.plan !== null && agent.status.lastReconcileOk,
+      10_000,
+    );
   }
   return h;
 }
@@ -183,7 +196,11 @@ export async function settled(h: Harness): Promise<void> {
 }
 
 /** Polls an asynchronous condition until it holds (a liveness wait, not a timing assertion). */
-export async function eventually(what: string, condition: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
+export async function eventually(
+  what: string,
+  condition: () => Promise<boolean> | boolean,
+  timeoutMs = 10_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await condition()) return;

@@ -10,7 +10,11 @@ import { createAgentServer } from '../../src/agent/http.js';
 import { wgKey } from '../helpers/cluster.js';
 import { eventually, settled, startHarness, type Harness } from './agent-harness.js';
 
-async function serve(t: TestContext, h: Harness, staleAfterMs = 120_000): Promise<(path: string) => Promise<{ status: number; type: string; body: string }>> {
+async function serve(
+  t: TestContext,
+  h: Harness,
+  staleAfterMs = 120_000,
+): Promise<(path: string) => Promise<{ status: number; type: string; body: string }>> {
   const server = createAgentServer({ agent: h.agent, source: h.source, metrics: h.metrics, staleAfterMs });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
@@ -53,7 +57,7 @@ describe('agent HTTP', () => {
     await eventually('/health recovers', async () => (await get('/health')).status === 200, 15_000);
   });
 
-  test('/metrics: Kilo\'s names, values from the mesh, per-peer WireGuard series', async (t) => {
+  test("/metrics: Kilo's names, values from the mesh, per-peer WireGuard series", async (t) => {
     const h = await startHarness(t);
     await settled(h);
     h.device.handshake(wgKey('c'), 1_764_662_399, 1000);
@@ -90,7 +94,8 @@ describe('agent HTTP', () => {
     assert.equal(dot.status, 200);
     assert.equal(dot.type, 'text/vnd.graphviz');
     assert.match(dot.body, /^digraph kilo \{/);
-    for (const id of ['node/a', 'node/b', 'node/c', 'peer/laptop']) assert.ok(dot.body.includes(`"${id}" [`), `${id} missing from the graph`);
+    for (const id of ['node/a', 'node/b', 'node/c', 'peer/laptop'])
+      assert.ok(dot.body.includes(`"${id}" [`), `${id} missing from the graph`);
     const svg = await get('/graph?format=svg');
     assert.equal(svg.status, 200);
     assert.match(svg.body, /<svg[\s>]/);

@@ -73,22 +73,43 @@ describe('agent: cluster changes reach the dataplane', () => {
     const h = await startHarness(t);
     await settled(h);
 
-    h.api.addNode(node('d', { location: 'asia', endpoint: '203.0.113.4:51820', internalIP: '192.168.2.4/24', podCIDR: '10.42.3.0/24' }));
+    h.api.addNode(
+      node('d', {
+        location: 'asia',
+        endpoint: '203.0.113.4:51820',
+        internalIP: '192.168.2.4/24',
+        podCIDR: '10.42.3.0/24',
+      }),
+    );
     await eventually('d is a WireGuard peer', async () => (await h.peerKeys()).includes(wgKey('d')));
 
     h.api.patchNode('d', { spec: { podCIDR: '10.42.9.0/24' } });
-    await eventually('d\'s new pod CIDR is routed to it', async () => (await allowedIPsOf(h, wgKey('d')))?.includes('10.42.9.0/24') === true);
+    await eventually(
+      "d's new pod CIDR is routed to it",
+      async () => (await allowedIPsOf(h, wgKey('d')))?.includes('10.42.9.0/24') === true,
+    );
     assert.equal((await allowedIPsOf(h, wgKey('d')))?.includes('10.42.3.0/24'), false);
-    await eventually('the route follows', () => h.machine.routes.some((r) => r.dst === '10.42.9.0/24') && !h.machine.routes.some((r) => r.dst === '10.42.3.0/24'));
+    await eventually(
+      'the route follows',
+      () =>
+        h.machine.routes.some((r) => r.dst === '10.42.9.0/24') &&
+        !h.machine.routes.some((r) => r.dst === '10.42.3.0/24'),
+    );
 
     h.api.deleteNode('d');
     await eventually('d is gone from WireGuard', async () => !(await h.peerKeys()).includes(wgKey('d')));
     await eventually('and from the routes', () => !h.machine.routes.some((r) => r.dst === '10.42.9.0/24'));
 
     h.api.addPeer(peer('phone', { allowedIPs: ['10.5.0.7/32'], endpoint: '192.0.2.7:51820' }));
-    await eventually('the new Peer is configured', async () => (await allowedIPsOf(h, wgKey('phone')))?.[0] === '10.5.0.7/32');
+    await eventually(
+      'the new Peer is configured',
+      async () => (await allowedIPsOf(h, wgKey('phone')))?.[0] === '10.5.0.7/32',
+    );
     h.api.patchPeer('phone', { spec: { allowedIPs: ['10.5.0.8/32'] } });
-    await eventually('the Peer\'s allowed IPs follow', async () => (await allowedIPsOf(h, wgKey('phone')))?.[0] === '10.5.0.8/32');
+    await eventually(
+      "the Peer's allowed IPs follow",
+      async () => (await allowedIPsOf(h, wgKey('phone')))?.[0] === '10.5.0.8/32',
+    );
     h.api.deletePeer('phone');
     await eventually('the Peer is removed', async () => !(await h.peerKeys()).includes(wgKey('phone')));
   });
@@ -123,7 +144,9 @@ describe('agent: cluster changes reach the dataplane', () => {
     const patches = h.api.count('patch-node');
     await h.agent.reconcileOnce();
     assert.equal(h.api.count('patch-node'), patches + 1);
-    await eventually('the refreshed node was seen', () => h.source.objects().some((o) => o.metadata?.annotations?.[Annotation.lastSeen] === String(NOW + 31)));
+    await eventually('the refreshed node was seen', () =>
+      h.source.objects().some((o) => o.metadata?.annotations?.[Annotation.lastSeen] === String(NOW + 31)),
+    );
     await settled(h);
 
     assert.equal(h.device.history.length, wg, `WireGuard writes: ${h.device.history.slice(wg).join('; ')}`);
@@ -137,8 +160,22 @@ describe('agent: bad input and a broken API server', () => {
   test('a node with malformed annotations drops out, the others stay; logged once and counted', async (t) => {
     const h = await startHarness(t);
     await settled(h);
-    h.api.addNode(node('bad', { location: 'asia', endpoint: 'not an endpoint', internalIP: '192.168.3.5/24', podCIDR: '10.42.5.0/24' }));
-    h.api.addNode(node('good', { location: 'asia', endpoint: '203.0.113.6:51820', internalIP: '192.168.3.6/24', podCIDR: '10.42.6.0/24' }));
+    h.api.addNode(
+      node('bad', {
+        location: 'asia',
+        endpoint: 'not an endpoint',
+        internalIP: '192.168.3.5/24',
+        podCIDR: '10.42.5.0/24',
+      }),
+    );
+    h.api.addNode(
+      node('good', {
+        location: 'asia',
+        endpoint: '203.0.113.6:51820',
+        internalIP: '192.168.3.6/24',
+        podCIDR: '10.42.6.0/24',
+      }),
+    );
     await eventually('the good node of asia is a peer', async () => (await h.peerKeys()).includes(wgKey('good')));
     // More reconciles with the bad node still there: it must not be logged again.
     for (let i = 0; i < 3; i++) await h.agent.reconcileOnce();
@@ -167,8 +204,15 @@ describe('agent: bad input and a broken API server', () => {
       await h.agent.reconcileOnce();
     }
     await sleep(1_000);
-    assert.deepEqual((await h.device.read()).peers.map((p) => p.publicKey), peersBefore.peers.map((p) => p.publicKey));
-    assert.equal(h.device.history.length, wg, `WireGuard writes during the outage: ${h.device.history.slice(wg).join('; ')}`);
+    assert.deepEqual(
+      (await h.device.read()).peers.map((p) => p.publicKey),
+      peersBefore.peers.map((p) => p.publicKey),
+    );
+    assert.equal(
+      h.device.history.length,
+      wg,
+      `WireGuard writes during the outage: ${h.device.history.slice(wg).join('; ')}`,
+    );
     assert.equal(h.machine.routes.length, routesBefore);
     assert.equal(h.agent.status.lastResult?.writes, 0, 'the outage reconciles planned something else');
     assert.equal(h.agent.status.lastReconcileOk, false, 'a reconcile that could not publish the node counts as failed');
@@ -176,14 +220,30 @@ describe('agent: bad input and a broken API server', () => {
     // comes back from the cached cluster.
     await h.device.configure({ privateKey: h.privateKey, listenPort: peersBefore.listenPort, peers: [] });
     await h.agent.reconcileOnce();
-    assert.deepEqual((await h.device.read()).peers.map((p) => p.publicKey), peersBefore.peers.map((p) => p.publicKey));
+    assert.deepEqual(
+      (await h.device.read()).peers.map((p) => p.publicKey),
+      peersBefore.peers.map((p) => p.publicKey),
+    );
 
     // Meanwhile the cluster changed (the others kept checking in; a node joined).
     const now = Math.floor(h.clock.ms / 1000);
-    for (const n of ['b', 'c']) h.api.patchNode(n, { metadata: { annotations: { [Annotation.lastSeen]: String(now) } } });
-    h.api.addNode(node('d', { location: 'asia', endpoint: '203.0.113.4:51820', internalIP: '192.168.2.4/24', podCIDR: '10.42.3.0/24', lastSeen: now }));
+    for (const n of ['b', 'c'])
+      h.api.patchNode(n, { metadata: { annotations: { [Annotation.lastSeen]: String(now) } } });
+    h.api.addNode(
+      node('d', {
+        location: 'asia',
+        endpoint: '203.0.113.4:51820',
+        internalIP: '192.168.2.4/24',
+        podCIDR: '10.42.3.0/24',
+        lastSeen: now,
+      }),
+    );
     await h.api.restart();
-    await eventually('the node added during the outage is a peer', async () => (await h.peerKeys()).includes(wgKey('d')), 15_000);
+    await eventually(
+      'the node added during the outage is a peer',
+      async () => (await h.peerKeys()).includes(wgKey('d')),
+      15_000,
+    );
     await eventually('the agent checked in again', () => kilo(h, 'a')[Annotation.lastSeen] === String(now));
     await eventually('the last reconcile succeeded', () => h.agent.status.lastReconcileOk);
     assert.deepEqual(await h.peerKeys(), [wgKey('c'), wgKey('d'), wgKey('laptop')].sort());

@@ -15,7 +15,10 @@ import { ensureBuilt, root, type Run } from './built.js';
 /** Runs the built kgctl without blocking this process (the API server answers from here). */
 function kgctl(...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(root, 'bin', 'kgctl'), ...args], { cwd: root, env: { ...process.env, KUBECONFIG: '' } });
+    const child = spawn(process.execPath, [join(root, 'bin', 'kgctl'), ...args], {
+      cwd: root,
+      env: { ...process.env, KUBECONFIG: '' },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -33,8 +36,26 @@ before(async () => {
   api = await FakeApiServer.start();
   const now = Math.floor(Date.now() / 1000);
   // The nodes announce full granularity: `auto` must pick it up from them.
-  api.addNode(node('a', { location: 'eu', endpoint: '198.51.100.1:51820', internalIP: '192.168.0.1/24', podCIDR: '10.42.0.0/24', granularity: 'full', lastSeen: now }));
-  api.addNode(node('b', { location: 'eu', endpoint: '198.51.100.2:51820', internalIP: '192.168.0.2/24', podCIDR: '10.42.1.0/24', granularity: 'full', lastSeen: now }));
+  api.addNode(
+    node('a', {
+      location: 'eu',
+      endpoint: '198.51.100.1:51820',
+      internalIP: '192.168.0.1/24',
+      podCIDR: '10.42.0.0/24',
+      granularity: 'full',
+      lastSeen: now,
+    }),
+  );
+  api.addNode(
+    node('b', {
+      location: 'eu',
+      endpoint: '198.51.100.2:51820',
+      internalIP: '192.168.0.2/24',
+      podCIDR: '10.42.1.0/24',
+      granularity: 'full',
+      lastSeen: now,
+    }),
+  );
   api.addNode(node('bad', { location: 'eu', endpoint: 'nope', podCIDR: '10.42.2.0/24', lastSeen: now }));
   api.addPeer(peer('laptop', { allowedIPs: ['10.5.0.1/32'] }));
   dir = mkdtempSync(join(tmpdir(), 'kgctl-live-'));
