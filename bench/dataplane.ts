@@ -64,7 +64,8 @@ function metered(exec: Exec) {
       try {
         return await exec.run(argv, opts);
       } finally {
-        const name = argv[0] === 'ip' && argv.includes('-batch') ? 'ip -batch' : argv[0] === 'wg' ? `wg ${argv[1]}` : argv[0]!;
+        const name =
+          argv[0] === 'ip' && argv.includes('-batch') ? 'ip -batch' : argv[0] === 'wg' ? `wg ${argv[1]}` : argv[0]!;
         const e = m.byProgram.get(name) ?? { n: 0, ms: 0 };
         e.n++;
         e.ms += performance.now() - t0;
@@ -89,14 +90,22 @@ function namespace(name: string, internalIP: string): Namespace {
   const runDir = mkdtempSync(join(tmpdir(), `${name}-`));
   const destroy = () => {
     // wireguard-go runs detached; this namespace is ours, so whatever runs in it is too.
-    const pids = spawnSync('ip', ['netns', 'pids', name], { encoding: 'utf8' }).stdout.split('\n').filter((l) => /^\d+$/.test(l));
+    const pids = spawnSync('ip', ['netns', 'pids', name], { encoding: 'utf8' })
+      .stdout.split('\n')
+      .filter((l) => /^\d+$/.test(l));
     for (const pid of pids) spawnSync('kill', ['-9', pid]);
     spawnSync('ip', ['netns', 'del', name]);
     rmSync(runDir, { recursive: true, force: true });
   };
   try {
-    execFileSync('ip', ['netns', 'exec', name, 'sh', '-c',
-      `ip link set lo up && ip link add priv0 type veth peer name priv1 && ip addr add ${internalIP} dev priv0 && ip link set priv0 up && ip link set priv1 up`]);
+    execFileSync('ip', [
+      'netns',
+      'exec',
+      name,
+      'sh',
+      '-c',
+      `ip link set lo up && ip link add priv0 type veth peer name priv1 && ip addr add ${internalIP} dev priv0 && ip link set priv0 up && ip link set priv1 up`,
+    ]);
   } catch (e) {
     destroy();
     throw e;
@@ -115,14 +124,16 @@ interface Row {
 
 /** Wraps each part of the dataplane to time it inside one reconcile. */
 function timedParts(dp: Dataplane, areas: Record<string, number>): Dataplane {
-  const time = <T>(area: string, f: () => Promise<T>) => async () => {
-    const t0 = performance.now();
-    try {
-      return await f();
-    } finally {
-      areas[area] = (areas[area] ?? 0) + performance.now() - t0;
-    }
-  };
+  const time =
+    <T>(area: string, f: () => Promise<T>) =>
+    async () => {
+      const t0 = performance.now();
+      try {
+        return await f();
+      } finally {
+        areas[area] = (areas[area] ?? 0) + performance.now() - t0;
+      }
+    };
   return {
     device: Object.assign(Object.create(dp.device) as typeof dp.device, {
       ensure: () => time('wg', () => dp.device.ensure())(),
@@ -133,7 +144,10 @@ function timedParts(dp: Dataplane, areas: Record<string, number>): Dataplane {
       reconcile: (r, u, d) => time('routes', () => dp.routes.reconcile(r, u, d))(),
       cleanup: () => dp.routes.cleanup(),
     },
-    firewall: { reconcile: (f) => time('iptables', () => dp.firewall.reconcile(f))(), cleanup: () => dp.firewall.cleanup() },
+    firewall: {
+      reconcile: (f) => time('iptables', () => dp.firewall.reconcile(f))(),
+      cleanup: () => dp.firewall.cleanup(),
+    },
   };
 }
 
@@ -149,7 +163,12 @@ async function measureLibrary(a: Plan, b: Plan, privateKey: string): Promise<Row
     const rows: Row[] = [];
     let t0 = performance.now();
     await dp.device.ensure();
-    rows.push({ step: 'start wireguard-go (not in the steps below)', ms: performance.now() - t0, processes: m.processes, profile: profileOf(m) });
+    rows.push({
+      step: 'start wireguard-go (not in the steps below)',
+      ms: performance.now() - t0,
+      processes: m.processes,
+      profile: profileOf(m),
+    });
     for (const [step, plan] of [
       ['first apply', a],
       ['plan differing by one node', b],
@@ -171,7 +190,10 @@ async function measureLibrary(a: Plan, b: Plan, privateKey: string): Promise<Row
 }
 
 /** The same content with the plainest tools: one `ip -batch`, one `wg setconf`. */
-async function measureBaseline(plan: Plan, privateKey: string): Promise<{ ipMs: number; wgMs: number; iptablesMs: number; routes: number; peers: number }> {
+async function measureBaseline(
+  plan: Plan,
+  privateKey: string,
+): Promise<{ ipMs: number; wgMs: number; iptablesMs: number; routes: number; peers: number }> {
   const ns = namespace(`ktbench-base-${process.pid}`, '172.16.0.1/20');
   const device = createWireGuardDevice(ns.exec, { name: 'kilo0', implementation: 'userspace' });
   try {
@@ -200,11 +222,18 @@ async function measureBaseline(plan: Plan, privateKey: string): Promise<{ ipMs: 
     rmSync(conf, { force: true });
     // Not part of the issue's baseline, but part of what an apply writes: the same firewall, as one
     // iptables-restore per family of exactly the input kilo-ts renders for an empty machine.
-    const empty = { nat: '*nat\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n', filter: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\nCOMMIT\n' };
+    const empty = {
+      nat: '*nat\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n',
+      filter: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\nCOMMIT\n',
+    };
     t0 = performance.now();
     for (const family of [4, 6] as const) {
       const { input } = renderFamily(family, plan.firewall, empty);
-      if (input) await ns.exec.run([family === 4 ? 'iptables-restore' : 'ip6tables-restore', '--noflush', '-w'], { input, timeoutMs: 120_000 });
+      if (input)
+        await ns.exec.run([family === 4 ? 'iptables-restore' : 'ip6tables-restore', '--noflush', '-w'], {
+          input,
+          timeoutMs: 120_000,
+        });
     }
     const iptablesMs = performance.now() - t0;
     return { ipMs, wgMs, iptablesMs, routes: d.routes.length + d.rules.length, peers: plan.peers.length };
@@ -235,24 +264,44 @@ for (let i = 0; i < rounds; i++) {
   libraryRuns.push(await measureLibrary(a, b, privateKey));
   baseRuns.push(await measureBaseline(a, privateKey));
 }
-const median = <T>(xs: T[], by: (x: T) => number): T => [...xs].sort((x, y) => by(x) - by(y))[Math.floor(xs.length / 2)]!;
-const rows = libraryRuns[0]!.map((_, i) => median(libraryRuns.map((run) => run[i]!), (r) => r.ms));
+const median = <T>(xs: T[], by: (x: T) => number): T =>
+  [...xs].sort((x, y) => by(x) - by(y))[Math.floor(xs.length / 2)]!;
+const rows = libraryRuns[0]!.map((_, i) =>
+  median(
+    libraryRuns.map((run) => run[i]!),
+    (r) => r.ms,
+  ),
+);
 const base = median(baseRuns, (r) => r.ipMs + r.wgMs);
 const baseMs = base.ipMs + base.wgMs;
 const baseFirewallMs = median(baseRuns, (r) => r.iptablesMs).iptablesMs;
 
-console.log(`## Dataplane: ${self}, cross, ${a.peers.length} WireGuard peers, ${a.routes.length} routes, ${a.rules.length} rules, ${a.firewall.rules.length} iptables rules\n`);
-console.log(`wireguard-go in a fresh network namespace; the one-node change drops ${dropped} (another location). Median of ${rounds} rounds.\n`);
-console.log('| step | wall time | writes | WireGuard +/−/~ | routes | iptables | links | time in wg / routes / iptables | processes |');
+console.log(
+  `## Dataplane: ${self}, cross, ${a.peers.length} WireGuard peers, ${a.routes.length} routes, ${a.rules.length} rules, ${a.firewall.rules.length} iptables rules\n`,
+);
+console.log(
+  `wireguard-go in a fresh network namespace; the one-node change drops ${dropped} (another location). Median of ${rounds} rounds.\n`,
+);
+console.log(
+  '| step | wall time | writes | WireGuard +/−/~ | routes | iptables | links | time in wg / routes / iptables | processes |',
+);
 console.log('|---|---:|---:|---|---:|---:|---:|---|---|');
 for (const r of rows) {
   const x = r.result;
   const wg = x ? `${x.wireGuard.added.length}/${x.wireGuard.removed.length}/${x.wireGuard.updated.length}` : '';
-  const areas = r.areas ? `${fmt(r.areas['wg'] ?? 0)} / ${fmt(r.areas['routes'] ?? 0)} / ${fmt(r.areas['iptables'] ?? 0)}` : '';
-  console.log(`| ${r.step} | ${fmt(r.ms)} | ${x?.writes ?? ''} | ${wg} | ${x?.routes.writes ?? ''} | ${x?.firewall.writes ?? ''} | ${x?.links.writes ?? ''} | ${areas} | ${r.processes}: ${r.profile} |`);
+  const areas = r.areas
+    ? `${fmt(r.areas['wg'] ?? 0)} / ${fmt(r.areas['routes'] ?? 0)} / ${fmt(r.areas['iptables'] ?? 0)}`
+    : '';
+  console.log(
+    `| ${r.step} | ${fmt(r.ms)} | ${x?.writes ?? ''} | ${wg} | ${x?.routes.writes ?? ''} | ${x?.firewall.writes ?? ''} | ${x?.links.writes ?? ''} | ${areas} | ${r.processes}: ${r.profile} |`,
+  );
 }
-console.log(`| baseline: \`ip -batch\` of the same ${base.routes} routes + \`wg setconf\` of the same ${base.peers} peers | ${fmt(baseMs)} (${fmt(base.ipMs)} + ${fmt(base.wgMs)}) | ${base.routes + base.peers} | | | | | | 2 |`);
-console.log(`| for comparison: \`iptables-restore\` of the same ${a.firewall.rules.length} iptables rules (both families) | ${fmt(baseFirewallMs)} | | | | | | | 2 |`);
+console.log(
+  `| baseline: \`ip -batch\` of the same ${base.routes} routes + \`wg setconf\` of the same ${base.peers} peers | ${fmt(baseMs)} (${fmt(base.ipMs)} + ${fmt(base.wgMs)}) | ${base.routes + base.peers} | | | | | | 2 |`,
+);
+console.log(
+  `| for comparison: \`iptables-restore\` of the same ${a.firewall.rules.length} iptables rules (both families) | ${fmt(baseFirewallMs)} | | | | | | | 2 |`,
+);
 
 const [, first, one, same] = rows;
 const removed = a.routes.length - b.routes.length;

@@ -20,8 +20,19 @@ const ret = (dst: string): FirewallRule => ({
   comment: 'Kilo: do not NAT packets destined for known IPs',
   position: 'append',
 });
-const masquerade: FirewallRule = { ...ret('0.0.0.0/0'), args: ['-j', 'MASQUERADE'], comment: 'Kilo: NAT remaining packets' };
-const jump: FirewallRule = { family: 4, table: 'nat', chain: 'POSTROUTING', args: ['-s', '10.42.0.0/24', '-j', 'KILO-NAT'], comment: 'Kilo: jump to KILO-NAT chain', position: 'prepend' };
+const masquerade: FirewallRule = {
+  ...ret('0.0.0.0/0'),
+  args: ['-j', 'MASQUERADE'],
+  comment: 'Kilo: NAT remaining packets',
+};
+const jump: FirewallRule = {
+  family: 4,
+  table: 'nat',
+  chain: 'POSTROUTING',
+  args: ['-s', '10.42.0.0/24', '-j', 'KILO-NAT'],
+  comment: 'Kilo: jump to KILO-NAT chain',
+  position: 'prepend',
+};
 
 /** KILO-NAT with a RETURN per node pod CIDR, then MASQUERADE; `without` nodes left out. */
 function plan(nodes: number, without: number[] = [], extra: string[] = []): Firewall {
@@ -50,8 +61,13 @@ test('one node leaving and one joining a 2,000-rule KILO-NAT: two restore lines,
   const ops = await tables.reconcile(b);
   assert.equal(ops.writes, 2, 'one write per rule that changed');
   const dst = (args: readonly string[]) => (args.includes('MASQUERADE') ? 'MASQUERADE' : args[1]);
-  const after = parseSave(netfilter.save(4, 'nat'), 'nat').chains.get('KILO-NAT')!.rules.map((r) => dst(r.args));
-  assert.deepEqual(after, b.rules.filter((r) => r.chain === 'KILO-NAT').map((r) => dst(r.args)));
+  const after = parseSave(netfilter.save(4, 'nat'), 'nat')
+    .chains.get('KILO-NAT')!
+    .rules.map((r) => dst(r.args));
+  assert.deepEqual(
+    after,
+    b.rules.filter((r) => r.chain === 'KILO-NAT').map((r) => dst(r.args)),
+  );
   assert.deepEqual(await tables.reconcile(b), { writes: 0, details: [] });
 });
 
@@ -77,7 +93,9 @@ test('a rule to delete with an identical twin: no rule-by-rule edit (-D would hi
     ].join('\n'),
     'nat',
   ).chains.get('KILO-NAT')!;
-  const want = saved.rules.slice(0, 4).map((r) => ({ chain: 'KILO-NAT', args: r.args, key: r.key, text: r.text, position: 'append' as const }));
+  const want = saved.rules
+    .slice(0, 4)
+    .map((r) => ({ chain: 'KILO-NAT', args: r.args, key: r.key, text: r.text, position: 'append' as const }));
   assert.equal(editOwnChain(saved, want), null);
   assert.deepEqual(editOwnChain(saved, [...want, want[0]!]), [], 'nothing to do is no edit');
 });
@@ -100,15 +118,26 @@ test('a table missing from the full save (never used) reads as its built-in chai
     run: async (argv, opts) => {
       runs.push(argv.join(' '));
       const r = await inner.run(argv, opts);
-      if (/save$/.test(argv[0]!) && !argv.includes('-t')) return { ...r, stdout: r.stdout.replace(/\*filter\n[\s\S]*?COMMIT\n/, '') };
+      if (/save$/.test(argv[0]!) && !argv.includes('-t'))
+        return { ...r, stdout: r.stdout.replace(/\*filter\n[\s\S]*?COMMIT\n/, '') };
       return r;
     },
   };
   const tables = new LinuxFirewallTables(exec);
-  const input: FirewallRule = { family: 4, table: 'filter', chain: 'INPUT', args: ['-p', 'ipencap', '-j', 'DROP'], comment: 'Kilo: reject other IPIP traffic', position: 'append' };
+  const input: FirewallRule = {
+    family: 4,
+    table: 'filter',
+    chain: 'INPUT',
+    args: ['-p', 'ipencap', '-j', 'DROP'],
+    comment: 'Kilo: reject other IPIP traffic',
+    position: 'append',
+  };
   const fw = { ...plan(3), rules: [...plan(3).rules, input] };
   assert.ok((await tables.reconcile(fw)).writes > 0);
   assert.equal(runs.filter((r) => /save/.test(r)).length, 2, 'one save per family');
   assert.ok(runs.every((r) => !/save -t/.test(r)));
-  assert.match(netfilter.save(4, 'filter'), /-A INPUT -p ipencap -m comment --comment "Kilo: reject other IPIP traffic" -j DROP/);
+  assert.match(
+    netfilter.save(4, 'filter'),
+    /-A INPUT -p ipencap -m comment --comment "Kilo: reject other IPIP traffic" -j DROP/,
+  );
 });

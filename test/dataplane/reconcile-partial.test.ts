@@ -59,7 +59,12 @@ test('routes that need a missing IPIP tunnel fail by name; the other routes are 
   const wg = result.wireGuard;
   assert.equal(
     result.writes,
-    result.links.writes + result.routes.writes + result.firewall.writes + wg.added.length + wg.removed.length + wg.updated.length,
+    result.links.writes +
+      result.routes.writes +
+      result.firewall.writes +
+      wg.added.length +
+      wg.removed.length +
+      wg.updated.length,
   );
   assert.ok(result.firewall.writes > 0 && wg.added.length === plan.peers.length, 'the other steps ran');
 });

@@ -33,7 +33,10 @@ function foreignState(ns: TestNamespace) {
       .filter((r) => r.protocol !== '107' && r.dev !== 'kilo0' && !r.text.startsWith('local fe80:'))
       .map((r) => r.text)
       .sort(),
-    rules: allRules(ns).filter((r) => r.priority !== 1107).map((r) => r.text).sort(),
+    rules: allRules(ns)
+      .filter((r) => r.priority !== 1107)
+      .map((r) => r.text)
+      .sort(),
     firewall: savedFirewall(ns).foreign,
   };
 }
@@ -69,9 +72,26 @@ function addForeignState(ns: TestNamespace): void {
 
 function cluster(eu1: LabNode) {
   return [
-    node('eu-1', { location: 'eu', internalIP: '192.168.10.1/24', endpoint: '172.30.0.1:51820', podCIDR: '10.42.1.0/24', key: eu1.publicKey }),
-    node('eu-2', { location: 'eu', internalIP: '192.168.10.2/24', endpoint: '172.30.0.2:51820', podCIDR: '10.42.2.0/24' }),
-    node('us-1', { location: 'us', internalIP: '192.168.20.1/24', endpoint: '172.30.0.3:51820', podCIDR: '10.42.3.0/24', key: wgKey('us-1') }),
+    node('eu-1', {
+      location: 'eu',
+      internalIP: '192.168.10.1/24',
+      endpoint: '172.30.0.1:51820',
+      podCIDR: '10.42.1.0/24',
+      key: eu1.publicKey,
+    }),
+    node('eu-2', {
+      location: 'eu',
+      internalIP: '192.168.10.2/24',
+      endpoint: '172.30.0.2:51820',
+      podCIDR: '10.42.2.0/24',
+    }),
+    node('us-1', {
+      location: 'us',
+      internalIP: '192.168.20.1/24',
+      endpoint: '172.30.0.3:51820',
+      podCIDR: '10.42.3.0/24',
+      key: wgKey('us-1'),
+    }),
     peer('laptop', { allowedIPs: ['10.5.0.1/32', 'fd05::1/128'] }),
   ];
 }
@@ -89,64 +109,78 @@ async function watchThenStop(lab: Lab, n: LabNode, file: string, flags: string[]
   return done;
 }
 
-test('kg apply leaves foreign routes, rules and iptables rules alone; clean-up removes only Kilo state', { skip: skipNoNetns }, async (t) => {
-  const lab = new Lab();
-  t.after(() => lab.destroy());
-  const eu1 = lab.node('eu-1');
-  privateInterface(eu1.ns, 'lan0', '192.168.10.1/24');
-  addForeignState(eu1.ns);
-  const before = foreignState(eu1.ns);
-  for (const dst of ['10.99.0.0/24', '10.98.0.0/24', '10.42.2.0/25', '10.97.0.0/24', 'fd99::/64'])
-    assert.ok(before.routes.some((r) => r.startsWith(`${dst} `)), `foreign route ${dst} is there: ${before.routes.join('; ')}`);
-  const file = lab.writeCluster(cluster(eu1));
-  const plan = oraclePlan(file, 'eu-1', mesh);
-  const devices = { kilo: 'kilo0', private: 'lan0', tunnel: null };
-  // Kilo's routes in table main and its rules/chains share space with the foreign ones.
-  assert.ok(plan.routes.some((r) => r.dst === '10.42.2.0/24'));
+test(
+  'kg apply leaves foreign routes, rules and iptables rules alone; clean-up removes only Kilo state',
+  { skip: skipNoNetns },
+  async (t) => {
+    const lab = new Lab();
+    t.after(() => lab.destroy());
+    const eu1 = lab.node('eu-1');
+    privateInterface(eu1.ns, 'lan0', '192.168.10.1/24');
+    addForeignState(eu1.ns);
+    const before = foreignState(eu1.ns);
+    for (const dst of ['10.99.0.0/24', '10.98.0.0/24', '10.42.2.0/25', '10.97.0.0/24', 'fd99::/64'])
+      assert.ok(
+        before.routes.some((r) => r.startsWith(`${dst} `)),
+        `foreign route ${dst} is there: ${before.routes.join('; ')}`,
+      );
+    const file = lab.writeCluster(cluster(eu1));
+    const plan = oraclePlan(file, 'eu-1', mesh);
+    const devices = { kilo: 'kilo0', private: 'lan0', tunnel: null };
+    // Kilo's routes in table main and its rules/chains share space with the foreign ones.
+    assert.ok(plan.routes.some((r) => r.dst === '10.42.2.0/24'));
 
-  await t.test('apply: Kilo state is the plan, foreign state unchanged', async () => {
-    const run = await lab.apply(eu1, file, mesh);
-    assert.equal(run.status, 0, run.stderr);
-    assertMachineIs(eu1.ns, plan, devices, eu1.publicKey, 'after apply');
-    assert.deepEqual(foreignState(eu1.ns), before);
-  });
+    await t.test('apply: Kilo state is the plan, foreign state unchanged', async () => {
+      const run = await lab.apply(eu1, file, mesh);
+      assert.equal(run.status, 0, run.stderr);
+      assertMachineIs(eu1.ns, plan, devices, eu1.publicKey, 'after apply');
+      assert.deepEqual(foreignState(eu1.ns), before);
+    });
 
-  await t.test('re-apply: zero writes, foreign state unchanged', async () => {
-    const run = await lab.apply(eu1, file, mesh);
-    assert.equal(run.status, 0, run.stderr);
-    assert.equal(run.applied?.writes, 0);
-    assert.deepEqual(foreignState(eu1.ns), before);
-  });
+    await t.test('re-apply: zero writes, foreign state unchanged', async () => {
+      const run = await lab.apply(eu1, file, mesh);
+      assert.equal(run.status, 0, run.stderr);
+      assert.equal(run.applied?.writes, 0);
+      assert.deepEqual(foreignState(eu1.ns), before);
+    });
 
-  await t.test('--watch stopped with --clean-up=false: everything stays, wireguard-go keeps running', async () => {
-    const [wgGo] = wireGuardGo(eu1.ns);
-    assert.ok(wgGo, 'wireguard-go runs after kg apply exited');
-    const run = await watchThenStop(lab, eu1, file, [...mesh, '--clean-up=false']);
-    assert.equal(run.status, 0, run.stderr);
-    assert.equal(run.applied?.writes, 0, 'the watching agent adopted the state');
-    assertMachineIs(eu1.ns, plan, devices, eu1.publicKey, 'after stop without clean-up');
-    assert.deepEqual(wireGuardGo(eu1.ns), [wgGo]);
-    assert.deepEqual(foreignState(eu1.ns), before);
-  });
+    await t.test('--watch stopped with --clean-up=false: everything stays, wireguard-go keeps running', async () => {
+      const [wgGo] = wireGuardGo(eu1.ns);
+      assert.ok(wgGo, 'wireguard-go runs after kg apply exited');
+      const run = await watchThenStop(lab, eu1, file, [...mesh, '--clean-up=false']);
+      assert.equal(run.status, 0, run.stderr);
+      assert.equal(run.applied?.writes, 0, 'the watching agent adopted the state');
+      assertMachineIs(eu1.ns, plan, devices, eu1.publicKey, 'after stop without clean-up');
+      assert.deepEqual(wireGuardGo(eu1.ns), [wgGo]);
+      assert.deepEqual(foreignState(eu1.ns), before);
+    });
 
-  await t.test('--watch stopped by SIGTERM cleans up routes, rules and iptables, keeps the interface', async () => {
-    const run = await watchThenStop(lab, eu1, file, mesh);
-    assert.equal(run.status, 0, run.stderr);
-    assert.deepEqual(run.errors, []);
-    const m = readMachine(eu1.ns);
-    assert.deepEqual({ routes: m.routes, rules: m.rules, firewall: m.firewall }, { routes: [], rules: [], firewall: [] });
-    assert.equal(m.wireGuard?.peers.length, plan.peers.length, '--clean-up-interface=false keeps kilo0 and its peers');
-    assert.deepEqual(foreignState(eu1.ns), before);
-  });
+    await t.test('--watch stopped by SIGTERM cleans up routes, rules and iptables, keeps the interface', async () => {
+      const run = await watchThenStop(lab, eu1, file, mesh);
+      assert.equal(run.status, 0, run.stderr);
+      assert.deepEqual(run.errors, []);
+      const m = readMachine(eu1.ns);
+      assert.deepEqual(
+        { routes: m.routes, rules: m.rules, firewall: m.firewall },
+        { routes: [], rules: [], firewall: [] },
+      );
+      assert.equal(
+        m.wireGuard?.peers.length,
+        plan.peers.length,
+        '--clean-up-interface=false keeps kilo0 and its peers',
+      );
+      assert.deepEqual(foreignState(eu1.ns), before);
+    });
 
-  await t.test('--clean-up-interface also removes kilo0 and stops wireguard-go', async () => {
-    const run = await watchThenStop(lab, eu1, file, [...mesh, '--clean-up-interface']);
-    assert.equal(run.status, 0, run.stderr);
-    assert.deepEqual(run.errors, []);
-    assert.ok((run.applied?.writes ?? 0) > 0, 'it first re-applied the routes and firewall cleaned up before');
-    const m = readMachine(eu1.ns);
-    assert.deepEqual(m, { wireGuard: null, addresses: null, up: null, routes: [], rules: [], firewall: [] });
-    await until('wireguard-go to exit', () => wireGuardGo(eu1.ns).length === 0);
-    assert.deepEqual(foreignState(eu1.ns), before);
-  });
-});
+    await t.test('--clean-up-interface also removes kilo0 and stops wireguard-go', async () => {
+      const run = await watchThenStop(lab, eu1, file, [...mesh, '--clean-up-interface']);
+      assert.equal(run.status, 0, run.stderr);
+      assert.deepEqual(run.errors, []);
+      assert.ok((run.applied?.writes ?? 0) > 0, 'it first re-applied the routes and firewall cleaned up before');
+      const m = readMachine(eu1.ns);
+      assert.deepEqual(m, { wireGuard: null, addresses: null, up: null, routes: [], rules: [], firewall: [] });
+      await until('wireguard-go to exit', () => wireGuardGo(eu1.ns).length === 0);
+      assert.deepEqual(foreignState(eu1.ns), before);
+    });
+  },
+);

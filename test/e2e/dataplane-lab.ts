@@ -5,7 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Plan } from '../../src/mesh/types.js';
@@ -60,7 +69,9 @@ function runOf(status: number | null, signal: NodeJS.Signals | null, stderr: str
     stderr,
     logs,
     applied: logs.filter((l) => l.msg === 'applied').at(-1),
-    errors: logs.filter((l) => l.level >= 50).map((l) => `${l.msg}: ${typeof l['object'] === 'string' ? `${l['object']}: ` : ''}${l.err ?? ''}`),
+    errors: logs
+      .filter((l) => l.level >= 50)
+      .map((l) => `${l.msg}: ${typeof l['object'] === 'string' ? `${l['object']}: ` : ''}${l.err ?? ''}`),
   };
 }
 
@@ -107,16 +118,37 @@ export class Lab {
   }
 
   /** Starts the built `kg apply` inside the node's namespace (with its own /var/run/wireguard). */
-  start(node: LabNode, cluster: string, flags: readonly string[]): { child: ChildProcess; done: Promise<ApplyRun>; stderr: () => string } {
+  start(
+    node: LabNode,
+    cluster: string,
+    flags: readonly string[],
+  ): { child: ChildProcess; done: Promise<ApplyRun>; stderr: () => string } {
     const argv = [
-      'netns', 'exec', node.ns.name, 'sh', '-c', 'mount --bind "$0" /var/run/wireguard && exec "$@"', node.ns.runDir,
-      process.execPath, kgBin, 'apply', '--cluster', cluster, '--hostname', node.name, '--key-file', node.keyFile, '--mtu', '1380', ...flags,
+      'netns',
+      'exec',
+      node.ns.name,
+      'sh',
+      '-c',
+      'mount --bind "$0" /var/run/wireguard && exec "$@"',
+      node.ns.runDir,
+      process.execPath,
+      kgBin,
+      'apply',
+      '--cluster',
+      cluster,
+      '--hostname',
+      node.name,
+      '--key-file',
+      node.keyFile,
+      '--mtu',
+      '1380',
+      ...flags,
     ];
     const child = spawn('ip', argv, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.children.add(child);
     let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
-    child.stdout!.on('data', () => {});
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    child.stdout.on('data', () => {});
     const done = new Promise<ApplyRun>((resolve) =>
       child.on('close', (status, signal) => {
         this.children.delete(child);
@@ -151,7 +183,10 @@ export class Lab {
 /** PIDs of the processes in a namespace we created. */
 export function namespacePids(ns: string): number[] {
   const r = spawnSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' });
-  return r.stdout.split('\n').filter((l) => /^\d+$/.test(l.trim())).map(Number);
+  return r.stdout
+    .split('\n')
+    .filter((l) => /^\d+$/.test(l.trim()))
+    .map(Number);
 }
 
 /** The command line of a PID, '' once it is gone. */
@@ -167,7 +202,10 @@ export function commandOf(pid: number): string {
 export function childrenOf(pid: number): number[] {
   try {
     return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
-      readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter((x) => x.trim() !== '').map(Number),
+      readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8')
+        .split(' ')
+        .filter((x) => x.trim() !== '')
+        .map(Number),
     );
   } catch {
     return [];
@@ -176,7 +214,9 @@ export function childrenOf(pid: number): number[] {
 
 /** The oracle: what `kgctl plan` says the agent on `node` programs with these mesh flags. */
 export function oraclePlan(cluster: string, node: string, flags: readonly string[]): Plan {
-  const out = execFileSync(process.execPath, [kgctlBin, 'plan', node, '--cluster', cluster, '-o', 'json', ...flags], { encoding: 'utf8' });
+  const out = execFileSync(process.execPath, [kgctlBin, 'plan', node, '--cluster', cluster, '-o', 'json', ...flags], {
+    encoding: 'utf8',
+  });
   return JSON.parse(out) as Plan;
 }
 
@@ -208,7 +248,14 @@ function host(cidr: string): string {
   return cidr.includes('/') ? cidr : `${cidr}/${cidr.includes(':') ? 128 : 32}`;
 }
 
-export function routeText(r: { dst: string; gw: string | null; dev: string; src: string | null; table: string; onlink: boolean }): string {
+export function routeText(r: {
+  dst: string;
+  gw: string | null;
+  dev: string;
+  src: string | null;
+  table: string;
+  onlink: boolean;
+}): string {
   return `${host(r.dst)}${r.gw ? ` via ${r.gw}` : ''} dev ${r.dev}${r.src ? ` src ${r.src}` : ''} table ${r.table}${r.onlink ? ' onlink' : ''}`;
 }
 
@@ -274,7 +321,15 @@ export function allRules(ns: TestNamespace): { text: string; priority: number }[
   );
 }
 
-const protocolNumbers: Record<string, string> = { icmp: '1', ipencap: '4', ipip: '4', tcp: '6', udp: '17', 'ipv6-icmp': '58', icmpv6: '58' };
+const protocolNumbers: Record<string, string> = {
+  icmp: '1',
+  ipencap: '4',
+  ipip: '4',
+  tcp: '6',
+  udp: '17',
+  'ipv6-icmp': '58',
+  icmpv6: '58',
+};
 
 /** Splits an iptables-save line into arguments (double quotes group, backslash escapes). */
 function tokens(line: string): string[] {
@@ -331,7 +386,10 @@ export interface SavedFirewall {
 export function savedFirewall(ns: TestNamespace): SavedFirewall {
   const kilo: string[] = [];
   const foreign: string[] = [];
-  for (const [family, bin] of [[4, 'iptables-save'], [6, 'ip6tables-save']] as const) {
+  for (const [family, bin] of [
+    [4, 'iptables-save'],
+    [6, 'ip6tables-save'],
+  ] as const) {
     let table = '';
     const builtin = new Set<string>();
     for (const raw of ns.sh(bin).split('\n')) {
@@ -376,7 +434,11 @@ function stableByChain(lines: string[]): (a: string, b: string) => number {
 /** The machine's Kilo state as the kernel and the tools show it. */
 export function readMachine(ns: TestNamespace, kilo = 'kilo0'): MachineState {
   let wireGuard: MachineState['wireGuard'] = null;
-  const dump = spawnSync('ip', ['netns', 'exec', ns.name, 'sh', '-c', `mount --bind "$0" /var/run/wireguard && wg show ${kilo} dump`, ns.runDir], { encoding: 'utf8' });
+  const dump = spawnSync(
+    'ip',
+    ['netns', 'exec', ns.name, 'sh', '-c', `mount --bind "$0" /var/run/wireguard && wg show ${kilo} dump`, ns.runDir],
+    { encoding: 'utf8' },
+  );
   if (dump.status === 0) {
     const [head, ...peers] = dump.stdout.trim().split('\n');
     // The first field of the interface line is the private key: it is dropped unread.
@@ -397,16 +459,28 @@ export function readMachine(ns: TestNamespace, kilo = 'kilo0'): MachineState {
   let addresses: string[] | null = null;
   let up: boolean | null = null;
   if (link.status === 0) {
-    const [entry] = JSON.parse(link.stdout) as { flags?: string[]; addr_info?: { family: string; local: string; prefixlen: number; scope: string }[] }[];
-    addresses = (entry?.addr_info ?? []).filter((a) => !(a.family === 'inet6' && a.scope === 'link')).map((a) => `${a.local}/${a.prefixlen}`).sort();
+    const [entry] = JSON.parse(link.stdout) as {
+      flags?: string[];
+      addr_info?: { family: string; local: string; prefixlen: number; scope: string }[];
+    }[];
+    addresses = (entry?.addr_info ?? [])
+      .filter((a) => !(a.family === 'inet6' && a.scope === 'link'))
+      .map((a) => `${a.local}/${a.prefixlen}`)
+      .sort();
     up = entry?.flags?.includes('UP') ?? false;
   }
   return {
     wireGuard,
     addresses,
     up,
-    routes: allRoutes(ns).filter((r) => r.protocol === '107').map((r) => r.text.replace(/ proto 107$/, '')).sort(),
-    rules: allRules(ns).filter((r) => r.priority === 1107).map((r) => r.text.replace(/ priority 1107$/, '')).sort(),
+    routes: allRoutes(ns)
+      .filter((r) => r.protocol === '107')
+      .map((r) => r.text.replace(/ proto 107$/, ''))
+      .sort(),
+    rules: allRules(ns)
+      .filter((r) => r.priority === 1107)
+      .map((r) => r.text.replace(/ priority 1107$/, ''))
+      .sort(),
     firewall: savedFirewall(ns).kilo,
   };
 }
@@ -416,13 +490,17 @@ export function expectedMachine(plan: Plan, devices: Devices, publicKey: string)
   const dev = (role: string) => (devices as unknown as Record<string, string | null>)[role] ?? null;
   const firewall: string[] = [];
   for (const c of plan.firewall.chains) firewall.push(`${c.family} ${c.table} chain ${c.name} -`);
-  for (const r of plan.firewall.rules) firewall.push(`${r.family} ${r.table} ${r.chain}: ${normaliseRule(r.args, r.comment)}`);
+  for (const r of plan.firewall.rules)
+    firewall.push(`${r.family} ${r.table} ${r.chain}: ${normaliseRule(r.args, r.comment)}`);
   return {
     wireGuard: {
       publicKey,
       listenPort: plan.listenPort,
       peers: plan.peers
-        .map((p) => `${p.publicKey} ${p.endpoint ?? '(none)'} ${[...p.allowedIPs].sort().join(',')} ${p.persistentKeepalive || 'off'}`)
+        .map(
+          (p) =>
+            `${p.publicKey} ${p.endpoint ?? '(none)'} ${[...p.allowedIPs].sort().join(',')} ${p.persistentKeepalive || 'off'}`,
+        )
         .sort(),
     },
     addresses: plan.wireGuardIP ? [plan.wireGuardIP] : [],
@@ -432,14 +510,22 @@ export function expectedMachine(plan: Plan, devices: Devices, publicKey: string)
       .map((r) => routeText({ ...r, dev: dev(r.dev)!, table: String(r.table) }))
       .sort(),
     rules: [
-      ...new Set(plan.rules.map((r) => ruleText({ ...r, iif: r.iif === 'kilo' ? devices.kilo : null, table: String(r.table) }))),
+      ...new Set(
+        plan.rules.map((r) => ruleText({ ...r, iif: r.iif === 'kilo' ? devices.kilo : null, table: String(r.table) })),
+      ),
     ].sort(),
     firewall: sortJumps(firewall),
   };
 }
 
 /** Asserts the machine equals the plan, part by part (so a failure says which part differs). */
-export function assertMachineIs(ns: TestNamespace, plan: Plan, devices: Devices, publicKey: string, what: string): MachineState {
+export function assertMachineIs(
+  ns: TestNamespace,
+  plan: Plan,
+  devices: Devices,
+  publicKey: string,
+  what: string,
+): MachineState {
   const actual = readMachine(ns, devices.kilo);
   const want = expectedMachine(plan, devices, publicKey);
   assert.deepEqual(actual.wireGuard, want.wireGuard, `${what}: WireGuard interface and peers`);
@@ -453,7 +539,9 @@ export function assertMachineIs(ns: TestNamespace, plan: Plan, devices: Devices,
 
 /** A veth pair inside one namespace, the first end holding `address`: a node's private NIC. */
 export function privateInterface(ns: TestNamespace, name: string, address: string): void {
-  ns.sh(`ip link add ${name} type veth peer name ${name}p && ip addr add ${address} dev ${name} && ip link set ${name} up && ip link set ${name}p up`);
+  ns.sh(
+    `ip link add ${name} type veth peer name ${name}p && ip addr add ${address} dev ${name} && ip link set ${name} up && ip link set ${name}p up`,
+  );
 }
 
 /** Waits until `f` is true (polling), or fails naming `what`. */
