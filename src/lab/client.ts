@@ -15,7 +15,7 @@ export class LabApiClient {
     const text = body === undefined ? '' : JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const req = request(
-        { socketPath: this.socketPath, method, path, headers: { 'content-type': contentType, 'content-length': Buffer.byteLength(text) }, timeout: 10_000 },
+        { socketPath: this.socketPath, agent: false, method, path, headers: { 'content-type': contentType, 'content-length': Buffer.byteLength(text) }, timeout: 10_000 },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));

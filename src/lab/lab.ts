@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import type { KubeObject } from '../model/parse.js';
 import { Annotation } from '../model/annotations.js';
 import type { Granularity } from '../model/types.js';
@@ -193,21 +193,49 @@ export class Lab {
 
   /**
    * Restarts every agent with a new granularity (and flags), as an operator rolling out a
-   * changed DaemonSet would: stop all, start all, no manual clean-up in between.
+   * changed DaemonSet would: stop all, start all, no manual clean-up in between. Resolves once
+   * every new agent has read the cluster, with when that was (process start-up on a loaded
+   * machine takes seconds that say nothing about the mesh).
    */
-  async restartAgents(granularity: Granularity, extraFlags: string[] = this.state.state.agentFlags): Promise<void> {
+  async restartAgents(granularity: Granularity, extraFlags: string[] = this.state.state.agentFlags): Promise<{ startedAt: number; syncedAt: number }> {
     await Promise.all(this.nodes.map((n) => this.stopAgent(n.name)));
     this.state.state.options.granularity = granularity;
     this.state.state.agentFlags = extraFlags;
     this.state.save();
+    const offsets = new Map(this.nodes.map((n) => [n.name, this.agentLogSize(n.name)]));
+    const startedAt = Date.now();
     for (const n of this.nodes) this.startAgent(n.name);
-    if (this.options.peer) await this.refreshPeer().catch(() => undefined);
+    await this.waitAgentsSynced(offsets);
+    return { startedAt, syncedAt: Date.now() };
+  }
+
+  agentLogSize(name: string): number {
+    try {
+      return statSync(`${this.nodeDir(name)}/kg.log`).size;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** Waits until each agent started after its log had `offsets` bytes has read the cluster. */
+  async waitAgentsSynced(offsets: ReadonlyMap<string, number>, timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    const pending = new Set(offsets.keys());
+    while (pending.size > 0) {
+      for (const name of pending) {
+        const log = readFileSync(`${this.nodeDir(name)}/kg.log`).subarray(offsets.get(name) ?? 0).toString('utf8');
+        if (log.includes('"cluster synced"')) pending.delete(name);
+      }
+      if (pending.size === 0) return;
+      if (Date.now() > deadline) throw new Error(`agents did not read the cluster within ${timeoutMs} ms: ${[...pending].join(', ')} (see their kg.log)`);
+      await sleep(50);
+    }
   }
 
   // ---- nodes joining and leaving ------------------------------------------------------------
 
-  /** A new node in a location: its namespaces, its Node object, its agent. */
-  async addNode(location: number): Promise<LabNode> {
+  /** A new node in a location: its namespaces, its Node object (created at `createdAt`), its agent. */
+  async addNode(location: number): Promise<{ node: LabNode; createdAt: number }> {
     const used = new Set(this.nodes.filter((n) => n.location === location).map((n) => n.index));
     let index = 1;
     while (used.has(index)) index++;
@@ -216,9 +244,10 @@ export class Lab {
     this.state.state.nodes.push(n);
     this.state.state.nextK = n.k + 1;
     this.state.save();
+    const createdAt = Date.now();
     await this.api.create('nodes', this.nodeObject(n));
     this.startAgent(n.name);
-    return n;
+    return { node: n, createdAt };
   }
 
   /** A node leaves: its Node object is deleted, its agent stopped, its namespaces removed. */

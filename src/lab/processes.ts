@@ -9,34 +9,30 @@ const here = dirname(fileURLToPath(import.meta.url));
 const fromSource = import.meta.url.endsWith('.ts');
 
 /**
- * How to run one of our CLIs (kg, kgctl) from wherever this module runs: the built dist/ when
- * the lab itself runs built, the TypeScript sources (through tsx) when it runs from src/ in tests.
+ * How to run one of our CLIs (kg, kgctl) from wherever this module runs: bin/ (dist/) when the
+ * lab runs built, and from src/ (the tests) too when dist/ was built after the last source
+ * change (an agent started through tsx takes seconds longer, which a 2-core machine running a
+ * dozen of them feels); else the sources through tsx.
  */
 export function cliArgv(cli: 'kg' | 'kgctl'): string[] {
   const bin = join(here, '..', '..', 'bin', cli);
-  // From src/ (tests), a dist/ built after every source change is the same code, seconds faster to start.
-  if (!fromSource || distIsFresh()) return [process.execPath, bin];
-  const entry = join(here, '..', 'cli', `${cli}.ts`);
+  if (!fromSource) return [process.execPath, bin];
+  const src = join(here, '..');
+  if (mtimeOf(join(src, '..', 'dist', 'cli', `${cli}.js`)) >= newestMtime(src)) return [process.execPath, bin];
+  const entry = join(src, 'cli', `${cli}.ts`);
   return [process.execPath, '--import', import.meta.resolve('tsx'), '-e', `import(${JSON.stringify(entry)}).then((m) => m.main(process.argv.slice(1)))`, '--'];
 }
 
-let fresh: boolean | undefined;
+function mtimeOf(path: string): number {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
 
-/** Whether dist/ was built after the last change to any file under src/ (checked once). */
-function distIsFresh(): boolean {
-  if (fresh !== undefined) return fresh;
-  const src = join(here, '..');
-  const built = (() => {
-    try {
-      return statSync(join(src, '..', 'dist', 'cli', 'kg.js')).mtimeMs;
-    } catch {
-      return 0;
-    }
-  })();
-  const newest = (dir: string): number =>
-    readdirSync(dir, { withFileTypes: true }).reduce((m, e) => Math.max(m, e.isDirectory() ? newest(join(dir, e.name)) : statSync(join(dir, e.name)).mtimeMs), 0);
-  fresh = built > 0 && newest(src) < built;
-  return fresh;
+function newestMtime(dir: string): number {
+  return readdirSync(dir, { withFileTypes: true }).reduce((m, e) => Math.max(m, e.isDirectory() ? newestMtime(join(dir, e.name)) : mtimeOf(join(dir, e.name))), 0);
 }
 
 /**
