@@ -31,7 +31,7 @@ for (const size of [500, 2000, 5000]) {
 const ratio = rows[2]!.computeMs / rows[0]!.computeMs;
 console.log(`\ncompute 5,000 / 500 = ${ratio.toFixed(1)} (10 = linear); reference Go: ~25 ms at 2,000, ~56 ms at 5,000\n`);
 
-for (const extra of process.env['KILO_BENCH_SKIP_DATAPLANE'] ? [] : ['dataplane.ts']) {
+for (const extra of process.env['KILO_BENCH_SKIP_DATAPLANE'] ? [] : ['dataplane.ts', 'lab.ts']) {
   try {
     process.stdout.write(node(extra));
   } catch (e) {

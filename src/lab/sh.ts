@@ -51,8 +51,12 @@ export function ipBatch(ns: string, lines: readonly string[]): void {
   if (lines.length > 0) run(['ip', '-n', ns, '-batch', '-'], { input: `${lines.join('\n')}\n` });
 }
 
+/** Sets sysctls inside a namespace through /proc/sys (which shows the writer's namespace): no procps needed. */
 export function sysctl(ns: string, settings: Record<string, string | number>): void {
-  run(inNs(ns, ['sysctl', '-q', '-w', ...Object.entries(settings).map(([k, v]) => `${k}=${v}`)]));
+  const script = Object.entries(settings)
+    .map(([k, v]) => `echo ${v} > /proc/sys/${k.replaceAll('.', '/')}`)
+    .join(' && ');
+  run(inNs(ns, ['sh', '-c', script]));
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
