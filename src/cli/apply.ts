@@ -38,7 +38,16 @@ export function applyCommand(): Command {
     const log = createLogger(flags.logLevel);
     const exec = hostExec();
     const privateKey = loadOrCreateKey(flags.keyFile);
-    const dataplane = linuxDataplane(exec, { interfaceName: flags.interface, createInterface: flags.createInterface, implementation: flags.wireguard, log: (l) => log.info({}, l) });
+    // A wireguard-go restarted after a crash gets its peers back, but its new interface has no
+    // address or routes: with --watch that calls for a reconcile now, not at the next file change.
+    let reapply = () => {};
+    const dataplane = linuxDataplane(exec, {
+      interfaceName: flags.interface,
+      createInterface: flags.createInterface,
+      implementation: flags.wireguard,
+      log: (l) => log.info({}, l),
+      onRestart: () => reapply(),
+    });
     const mtu = await resolveMTU(exec, parseMTU(flags.mtu));
     let tunnel: string | null | undefined;
     const source = new FileSource(flags.cluster, { watch: flags.watch, logger: log });
@@ -73,9 +82,10 @@ export function applyCommand(): Command {
       return;
     }
     let chain: Promise<unknown> = applyOnce().catch((e: Error) => log.error({ err: e.message }, 'apply failed'));
-    source.onChange(() => {
+    reapply = () => {
       chain = chain.then(applyOnce).catch((e: Error) => log.error({ err: e.message }, 'apply failed'));
-    });
+    };
+    source.onChange(reapply);
     await new Promise<void>((resolve) => {
       process.once('SIGTERM', resolve);
       process.once('SIGINT', resolve);

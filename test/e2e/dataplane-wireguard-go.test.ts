@@ -1,0 +1,84 @@
+/**
+ * `kg apply --watch` supervises the wireguard-go it started: killed, it is restarted, and the new
+ * interface gets back not only its peers but also its address, link state and the routes over it
+ * (which the kernel dropped with the old interface), without waiting for a change of the file.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { node, peer, wgKey } from '../helpers/cluster.js';
+import { skipNoNetns } from '../helpers/netns.js';
+import {
+  Lab,
+  assertMachineIs,
+  commandOf,
+  namespacePids,
+  oraclePlan,
+  privateInterface,
+  readMachine,
+  until,
+} from './dataplane-lab.js';
+
+const mesh = ['--mesh-granularity', 'cross', '--encapsulate', 'never'];
+
+test(
+  'a killed wireguard-go is restarted and the plan re-applied on the new interface',
+  { skip: skipNoNetns },
+  async (t) => {
+    const lab = new Lab();
+    t.after(() => lab.destroy());
+    const eu1 = lab.node('eu-1');
+    privateInterface(eu1.ns, 'lan0', '192.168.10.1/24');
+    const file = lab.writeCluster([
+      node('eu-1', {
+        location: 'eu',
+        internalIP: '192.168.10.1/24',
+        endpoint: '172.30.0.1:51820',
+        podCIDR: '10.42.1.0/24',
+        key: eu1.publicKey,
+      }),
+      node('eu-2', {
+        location: 'eu',
+        internalIP: '192.168.10.2/24',
+        endpoint: '172.30.0.2:51820',
+        podCIDR: '10.42.2.0/24',
+      }),
+      node('us-1', {
+        location: 'us',
+        internalIP: '192.168.20.1/24',
+        endpoint: '172.30.0.3:51820',
+        podCIDR: '10.42.3.0/24',
+        key: wgKey('us-1'),
+      }),
+      peer('laptop', { allowedIPs: ['10.5.0.1/32'] }),
+    ]);
+    const plan = oraclePlan(file, 'eu-1', mesh);
+    const devices = { kilo: 'kilo0', private: 'lan0', tunnel: null };
+    assert.ok(
+      plan.routes.some((r) => r.dev === 'kilo'),
+      'routes over kilo0 that vanish with it',
+    );
+
+    const { child, done, stderr } = lab.start(eu1, file, ['--watch', ...mesh]);
+    t.after(() => child.kill('SIGKILL'));
+    const applied = () =>
+      stderr()
+        .split('\n')
+        .filter((l) => l.includes('"msg":"applied"')).length;
+    await until('the first apply', () => applied() === 1);
+    assertMachineIs(eu1.ns, plan, devices, eu1.publicKey, 'before the crash');
+    const wireGuardGo = () => namespacePids(eu1.ns.name).filter((pid) => /wireguard-go/.test(commandOf(pid)));
+    const [first] = wireGuardGo();
+    assert.ok(first);
+
+    process.kill(first, 'SIGKILL');
+    await until('the interface to go', () => readMachine(eu1.ns).addresses === null);
+    await until('a reconcile after the restart', () => applied() === 2);
+    const [second] = wireGuardGo();
+    assert.ok(second && second !== first, 'a new wireguard-go runs');
+    assertMachineIs(eu1.ns, plan, devices, eu1.publicKey, 'after the restart');
+
+    child.kill('SIGTERM');
+    const run = await done;
+    assert.equal(run.status, 0, run.stderr);
+  },
+);
