@@ -4,7 +4,7 @@
  * machine's state back from the kernel (`wg show dump`, `ip -j`, `iptables-save`), never from kilo-ts.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import {
   chmodSync,
   mkdirSync,
@@ -218,6 +218,23 @@ export function oraclePlan(cluster: string, node: string, flags: readonly string
     encoding: 'utf8',
   });
   return JSON.parse(out) as Plan;
+}
+
+/** oraclePlan for several flag sets at once (one kgctl process each, run side by side). */
+export function oraclePlans(cluster: string, node: string, flagSets: readonly (readonly string[])[]): Promise<Plan[]> {
+  return Promise.all(
+    flagSets.map(
+      (flags) =>
+        new Promise<Plan>((resolve, reject) =>
+          execFile(
+            process.execPath,
+            [kgctlBin, 'plan', node, '--cluster', cluster, '-o', 'json', ...flags],
+            { encoding: 'utf8', maxBuffer: 1 << 26 },
+            (err, stdout) => (err ? reject(new Error(err.message)) : resolve(JSON.parse(stdout) as Plan)),
+          ),
+        ),
+    ),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
