@@ -89,6 +89,37 @@ export function peerConfigFromKgctl(lab: Lab): { ini: string; allowedIPs: string
 }
 
 /**
+ * Public keys of the Peer's WireGuard peers with a live session (a handshake in the last
+ * 180 s) and the endpoint WireGuard learned for them.
+ */
+function liveSessions(lab: Lab): Set<string> {
+  const now = Math.floor(Date.now() / 1000);
+  const dump = peerExec(lab, ['wg', 'show', 'kilo0', 'dump']).trim().split('\n').slice(1);
+  return new Set(
+    dump
+      .map((l) => l.split('\t'))
+      .filter((f) => f[2] !== '(none)' && Number(f[4]) > 0 && now - Number(f[4]) < 180)
+      .map((f) => f[0]!),
+  );
+}
+
+/**
+ * Leaves out the Endpoint of every peer with a live session: behind NAT, the endpoint a node
+ * reaches the Peer from is a mapping of its own (not the one it reaches other nodes from, which
+ * is what the cluster knows), and WireGuard learned it from the node's keepalives. `wg syncconf`
+ * leaves an endpoint it is not given alone.
+ */
+function keepLiveEndpoints(ini: string, live: ReadonlySet<string>): string {
+  return ini
+    .split(/(?=^\[Peer\])/m)
+    .map((section) => {
+      const key = /^\s*PublicKey\s*=\s*(\S+)/m.exec(section)?.[1];
+      return key && live.has(key) ? section.replace(/^\s*Endpoint\s*=.*\n?/m, '') : section;
+    })
+    .join('');
+}
+
+/**
  * Applies the Peer's current configuration: peers by `wg syncconf` (sessions of unchanged peers
  * survive), a route per allowed IP as wg-quick would add. Without a Peer object, no peers.
  */
@@ -97,7 +128,7 @@ export async function configurePeer(lab: Lab): Promise<void> {
   const peers = await lab.api.list('peers');
   const present = peers.some((p) => p.metadata?.name === peerName);
   const { ini, allowedIPs } = present ? peerConfigFromKgctl(lab) : { ini: '', allowedIPs: [] };
-  const peerSections = ini.replace(/^[\s\S]*?(?=^\[Peer\])/m, '');
+  const peerSections = keepLiveEndpoints(ini.replace(/^[\s\S]*?(?=^\[Peer\])/m, ''), liveSessions(lab));
   const conf = [`[Interface]`, `PrivateKey = ${privateKey(lab)}`, `ListenPort = ${port}`, '', ini.includes('[Peer]') ? peerSections : ''].join('\n');
   const file = `${peerDir(lab)}/wg.conf`;
   writeFileSync(file, conf, { mode: 0o600 });

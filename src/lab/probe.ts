@@ -1,3 +1,4 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { inNs, runAsync } from './sh.js';
 
 /** Runs async jobs with at most `limit` at a time (pings of a large matrix would swamp 2 cores). */
@@ -36,11 +37,21 @@ export interface Endpoint {
 
 export type Matrix = { from: string; to: string; ok: boolean }[];
 
-/** Pings every destination from every source (except itself). */
-export async function pingMatrix(sources: readonly Endpoint[], destinations: readonly Endpoint[], o: { waitSeconds?: number } = {}): Promise<Matrix> {
-  const pairs = sources.flatMap((s) => destinations.filter((d) => d.name !== s.name).map((d) => ({ s, d })));
+export type Pair = { s: Endpoint; d: Endpoint };
+
+/** Every source with every destination but itself. */
+export const allPairs = (sources: readonly Endpoint[], destinations: readonly Endpoint[]): Pair[] =>
+  sources.flatMap((s) => destinations.filter((d) => d.name !== s.name).map((d) => ({ s, d })));
+
+/** One ping per pair, a dozen at a time. */
+export async function pingPairs(pairs: readonly Pair[], o: { waitSeconds?: number } = {}): Promise<Matrix> {
   const results = await limited(pairs.map(({ s, d }) => () => ping(s.ns, d.ip, { waitSeconds: o.waitSeconds ?? 1, ...(s.source ? { source: s.source } : {}) })));
   return pairs.map(({ s, d }, i) => ({ from: s.name, to: d.name, ok: results[i]! }));
+}
+
+/** Pings every destination from every source (except itself). */
+export function pingMatrix(sources: readonly Endpoint[], destinations: readonly Endpoint[], o: { waitSeconds?: number } = {}): Promise<Matrix> {
+  return pingPairs(allPairs(sources, destinations), o);
 }
 
 /** The matrix as a table: a row per source, a column per destination, ✓ or ✗. */
@@ -60,3 +71,49 @@ export function formatMatrix(m: Matrix): string {
 }
 
 export const allOk = (m: Matrix) => m.every((e) => e.ok);
+
+/**
+ * Pings every pair continuously (every 0.2 s) until each has had a reply or `timeoutMs` passed;
+ * returns when each pair first got a reply (ms since the epoch, from ping's own timestamps), or
+ * null. Continuous pings measure convergence to a fraction of a second, where rounds of single
+ * pings on a loaded machine would not.
+ */
+export async function firstReplies(pairs: readonly Pair[], timeoutMs: number): Promise<(number | null)[]> {
+  const first: (number | null)[] = pairs.map(() => null);
+  let left = pairs.length;
+  let finish: () => void = () => {};
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  let over = false;
+  const children = new Set<ChildProcess>();
+  const watch = ({ s, d }: Pair, i: number): void => {
+    const argv = inNs(s.ns, ['ping', '-n', '-D', '-i', '0.2', ...(s.source ? ['-I', s.source] : []), d.ip]);
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
+    children.add(child);
+    let buffered = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (first[i] !== null) return;
+      buffered += chunk.toString('utf8');
+      const m = /^\[(\d+\.\d+)\] \d+ bytes from/m.exec(buffered);
+      if (!m) return;
+      first[i] = Math.round(Number(m[1]) * 1000);
+      child.kill('SIGKILL');
+      if (--left === 0) finish();
+    });
+    child.on('close', () => {
+      children.delete(child);
+      // ping gives up at once when there is no route yet ("connect: Network is unreachable").
+      if (first[i] === null && !over) setTimeout(() => !over && watch({ s, d }, i), 200);
+    });
+  };
+  pairs.forEach(watch);
+  const timer = setTimeout(finish, timeoutMs);
+  if (pairs.length === 0) finish();
+  try {
+    await done;
+  } finally {
+    over = true;
+    clearTimeout(timer);
+    for (const c of children) c.kill('SIGKILL');
+  }
+  return first;
+}

@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { UsageError } from '../model/errors.js';
 import type { LabNode, LabOptions } from './layout.js';
 
 /**
@@ -46,7 +47,7 @@ export class StateDir {
 
   static load(dir: string): StateDir {
     const file = stateFile(dir);
-    if (!existsSync(file)) throw new Error(`no lab in ${dir} (${file} does not exist)`);
+    if (!existsSync(file)) throw new UsageError(`no lab in ${dir} (${file} does not exist)`);
     return new StateDir(dir, JSON.parse(readFileSync(file, 'utf8')) as LabState);
   }
 
