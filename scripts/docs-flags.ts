@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import type { Command, Option } from 'commander';
 import { kgProgram } from '../src/cli/kg.js';
 import { kgctlProgram } from '../src/cli/kgctl.js';
+import { labCommand } from '../src/lab/command.js';
 
 export const docsDir = join(import.meta.dirname, '..', 'docs');
 
@@ -27,6 +28,8 @@ export function commands(): Map<string, Command> {
     for (const sub of cmd.commands) walk(sub, path);
   };
   walk(kgProgram(), '');
+  // kg registers `lab` lazily (its definition loads the Kubernetes client); document the real one.
+  walk(labCommand(), 'kg');
   walk(kgctlProgram(), '');
   return out;
 }

@@ -5,7 +5,7 @@ import { parseCluster, type ParsedCluster } from '../model/parse.js';
 import { snapshotNow } from '../model/ready.js';
 import type { MeshOptions } from '../mesh/options.js';
 import { meshOptionsFrom, resolveGranularity, type MeshFlagValues } from './flags.js';
-import { isLive, liveKubeConfig, readLiveCluster, type LiveFlags } from './live-cluster.js';
+import type { LiveFlags } from './live-cluster.js';
 
 export interface LoadedCluster {
   cluster: ParsedCluster;
@@ -33,10 +33,13 @@ export function addLiveFlags(cmd: Command): Command {
  * on stderr, one line each, and left out; the command goes on with the rest.
  */
 export async function loadCluster(flags: ClusterFlags, hostname?: string): Promise<LoadedCluster> {
-  const live = !flags.cluster && isLive(flags);
+  const live = !flags.cluster && (flags.kubeconfig !== undefined || flags.master !== undefined);
   if (!flags.cluster && !live)
     throw new UsageError('no cluster: pass --cluster FILE (a snapshot of Nodes and Peers) or --kubeconfig FILE');
-  const objects = live ? await readLiveCluster(liveKubeConfig(flags)) : loadSnapshot(flags.cluster!);
+  // The Kubernetes client takes seconds to import: only a live read pays for it.
+  const objects = live
+    ? await import('./live-cluster.js').then(({ readLiveCluster, liveKubeConfig }) => readLiveCluster(liveKubeConfig(flags)))
+    : loadSnapshot(flags.cluster!);
   const cluster = parseCluster(objects, { topologyLabel: flags.topologyLabel });
   for (const e of cluster.errors) process.stderr.write(`warning: ignoring ${e.message}\n`);
   const now = flags.now ?? (live ? Math.floor(Date.now() / 1000) : snapshotNow(cluster.nodes));

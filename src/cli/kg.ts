@@ -1,8 +1,7 @@
 import { Command } from 'commander';
 import { applyCommand } from './apply.js';
-import { labCommand } from '../lab/command.js';
 import { runCommand } from './kg-run.js';
-import { runProgram } from './run.js';
+import { lazyCommand, runProgram } from './run.js';
 import { webhookCommand } from './webhook.js';
 
 export function kgProgram(): Command {
@@ -13,7 +12,11 @@ export function kgProgram(): Command {
     .addCommand(runCommand(), { isDefault: true })
     .addCommand(applyCommand())
     .addCommand(webhookCommand())
-    .addCommand(labCommand());
+    .addCommand(
+      lazyCommand('lab', 'a mesh of network namespaces on this machine: up, status, exec, down', () =>
+        import('../lab/command.js').then((m) => m.labCommand()),
+      ),
+    );
 }
 
 export async function main(argv: string[]): Promise<void> {

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { connectCommand } from './connect.js';
+import { connectCommand } from './connect-command.js';
 import { graphCommand } from './graph.js';
 import { planCommand } from './plan.js';
 import { runProgram } from './run.js';

@@ -1,4 +1,4 @@
-import { CommanderError, type Command } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { UsageError, ValidationError } from '../model/errors.js';
 import { TopologyError } from '../mesh/topology.js';
 
@@ -24,4 +24,26 @@ export async function runProgram(program: Command, argv: string[]): Promise<void
     }
     throw e;
   }
+}
+
+/**
+ * A subcommand whose definition is loaded only when it runs: everything after its name is handed
+ * to the real command. For commands that import heavy modules (the Kubernetes client takes seconds
+ * to load) so that the other commands start fast.
+ */
+export function lazyCommand(name: string, description: string, load: () => Promise<Command>): Command {
+  return new Command(name)
+    .description(description)
+    .helpOption(false)
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .passThroughOptions()
+    .argument('[args...]')
+    .action(async function (this: Command, args: string[]) {
+      const real = await load();
+      real.name(`${this.parent?.name() ?? ''} ${name}`.trim());
+      real.exitOverride();
+      real.configureOutput({ writeErr: (s) => process.stderr.write(s) });
+      await real.parseAsync(args, { from: 'user' });
+    });
 }
