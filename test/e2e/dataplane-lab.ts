@@ -562,7 +562,7 @@ export function privateInterface(ns: TestNamespace, name: string, address: strin
 }
 
 /** Waits until `f` is true (polling), or fails naming `what`. */
-export async function until(what: string, f: () => boolean, timeoutMs = 20_000, everyMs = 50): Promise<void> {
+export async function until(what: string, f: () => boolean, timeoutMs = 60_000, everyMs = 50): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!f()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
