@@ -18,17 +18,18 @@ const seconds = 3;
 
 /** iperf3 from one namespace to a server in another; Gbit/s received. */
 async function iperf(clientNs: string, serverNs: string, serverIP: string): Promise<number> {
-  const server = spawn('ip', ['netns', 'exec', serverNs, 'iperf3', '-s', '-1', '-B', serverIP], { stdio: 'ignore' });
+  const server = spawn('ip', ['netns', 'exec', serverNs, 'iperf3', '-s', '-B', serverIP], { stdio: 'ignore' });
+  let last = '';
   try {
     for (let i = 0; i < 50; i++) {
       const r = await runAsync(inNs(clientNs, ['iperf3', '-c', serverIP, '-t', String(seconds), '-J']), 60_000);
-      if (r.code === 0) {
-        const j = JSON.parse(r.stdout) as { end: { sum_received: { bits_per_second: number } } };
-        return j.end.sum_received.bits_per_second / 1e9;
-      }
-      await sleep(100); // the server is not listening yet
+      const j = (r.stdout ? JSON.parse(r.stdout) : {}) as { error?: string; end?: { sum_received?: { bits_per_second: number } } };
+      const bps = j.end?.sum_received?.bits_per_second;
+      if (r.code === 0 && !j.error && bps !== undefined) return bps / 1e9;
+      last = j.error ?? r.stderr.trim();
+      await sleep(200); // the server is not listening yet
     }
-    throw new Error(`iperf3 from ${clientNs} to ${serverIP} never connected`);
+    throw new Error(`iperf3 from ${clientNs} to ${serverIP} failed: ${last}`);
   } finally {
     server.kill('SIGKILL');
   }
