@@ -23,7 +23,10 @@ async function iperf(clientNs: string, serverNs: string, serverIP: string): Prom
   try {
     for (let i = 0; i < 50; i++) {
       const r = await runAsync(inNs(clientNs, ['iperf3', '-c', serverIP, '-t', String(seconds), '-J']), 60_000);
-      const j = (r.stdout ? JSON.parse(r.stdout) : {}) as { error?: string; end?: { sum_received?: { bits_per_second: number } } };
+      const j = (r.stdout ? JSON.parse(r.stdout) : {}) as {
+        error?: string;
+        end?: { sum_received?: { bits_per_second: number } };
+      };
       const bps = j.end?.sum_received?.bits_per_second;
       if (r.code === 0 && !j.error && bps !== undefined) return bps / 1e9;
       last = j.error ?? r.stderr.trim();
@@ -63,7 +66,14 @@ interface Row {
 async function measure(granularity: Granularity): Promise<Row> {
   const dir = join(tmpdir(), `kilo-lab-bench-${process.pid}-${granularity}`);
   rmSync(dir, { recursive: true, force: true });
-  const lab = await Lab.up(dir, { locations: 3, nodesPerLocation: 3, granularity, natLocation: null, peer: false, prefix: `klb${process.pid % 10000}-` });
+  const lab = await Lab.up(dir, {
+    locations: 3,
+    nodesPerLocation: 3,
+    granularity,
+    natLocation: null,
+    peer: false,
+    prefix: `klb${process.pid % 10000}-`,
+  });
   try {
     const started = Date.now();
     await lab.waitAgentsSynced(new Map(lab.nodes.map((n) => [n.name, 0])));
@@ -85,8 +95,15 @@ const veth = await vethBaseline();
 const rows: Row[] = [];
 for (const g of ['location', 'full', 'cross', 'subnet'] as const) rows.push(await measure(g));
 const ratio = (v?: number) => (v === undefined ? '–' : `${v.toFixed(2)} Gbit/s (${(v / veth).toFixed(3)})`);
-console.log(`## The lab: 3 locations × 3 nodes, real agents and wireguard-go (pod→pod iperf3 ${seconds} s; ratio to a plain veth, ${veth.toFixed(2)} Gbit/s in this run)\n`);
-console.log('| granularity | agents started → all read the cluster | → every pod reaches every pod | pod→pod inside a location | pod→pod across locations |');
+console.log(
+  `## The lab: 3 locations × 3 nodes, real agents and wireguard-go (pod→pod iperf3 ${seconds} s; ratio to a plain veth, ${veth.toFixed(2)} Gbit/s in this run)\n`,
+);
+console.log(
+  '| granularity | agents started → all read the cluster | → every pod reaches every pod | pod→pod inside a location | pod→pod across locations |',
+);
 console.log('|---|---:|---:|---:|---:|');
-for (const r of rows) console.log(`| ${r.granularity} | ${r.startS.toFixed(1)} s | ${r.convergeS.toFixed(1)} s | ${ratio(r.inside)} | ${ratio(r.across)} |`);
+for (const r of rows)
+  console.log(
+    `| ${r.granularity} | ${r.startS.toFixed(1)} s | ${r.convergeS.toFixed(1)} s | ${ratio(r.inside)} | ${ratio(r.across)} |`,
+  );
 console.log('\nInside a location cross routes in the clear over the LAN; full sends everything through WireGuard.\n');

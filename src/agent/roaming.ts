@@ -11,11 +11,22 @@ export const liveHandshakeSeconds = 180;
  * tunnel until the peer's next keepalive, and the next read published that endpoint as
  * "discovered", so nodes kept flipping between the two.
  */
-export function keepRoamingEndpoints(plan: Plan, device: WireGuardState | null, roaming: ReadonlySet<string>, nowSeconds: number): Plan {
+export function keepRoamingEndpoints(
+  plan: Plan,
+  device: WireGuardState | null,
+  roaming: ReadonlySet<string>,
+  nowSeconds: number,
+): Plan {
   if (!device || roaming.size === 0) return plan;
   const live = new Set(
     device.peers
-      .filter((p) => roaming.has(p.publicKey) && p.endpoint && p.latestHandshake > 0 && nowSeconds - p.latestHandshake < liveHandshakeSeconds)
+      .filter(
+        (p) =>
+          roaming.has(p.publicKey) &&
+          p.endpoint &&
+          p.latestHandshake > 0 &&
+          nowSeconds - p.latestHandshake < liveHandshakeSeconds,
+      )
       .map((p) => p.publicKey),
   );
   if (live.size === 0) return plan;

@@ -14,15 +14,21 @@ function persist(file: string, objects: KubeObject[]): void {
 /** `kg lab apiserver`: the lab's Kubernetes API server as a process of its own. */
 export function labApiServerCommand(): Command {
   return new Command('apiserver')
-    .description('run the lab\'s test Kubernetes API server (Nodes, Peers; list, watch, patch) until SIGTERM')
+    .description("run the lab's test Kubernetes API server (Nodes, Peers; list, watch, patch) until SIGTERM")
     .option('--listen <addr>', 'address to serve the API on', '127.0.0.1:6443')
     .option('--socket <path>', 'also serve on this Unix socket')
-    .option('--state <file>', 'load objects from and save them to this file (a Kubernetes List, usable as kgctl --cluster)')
+    .option(
+      '--state <file>',
+      'load objects from and save them to this file (a Kubernetes List, usable as kgctl --cluster)',
+    )
     .action(async (flags: { listen: string; socket?: string; state?: string }) => {
       const listen = parseListen(flags.listen);
       if (!listen) throw new UsageError(`--listen: not host:port: ${JSON.stringify(flags.listen)}`);
       const file = flags.state;
-      const initial = file && existsSync(file) ? ((JSON.parse(readFileSync(file, 'utf8')) as { items?: KubeObject[] }).items ?? []) : [];
+      const initial =
+        file && existsSync(file)
+          ? ((JSON.parse(readFileSync(file, 'utf8')) as { items?: KubeObject[] }).items ?? [])
+          : [];
       let server: FakeApiServer | null = null;
       server = await FakeApiServer.start({
         port: listen.port,

@@ -527,7 +527,8 @@ export class FakeApiServer {
     if (collection && method === 'GET') kind = `${watching ? 'watch' : 'list'}-${collection}` as RequestKind;
     else if (itemOf && method === 'GET') kind = itemOf === 'nodes' ? 'get-node' : 'get-peer';
     else if (itemOf === 'nodes' && method === 'PATCH') kind = 'patch-node';
-    else if ((collection && method === 'POST') || (itemOf && ['PUT', 'PATCH', 'DELETE'].includes(method))) kind = 'write';
+    else if ((collection && method === 'POST') || (itemOf && ['PUT', 'PATCH', 'DELETE'].includes(method)))
+      kind = 'write';
     this.bump(kind);
     const seen = this.queries.get(kind) ?? [];
     seen.push(new URLSearchParams(url.searchParams));
@@ -628,7 +629,13 @@ export class FakeApiServer {
   }
 
   /** POST (create), PUT (replace), PATCH (merge) and DELETE, answering as kube-apiserver does. */
-  private writeRequest(method: string, resource: Resource, name: string | null, req: IncomingMessage, res: ServerResponse): void {
+  private writeRequest(
+    method: string,
+    resource: Resource,
+    name: string | null,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): void {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -648,11 +655,13 @@ export class FakeApiServer {
       const obj = body as KubeObject;
       const target = name ?? obj?.metadata?.name ?? '';
       const exists = this.objects[resource].has(target);
-      if (method === 'POST' && exists) return this.fail(res, 409, 'AlreadyExists', `${resource} "${target}" already exists`);
+      if (method === 'POST' && exists)
+        return this.fail(res, 409, 'AlreadyExists', `${resource} "${target}" already exists`);
       if (method !== 'POST' && !exists) return this.fail(res, 404, 'NotFound', `${resource} "${target}" not found`);
       if (!target) return this.fail(res, 422, 'Invalid', `${kind}: metadata.name is required`);
       if (method === 'POST') return this.reply(res, 201, this.create(resource, obj));
-      if (method === 'PUT') return this.reply(res, 200, this.replace(resource, { ...obj, metadata: { ...obj.metadata, name: target } }));
+      if (method === 'PUT')
+        return this.reply(res, 200, this.replace(resource, { ...obj, metadata: { ...obj.metadata, name: target } }));
       if (method === 'PATCH') return this.reply(res, 200, this.patch(resource, target, obj));
       this.remove(resource, target);
       this.reply(res, 200, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 200 });

@@ -15,7 +15,14 @@ export class LabApiClient {
     const text = body === undefined ? '' : JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const req = request(
-        { socketPath: this.socketPath, agent: false, method, path, headers: { 'content-type': contentType, 'content-length': Buffer.byteLength(text) }, timeout: 10_000 },
+        {
+          socketPath: this.socketPath,
+          agent: false,
+          method,
+          path,
+          headers: { 'content-type': contentType, 'content-length': Buffer.byteLength(text) },
+          timeout: 10_000,
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
@@ -23,7 +30,11 @@ export class LabApiClient {
             const out = Buffer.concat(chunks).toString('utf8');
             const parsed = out ? (JSON.parse(out) as unknown) : null;
             if ((res.statusCode ?? 500) >= 300) {
-              reject(new Error(`lab API server: ${method} ${path}: ${res.statusCode} ${(parsed as { message?: string } | null)?.message ?? out}`));
+              reject(
+                new Error(
+                  `lab API server: ${method} ${path}: ${res.statusCode} ${(parsed as { message?: string } | null)?.message ?? out}`,
+                ),
+              );
             } else resolve(parsed);
           });
         },
@@ -59,7 +70,8 @@ export class LabApiClient {
         await this.list('nodes');
         return;
       } catch (e) {
-        if (Date.now() > deadline) throw new Error(`the lab API server did not answer within ${timeoutMs} ms: ${(e as Error).message}`);
+        if (Date.now() > deadline)
+          throw new Error(`the lab API server did not answer within ${timeoutMs} ms: ${(e as Error).message}`);
         await new Promise((r) => setTimeout(r, 50));
       }
     }

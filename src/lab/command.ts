@@ -14,12 +14,14 @@ const defaultStateDir = '/tmp/kilo-lab';
 function intOption(name: string, min: number, max: number) {
   return (v: string): number => {
     const n = Number(v);
-    if (!/^\d+$/.test(v) || n < min || n > max) throw new UsageError(`--${name}: want a whole number from ${min} to ${max}, got ${JSON.stringify(v)}`);
+    if (!/^\d+$/.test(v) || n < min || n > max)
+      throw new UsageError(`--${name}: want a whole number from ${min} to ${max}, got ${JSON.stringify(v)}`);
     return n;
   };
 }
 
-const stateDirOption = () => new Option('--state-dir <dir>', 'where the lab records what it made').default(defaultStateDir);
+const stateDirOption = () =>
+  new Option('--state-dir <dir>', 'where the lab records what it made').default(defaultStateDir);
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 interface UpFlags {
@@ -41,7 +43,11 @@ export function labCommand(): Command {
     .addOption(new Option('--locations <n>', 'locations').argParser(intOption('locations', 1, 20)).default(3))
     .addOption(new Option('--nodes <n>', 'nodes per location').argParser(intOption('nodes', 1, 50)).default(2))
     .addOption(new Option('--granularity <g>', 'mesh granularity').choices(granularities).default('cross'))
-    .addOption(new Option('--nat-location <n>', 'put this location (1-based) behind a NAT gateway').argParser(intOption('nat-location', 1, 20)))
+    .addOption(
+      new Option('--nat-location <n>', 'put this location (1-based) behind a NAT gateway').argParser(
+        intOption('nat-location', 1, 20),
+      ),
+    )
     .option('--peer', 'add a Peer (a namespace configured from kgctl showconf peer)', false)
     .addOption(stateDirOption())
     .addOption(new Option('--prefix <prefix>', 'prefix of every namespace name').default('kl-'))
@@ -49,9 +55,22 @@ export function labCommand(): Command {
     .option('--no-wait', 'return once the agents are started, without waiting for the mesh')
     .action(async (f: UpFlags) => {
       if (process.getuid?.() !== 0) throw new UsageError('kg lab needs root (it creates network namespaces)');
-      if (f.natLocation !== undefined && f.natLocation > f.locations) throw new UsageError(`--nat-location ${f.natLocation}: there are only ${f.locations} locations`);
-      if (!/^[a-z0-9-]{1,12}$/.test(f.prefix)) throw new UsageError(`--prefix: want up to 12 of a-z, 0-9 and -, got ${JSON.stringify(f.prefix)}`);
-      const lab = await Lab.up(f.stateDir, { locations: f.locations, nodesPerLocation: f.nodes, granularity: f.granularity, natLocation: f.natLocation ?? null, peer: f.peer, prefix: f.prefix }, say);
+      if (f.natLocation !== undefined && f.natLocation > f.locations)
+        throw new UsageError(`--nat-location ${f.natLocation}: there are only ${f.locations} locations`);
+      if (!/^[a-z0-9-]{1,12}$/.test(f.prefix))
+        throw new UsageError(`--prefix: want up to 12 of a-z, 0-9 and -, got ${JSON.stringify(f.prefix)}`);
+      const lab = await Lab.up(
+        f.stateDir,
+        {
+          locations: f.locations,
+          nodesPerLocation: f.nodes,
+          granularity: f.granularity,
+          natLocation: f.natLocation ?? null,
+          peer: f.peer,
+          prefix: f.prefix,
+        },
+        say,
+      );
       say(`lab up: state in ${f.stateDir}, kubeconfig ${lab.kubeconfig}`);
       if (!f.wait) return;
       await report(lab, f.graph ?? lab.state.path('graph.svg'), say);
@@ -67,24 +86,29 @@ export function labCommand(): Command {
     });
 
   const status = new Command('status')
-    .description('the lab\'s nodes, agents and API server')
+    .description("the lab's nodes, agents and API server")
     .addOption(stateDirOption())
     .action((f: { stateDir: string }) => {
       const lab = Lab.open(f.stateDir);
       const o = lab.options;
-      say(`lab in ${f.stateDir}: ${o.locations} locations × ${o.nodesPerLocation} nodes, ${o.granularity}${o.natLocation ? `, location ${o.natLocation} behind NAT` : ''}${o.peer ? ', a Peer' : ''}`);
+      say(
+        `lab in ${f.stateDir}: ${o.locations} locations × ${o.nodesPerLocation} nodes, ${o.granularity}${o.natLocation ? `, location ${o.natLocation} behind NAT` : ''}${o.peer ? ', a Peer' : ''}`,
+      );
       for (const m of lab.state.state.made) {
-        if (m.kind === 'process' && !m.what.startsWith('kg ')) say(`${m.what}: pid ${m.pid} ${isAlive(m) ? 'running' : 'GONE'}`);
+        if (m.kind === 'process' && !m.what.startsWith('kg '))
+          say(`${m.what}: pid ${m.pid} ${isAlive(m) ? 'running' : 'GONE'}`);
       }
       for (const n of lab.nodes) {
         const p = lab.agentProcess(n.name);
         const health = p ? lab.agentGet(n.name, '/health').body.trim() : 'not running';
-        say(`${n.name.padEnd(10)} ns ${n.ns.padEnd(16)} lan ${n.lanIP.padEnd(14)} public ${(n.publicIP ?? 'NAT').padEnd(14)} pod ${n.podCIDR.padEnd(14)} agent ${p ? `pid ${p.pid}` : '-'}: ${health}`);
+        say(
+          `${n.name.padEnd(10)} ns ${n.ns.padEnd(16)} lan ${n.lanIP.padEnd(14)} public ${(n.publicIP ?? 'NAT').padEnd(14)} pod ${n.podCIDR.padEnd(14)} agent ${p ? `pid ${p.pid}` : '-'}: ${health}`,
+        );
       }
     });
 
   const exec = new Command('exec')
-    .description('run a command in a node\'s namespace (as its agent sees it: wg works); also peer, inet, NODE-pod')
+    .description("run a command in a node's namespace (as its agent sees it: wg works); also peer, inet, NODE-pod")
     .argument('<node>', 'node name, NODE-pod, peer or inet')
     .argument('<command...>', 'the command (after --)')
     .addOption(stateDirOption())
@@ -96,8 +120,15 @@ export function labCommand(): Command {
       if (lab.nodes.some((n) => n.name === target)) code = lab.exec(target, argv, 'inherit').code;
       else {
         const ns =
-          target === 'peer' ? peerNs(prefix) : target === 'inet' ? routerNs(prefix) : lab.nodes.find((n) => `${n.name}-pod` === target)?.podNs;
-        if (!ns) throw new UsageError(`no lab node ${JSON.stringify(target)} (nodes: ${lab.nodes.map((n) => n.name).join(', ')}; or NODE-pod, peer, inet)`);
+          target === 'peer'
+            ? peerNs(prefix)
+            : target === 'inet'
+              ? routerNs(prefix)
+              : lab.nodes.find((n) => `${n.name}-pod` === target)?.podNs;
+        if (!ns)
+          throw new UsageError(
+            `no lab node ${JSON.stringify(target)} (nodes: ${lab.nodes.map((n) => n.name).join(', ')}; or NODE-pod, peer, inet)`,
+          );
         code = spawnSync('ip', ['netns', 'exec', ns, ...argv], { stdio: 'inherit' }).status ?? 1;
       }
       process.exitCode = code;
@@ -122,4 +153,3 @@ export function labCommand(): Command {
     .addCommand(down)
     .addCommand(labApiServerCommand());
 }
-

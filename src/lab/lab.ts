@@ -60,7 +60,10 @@ export class Lab {
 
   node(name: string): LabNode {
     const n = this.nodes.find((x) => x.name === name);
-    if (!n) throw new Error(`lab node ${JSON.stringify(name)} does not exist (nodes: ${this.nodes.map((x) => x.name).join(', ')})`);
+    if (!n)
+      throw new Error(
+        `lab node ${JSON.stringify(name)} does not exist (nodes: ${this.nodes.map((x) => x.name).join(', ')})`,
+      );
     return n;
   }
 
@@ -113,7 +116,9 @@ export class Lab {
       this.state.save();
     }
     if (o.peer) buildPeerNetwork(this.state, o.prefix);
-    log(`network: ${this.state.state.made.filter((m) => m.kind === 'netns').length} namespaces in ${Date.now() - t0} ms`);
+    log(
+      `network: ${this.state.state.made.filter((m) => m.kind === 'netns').length} namespaces in ${Date.now() - t0} ms`,
+    );
     await this.startApiServer();
     for (const n of this.nodes) await this.api.create('nodes', this.nodeObject(n));
     if (o.peer) await createPeerObject(this);
@@ -134,7 +139,21 @@ export class Lab {
         '',
       ].join('\n'),
     );
-    const argv = ['ip', 'netns', 'exec', apiNs(this.options.prefix), ...cliArgv('kg'), 'lab', 'apiserver', '--listen', `0.0.0.0:${apiPort}`, '--socket', this.state.path('api.sock'), '--state', this.clusterFile];
+    const argv = [
+      'ip',
+      'netns',
+      'exec',
+      apiNs(this.options.prefix),
+      ...cliArgv('kg'),
+      'lab',
+      'apiserver',
+      '--listen',
+      `0.0.0.0:${apiPort}`,
+      '--socket',
+      this.state.path('api.sock'),
+      '--state',
+      this.clusterFile,
+    ];
     startRecorded(this.state, 'apiserver', argv, this.state.path('apiserver.log'));
     await this.api.waitReady();
   }
@@ -148,7 +167,7 @@ export class Lab {
       kind: 'Node',
       metadata: { name: n.name, labels: { [locationLabel]: locationName(n.location) }, annotations },
       spec: { podCIDR: n.podCIDR },
-    } as KubeObject;
+    };
   }
 
   // ---- agents ----------------------------------------------------------------------------
@@ -197,7 +216,10 @@ export class Lab {
    * every new agent has read the cluster, with when that was (process start-up on a loaded
    * machine takes seconds that say nothing about the mesh).
    */
-  async restartAgents(granularity: Granularity, extraFlags: string[] = this.state.state.agentFlags): Promise<{ startedAt: number; syncedAt: number }> {
+  async restartAgents(
+    granularity: Granularity,
+    extraFlags: string[] = this.state.state.agentFlags,
+  ): Promise<{ startedAt: number; syncedAt: number }> {
     await Promise.all(this.nodes.map((n) => this.stopAgent(n.name)));
     this.state.state.options.granularity = granularity;
     this.state.state.agentFlags = extraFlags;
@@ -223,11 +245,16 @@ export class Lab {
     const pending = new Set(offsets.keys());
     while (pending.size > 0) {
       for (const name of pending) {
-        const log = readFileSync(`${this.nodeDir(name)}/kg.log`).subarray(offsets.get(name) ?? 0).toString('utf8');
+        const log = readFileSync(`${this.nodeDir(name)}/kg.log`)
+          .subarray(offsets.get(name) ?? 0)
+          .toString('utf8');
         if (log.includes('"cluster synced"')) pending.delete(name);
       }
       if (pending.size === 0) return;
-      if (Date.now() > deadline) throw new Error(`agents did not read the cluster within ${timeoutMs} ms: ${[...pending].join(', ')} (see their kg.log)`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `agents did not read the cluster within ${timeoutMs} ms: ${[...pending].join(', ')} (see their kg.log)`,
+        );
       await sleep(50);
     }
   }
@@ -239,7 +266,13 @@ export class Lab {
     const used = new Set(this.nodes.filter((n) => n.location === location).map((n) => n.index));
     let index = 1;
     while (used.has(index)) index++;
-    const n = labNode(this.options.prefix, location, index, this.state.state.nextK, this.options.natLocation === location);
+    const n = labNode(
+      this.options.prefix,
+      location,
+      index,
+      this.state.state.nextK,
+      this.options.natLocation === location,
+    );
     buildNode(this.state, this.options.prefix, n);
     this.state.state.nodes.push(n);
     this.state.state.nextK = n.k + 1;
@@ -305,7 +338,10 @@ export class Lab {
         return !a[Annotation.key] || !a[Annotation.endpoint] || !a[Annotation.lastSeen];
       });
       if (missing.length === 0) return;
-      if (Date.now() > deadline) throw new Error(`nodes did not announce themselves within ${timeoutMs} ms: ${missing.map((n) => n.name).join(', ')}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `nodes did not announce themselves within ${timeoutMs} ms: ${missing.map((n) => n.name).join(', ')}`,
+        );
       await sleep(100);
     }
   }
@@ -342,7 +378,9 @@ export class Lab {
         const first = await firstReplies(pending, Math.max(left, 0));
         const failing = pending.filter((_, i) => first[i] === null);
         if (failing.length > 0) {
-          throw new Error(`the mesh did not converge within ${timeoutMs} ms; failing: ${failing.map((p) => `${p.s.name}→${p.d.name}`).join(', ')}`);
+          throw new Error(
+            `the mesh did not converge within ${timeoutMs} ms; failing: ${failing.map((p) => `${p.s.name}→${p.d.name}`).join(', ')}`,
+          );
         }
         at = Math.max(at, ...(first as number[]));
         // Every pair got through at some point: a full matrix confirms they all still do.
@@ -366,12 +404,20 @@ export class Lab {
   agentGet(node: string, path: string): { ok: boolean; body: string } {
     const script =
       'fetch(process.argv[1]).then(async (r) => { process.stdout.write(await r.text()); process.exitCode = r.ok ? 0 : 1; }, (e) => { process.stdout.write(String(e.cause?.message ?? e.message)); process.exitCode = 2; })';
-    const r = spawnSync('ip', ['netns', 'exec', this.node(node).ns, process.execPath, '-e', script, `http://127.0.0.1:1107${path}`], { encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(
+      'ip',
+      ['netns', 'exec', this.node(node).ns, process.execPath, '-e', script, `http://127.0.0.1:1107${path}`],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
     return { ok: r.status === 0, body: r.stdout ?? '' };
   }
 
   /** Runs a command inside a node's namespace as its agent sees the machine (`wg` works there). */
-  exec(node: string, argv: readonly string[], stdio: 'pipe' | 'inherit' = 'pipe'): { code: number; stdout: string; stderr: string } {
+  exec(
+    node: string,
+    argv: readonly string[],
+    stdio: 'pipe' | 'inherit' = 'pipe',
+  ): { code: number; stdout: string; stderr: string } {
     const full = inNodeNs(this.node(node).ns, this.runDir(node), argv);
     const r = spawnSync(full[0]!, full.slice(1), { encoding: 'utf8', stdio });
     return { code: r.status ?? -1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
@@ -381,4 +427,3 @@ export class Lab {
     await teardown(this.state.dir);
   }
 }
-

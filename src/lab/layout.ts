@@ -83,7 +83,8 @@ export function labNode(prefix: string, location: number, index: number, k: numb
 export function initialNodes(o: LabOptions): LabNode[] {
   const out: LabNode[] = [];
   for (let l = 1; l <= o.locations; l++) {
-    for (let i = 1; i <= o.nodesPerLocation; i++) out.push(labNode(o.prefix, l, i, out.length + 1, o.natLocation === l));
+    for (let i = 1; i <= o.nodesPerLocation; i++)
+      out.push(labNode(o.prefix, l, i, out.length + 1, o.natLocation === l));
   }
   return out;
 }

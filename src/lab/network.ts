@@ -42,7 +42,11 @@ export function buildLocation(state: StateDir, prefix: string, l: number, nat: b
   addNamespace(state, lan);
   ipBatch(lan, ['link add br0 type bridge', 'link set br0 up']);
   const router = routerNs(prefix);
-  ipBatch(router, [`link add ${routerBridge(l)} type bridge`, `link set ${routerBridge(l)} up`, `addr add 198.18.${l}.254/24 dev ${routerBridge(l)}`]);
+  ipBatch(router, [
+    `link add ${routerBridge(l)} type bridge`,
+    `link set ${routerBridge(l)} up`,
+    `addr add 198.18.${l}.254/24 dev ${routerBridge(l)}`,
+  ]);
   if (!nat) return;
   const gw = gatewayNs(prefix, l);
   addNamespace(state, gw);
@@ -51,7 +55,11 @@ export function buildLocation(state: StateDir, prefix: string, l: number, nat: b
   ipBatch(lan, ['link set gw master br0']);
   veth({ ns: gw, name: 'pub0' }, { ns: router, name: `gw${l}` });
   ipBatch(router, [`link set gw${l} master ${routerBridge(l)}`]);
-  ipBatch(gw, [`addr add 192.168.${l}.1/24 dev lan0`, `addr add 198.18.${l}.1/24 dev pub0`, `route add default via 198.18.${l}.254`]);
+  ipBatch(gw, [
+    `addr add 192.168.${l}.1/24 dev lan0`,
+    `addr add 198.18.${l}.1/24 dev pub0`,
+    `route add default via 198.18.${l}.254`,
+  ]);
   run(['ip', 'netns', 'exec', gw, 'iptables', '-t', 'nat', '-A', 'POSTROUTING', '-o', 'pub0', '-j', 'MASQUERADE']);
 }
 

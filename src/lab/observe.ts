@@ -24,7 +24,9 @@ export interface Capture {
  * is missed. The caller must stop() it (the lab's teardown kills it otherwise).
  */
 export function capture(ns: string, iface: string, filter: string): Promise<Capture> {
-  const child = spawn('ip', ['netns', 'exec', ns, 'tcpdump', '-i', iface, '-n', '-l', '-q', filter], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('ip', ['netns', 'exec', ns, 'tcpdump', '-i', iface, '-n', '-l', '-q', filter], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
@@ -67,15 +69,25 @@ export function dataplaneFingerprint(ns: string): string[] {
       .split('\n')
       .filter((l) => !/\btable local\b/.test(l))
       .map((l) => `route ${l}`),
-    ...run(['ip', '-n', ns, '-4', 'rule', 'show']).split('\n').map((l) => `rule ${l}`),
+    ...run(['ip', '-n', ns, '-4', 'rule', 'show'])
+      .split('\n')
+      .map((l) => `rule ${l}`),
     ...run(['ip', 'netns', 'exec', ns, 'iptables-save'])
       .split('\n')
       .filter((l) => !l.startsWith('#'))
       .map((l) => `iptables ${l.replace(/\s*\[\d+:\d+\]$/, '')}`),
     ...run(['ip', '-n', ns, '-4', '-o', 'addr', 'show', 'dev', 'kilo0'], { allowFail: true })
       .split('\n')
-      .map((l) => l.replace(/^\d+:\s+/, '').replace(/\\?\s+valid_lft.*$/, '').replace(/\s*\\$/, ''))
+      .map((l) =>
+        l
+          .replace(/^\d+:\s+/, '')
+          .replace(/\\?\s+valid_lft.*$/, '')
+          .replace(/\s*\\$/, ''),
+      )
       .map((l) => `addr ${l}`),
   ];
-  return lines.filter((l) => !/^\w+\s*$/.test(l)).map((l) => l.trim()).sort();
+  return lines
+    .filter((l) => !/^\w+\s*$/.test(l))
+    .map((l) => l.trim())
+    .sort();
 }

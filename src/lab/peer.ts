@@ -63,10 +63,26 @@ async function ensureDevice(lab: Lab): Promise<void> {
   mkdirSync(runDir(lab), { recursive: true, mode: 0o700 });
   const exec = netnsExec(peerNs(lab.options.prefix), runDir(lab));
   const argv = ['env', 'WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD=1', 'wireguard-go', '-f', 'kilo0'];
-  startRecorded(lab.state, 'wireguard-go peer', ['ip', 'netns', 'exec', peerNs(lab.options.prefix), 'sh', '-c', 'mount --bind "$0" /var/run/wireguard && exec "$@"', exec.wireGuardRunDir, ...argv], `${peerDir(lab)}/wireguard-go.log`);
+  startRecorded(
+    lab.state,
+    'wireguard-go peer',
+    [
+      'ip',
+      'netns',
+      'exec',
+      peerNs(lab.options.prefix),
+      'sh',
+      '-c',
+      'mount --bind "$0" /var/run/wireguard && exec "$@"',
+      exec.wireGuardRunDir,
+      ...argv,
+    ],
+    `${peerDir(lab)}/wireguard-go.log`,
+  );
   const deadline = Date.now() + 10_000;
   while (!existsSync(`${runDir(lab)}/kilo0.sock`)) {
-    if (Date.now() > deadline) throw new Error(`the Peer's wireguard-go did not create its socket; see ${peerDir(lab)}/wireguard-go.log`);
+    if (Date.now() > deadline)
+      throw new Error(`the Peer's wireguard-go did not create its socket; see ${peerDir(lab)}/wireguard-go.log`);
     await sleep(20);
   }
   run(['ip', '-n', peerNs(lab.options.prefix), 'addr', 'replace', peerAllowedIP, 'dev', 'kilo0']);
@@ -75,14 +91,32 @@ async function ensureDevice(lab: Lab): Promise<void> {
 
 /** `kgctl showconf peer` against the API server's objects, without the lines `wg` rejects. */
 export function peerConfigFromKgctl(lab: Lab): { ini: string; allowedIPs: string[] } {
-  const r = run([...cliArgv('kgctl'), 'showconf', 'peer', peerName, '--cluster', lab.clusterFile, '--mesh-granularity', lab.options.granularity], { allowFail: true });
+  const r = run(
+    [
+      ...cliArgv('kgctl'),
+      'showconf',
+      'peer',
+      peerName,
+      '--cluster',
+      lab.clusterFile,
+      '--mesh-granularity',
+      lab.options.granularity,
+    ],
+    { allowFail: true },
+  );
   const allowedIPs: string[] = [];
   const kept: string[] = [];
   for (const line of r.split('\n')) {
     // Address and DNS are wg-quick's, not wg's: `wg setconf` rejects them.
     if (/^\s*(Address|DNS|MTU)\s*=/i.test(line)) continue;
     const m = /^\s*AllowedIPs\s*=\s*(.*)$/i.exec(line);
-    if (m) allowedIPs.push(...m[1]!.split(',').map((s) => s.trim()).filter(Boolean));
+    if (m)
+      allowedIPs.push(
+        ...m[1]!
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      );
     kept.push(line);
   }
   return { ini: kept.join('\n'), allowedIPs };
@@ -129,7 +163,13 @@ export async function configurePeer(lab: Lab): Promise<void> {
   const present = peers.some((p) => p.metadata?.name === peerName);
   const { ini, allowedIPs } = present ? peerConfigFromKgctl(lab) : { ini: '', allowedIPs: [] };
   const peerSections = keepLiveEndpoints(ini.replace(/^[\s\S]*?(?=^\[Peer\])/m, ''), liveSessions(lab));
-  const conf = [`[Interface]`, `PrivateKey = ${privateKey(lab)}`, `ListenPort = ${port}`, '', ini.includes('[Peer]') ? peerSections : ''].join('\n');
+  const conf = [
+    `[Interface]`,
+    `PrivateKey = ${privateKey(lab)}`,
+    `ListenPort = ${port}`,
+    '',
+    ini.includes('[Peer]') ? peerSections : '',
+  ].join('\n');
   const file = `${peerDir(lab)}/wg.conf`;
   writeFileSync(file, conf, { mode: 0o600 });
   peerExec(lab, ['wg', 'syncconf', 'kilo0', file]);
@@ -139,6 +179,8 @@ export async function configurePeer(lab: Lab): Promise<void> {
     .split('\n')
     .map((l) => l.trim().split(' ')[0]!)
     .filter(Boolean);
-  for (const c of current) if (!want.has(c) && !want.has(`${c}/32`)) run(['ip', '-n', ns, 'route', 'del', c, 'dev', 'kilo0'], { allowFail: true });
+  for (const c of current)
+    if (!want.has(c) && !want.has(`${c}/32`))
+      run(['ip', '-n', ns, 'route', 'del', c, 'dev', 'kilo0'], { allowFail: true });
   for (const c of want) run(['ip', '-n', ns, 'route', 'replace', c, 'dev', 'kilo0', 'src', address]);
 }

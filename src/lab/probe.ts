@@ -16,7 +16,11 @@ export async function limited<T>(jobs: (() => Promise<T>)[], limit = 12): Promis
 }
 
 /** One ping from a namespace; true when a reply came back within `waitSeconds`. */
-export async function ping(ns: string, dst: string, o: { count?: number; waitSeconds?: number; source?: string } = {}): Promise<boolean> {
+export async function ping(
+  ns: string,
+  dst: string,
+  o: { count?: number; waitSeconds?: number; source?: string } = {},
+): Promise<boolean> {
   const argv = ['ping', '-n', '-q', '-c', String(o.count ?? 1), '-W', String(o.waitSeconds ?? 1)];
   if (o.source) argv.push('-I', o.source);
   // -c N with -W waits for all N; a reply to any one is enough to say the path works.
@@ -45,12 +49,22 @@ export const allPairs = (sources: readonly Endpoint[], destinations: readonly En
 
 /** One ping per pair, a dozen at a time. */
 export async function pingPairs(pairs: readonly Pair[], o: { waitSeconds?: number } = {}): Promise<Matrix> {
-  const results = await limited(pairs.map(({ s, d }) => () => ping(s.ns, d.ip, { waitSeconds: o.waitSeconds ?? 1, ...(s.source ? { source: s.source } : {}) })));
+  const results = await limited(
+    pairs.map(
+      ({ s, d }) =>
+        () =>
+          ping(s.ns, d.ip, { waitSeconds: o.waitSeconds ?? 1, ...(s.source ? { source: s.source } : {}) }),
+    ),
+  );
   return pairs.map(({ s, d }, i) => ({ from: s.name, to: d.name, ok: results[i]! }));
 }
 
 /** Pings every destination from every source (except itself). */
-export function pingMatrix(sources: readonly Endpoint[], destinations: readonly Endpoint[], o: { waitSeconds?: number } = {}): Promise<Matrix> {
+export function pingMatrix(
+  sources: readonly Endpoint[],
+  destinations: readonly Endpoint[],
+  o: { waitSeconds?: number } = {},
+): Promise<Matrix> {
   return pingPairs(allPairs(sources, destinations), o);
 }
 

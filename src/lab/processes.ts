@@ -20,7 +20,14 @@ export function cliArgv(cli: 'kg' | 'kgctl'): string[] {
   const src = join(here, '..');
   if (mtimeOf(join(src, '..', 'dist', 'cli', `${cli}.js`)) >= newestMtime(src)) return [process.execPath, bin];
   const entry = join(src, 'cli', `${cli}.ts`);
-  return [process.execPath, '--import', import.meta.resolve('tsx'), '-e', `import(${JSON.stringify(entry)}).then((m) => m.main(process.argv.slice(1)))`, '--'];
+  return [
+    process.execPath,
+    '--import',
+    import.meta.resolve('tsx'),
+    '-e',
+    `import(${JSON.stringify(entry)}).then((m) => m.main(process.argv.slice(1)))`,
+    '--',
+  ];
 }
 
 function mtimeOf(path: string): number {
@@ -32,7 +39,10 @@ function mtimeOf(path: string): number {
 }
 
 function newestMtime(dir: string): number {
-  return readdirSync(dir, { withFileTypes: true }).reduce((m, e) => Math.max(m, e.isDirectory() ? newestMtime(join(dir, e.name)) : mtimeOf(join(dir, e.name))), 0);
+  return readdirSync(dir, { withFileTypes: true }).reduce(
+    (m, e) => Math.max(m, e.isDirectory() ? newestMtime(join(dir, e.name)) : mtimeOf(join(dir, e.name))),
+    0,
+  );
 }
 
 /**
@@ -55,7 +65,11 @@ export function startRecorded(state: StateDir, what: string, argv: readonly stri
 }
 
 /** Signals a recorded process if it is still ours; resolves once it is gone (SIGKILL after `graceMs`). */
-export async function stopProcess(p: { pid: number; start: string }, signal: NodeJS.Signals = 'SIGTERM', graceMs = 5000): Promise<void> {
+export async function stopProcess(
+  p: { pid: number; start: string },
+  signal: NodeJS.Signals = 'SIGTERM',
+  graceMs = 5000,
+): Promise<void> {
   if (!isAlive(p)) return;
   try {
     process.kill(p.pid, signal);
@@ -84,6 +98,8 @@ export async function killNamespaceProcesses(ns: string): Promise<void> {
     .split('\n')
     .map((l) => Number(l.trim()))
     .filter((n) => Number.isInteger(n) && n > 1 && n !== process.pid);
-  const procs = pids.map((pid) => ({ pid, start: processStart(pid) })).filter((p): p is { pid: number; start: string } => p.start !== null);
+  const procs = pids
+    .map((pid) => ({ pid, start: processStart(pid) }))
+    .filter((p): p is { pid: number; start: string } => p.start !== null);
   await Promise.all(procs.map((p) => stopProcess(p, 'SIGKILL', 2000)));
 }

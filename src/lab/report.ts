@@ -17,16 +17,20 @@ export async function report(lab: Lab, graphFile: string, say: (line: string) =>
   const viewer = lab.nodes.find((n) => n.publicIP) ?? lab.nodes[0]!;
   const destinations = [
     ...lab.nodes.filter((n) => n.location === viewer.location && n !== viewer).slice(0, 1),
-    ...[...new Set(lab.nodes.filter((n) => n.location !== viewer.location).map((n) => n.location))].map(
-      (l) => lab.nodes.find((n) => n.location === l)!,
+    ...[...new Set(lab.nodes.filter((n) => n.location !== viewer.location).map((n) => n.location))].map((l) =>
+      lab.nodes.find((n) => n.location === l)!,
     ),
   ];
   say(`\nroutes on ${viewer.name} (location ${viewer.location}):`);
   for (const d of destinations) {
-    const where = d.location === viewer.location ? 'same location' : `location ${d.location}${d.publicIP ? '' : ', behind NAT'}`;
+    const where =
+      d.location === viewer.location ? 'same location' : `location ${d.location}${d.publicIP ? '' : ', behind NAT'}`;
     say(`  ${d.podIP.padEnd(12)} pod of ${d.name} (${where}): ${lab.routeGet(viewer.name, d.podIP).split('\n')[0]}`);
   }
-  if (lab.options.peer) say(`  ${peerAllowedIP.split('/')[0]!.padEnd(12)} the Peer: ${lab.routeGet(viewer.name, peerAllowedIP.split('/')[0]!).split('\n')[0]}`);
+  if (lab.options.peer)
+    say(
+      `  ${peerAllowedIP.split('/')[0]!.padEnd(12)} the Peer: ${lab.routeGet(viewer.name, peerAllowedIP.split('/')[0]!).split('\n')[0]}`,
+    );
 
   const svg = lab.agentGet(viewer.name, '/graph?format=svg');
   if (svg.ok) {

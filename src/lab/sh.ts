@@ -21,12 +21,24 @@ export function run(argv: readonly string[], opts: { input?: string; allowFail?:
 }
 
 /** The same, asynchronously, resolving to exit code and output (never rejects on a non-zero exit). */
-export function runAsync(argv: readonly string[], timeoutMs = 30_000): Promise<{ code: number; stdout: string; stderr: string }> {
+export function runAsync(
+  argv: readonly string[],
+  timeoutMs = 30_000,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(argv[0]!, argv.slice(1), { encoding: 'utf8', timeout: timeoutMs, maxBuffer: 1 << 24 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : -1) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      argv[0]!,
+      argv.slice(1),
+      { encoding: 'utf8', timeout: timeoutMs, maxBuffer: 1 << 24 },
+      (err, stdout, stderr) => {
+        const code = err
+          ? typeof (err as { code?: unknown }).code === 'number'
+            ? (err as { code: number }).code
+            : -1
+          : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 

@@ -35,10 +35,13 @@ export class StateDir {
 
   static create(dir: string, state: LabState): StateDir {
     if (existsSync(stateFile(dir))) {
-      throw new Error(`a lab is already up in ${dir} (${stateFile(dir)} exists): run \`kg lab down --state-dir ${dir}\` first`);
+      throw new Error(
+        `a lab is already up in ${dir} (${stateFile(dir)} exists): run \`kg lab down --state-dir ${dir}\` first`,
+      );
     }
     // Down removes everything in the directory: never take one that holds anything else.
-    if (existsSync(dir) && readdirSync(dir).length > 0) throw new Error(`state directory ${dir} is not empty: give a new or empty one`);
+    if (existsSync(dir) && readdirSync(dir).length > 0)
+      throw new Error(`state directory ${dir} is not empty: give a new or empty one`);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const s = new StateDir(dir, state);
     s.save();

@@ -24,11 +24,23 @@ const peerState = (publicKey: string, endpoint: string | null, latestHandshake: 
   rxBytes: 0,
   txBytes: 0,
 });
-const plan = { peers: [planPeer('nat', '192.168.2.11:51820'), planPeer('public', '198.18.1.11:51820')] } as unknown as Plan;
-const device = (peers: WireGuardPeerState[]): WireGuardState => ({ publicKey: 'me', listenPort: 51820, fwmark: 0, peers });
+const plan = {
+  peers: [planPeer('nat', '192.168.2.11:51820'), planPeer('public', '198.18.1.11:51820')],
+} as unknown as Plan;
+const device = (peers: WireGuardPeerState[]): WireGuardState => ({
+  publicKey: 'me',
+  listenPort: 51820,
+  fwmark: 0,
+  peers,
+});
 
 test('a roaming peer with a live session keeps the endpoint WireGuard learned (null endpoint in the plan)', () => {
-  const out = keepRoamingEndpoints(plan, device([peerState('nat', '198.18.2.1:40000', now - 10), peerState('public', '198.18.1.11:51820', now - 10)]), new Set(['nat']), now);
+  const out = keepRoamingEndpoints(
+    plan,
+    device([peerState('nat', '198.18.2.1:40000', now - 10), peerState('public', '198.18.1.11:51820', now - 10)]),
+    new Set(['nat']),
+    now,
+  );
   assert.deepEqual(
     out.peers.map((p) => [p.publicKey, p.endpoint]),
     [

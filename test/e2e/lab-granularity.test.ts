@@ -25,10 +25,13 @@ const fresh = new Map<Granularity, Map<string, string[]>>();
  */
 function fingerprints(lab: Lab): Map<string, string[]> {
   const natInternal = lab.nodes.filter((n) => !n.publicIP).map((n) => `route ${n.lanIP} `);
-  return new Map(lab.nodes.map((n) => [n.name, dataplaneFingerprint(n.ns).filter((l) => !natInternal.some((p) => l.startsWith(p)))]));
+  return new Map(
+    lab.nodes.map((n) => [n.name, dataplaneFingerprint(n.ns).filter((l) => !natInternal.some((p) => l.startsWith(p)))]),
+  );
 }
 
-const icmpEcho = (lines: string[], kind: 'request' | 'reply') => lines.filter((l) => l.includes(`ICMP echo ${kind}`)).length;
+const icmpEcho = (lines: string[], kind: 'request' | 'reply') =>
+  lines.filter((l) => l.includes(`ICMP echo ${kind}`)).length;
 
 async function checkCrossPaths(lab: Lab): Promise<void> {
   const [a, b, remote] = [lab.node('loc1-n1'), lab.node('loc1-n2'), lab.node('loc2-n1')];
@@ -37,7 +40,10 @@ async function checkCrossPaths(lab: Lab): Promise<void> {
   const lan = await capture(b.ns, 'lan0', `icmp and host ${a.podIP} and host ${b.podIP}`);
   assert.ok(await ping(a.podNs, b.podIP, { count: 3 }), `pod of ${a.name} → pod of ${b.name}`);
   const seen = await lan.stop();
-  assert.ok(icmpEcho(seen, 'request') >= 1 && icmpEcho(seen, 'reply') >= 1, `the LAN carries the pods' ICMP in the clear:\n${seen.join('\n')}`);
+  assert.ok(
+    icmpEcho(seen, 'request') >= 1 && icmpEcho(seen, 'reply') >= 1,
+    `the LAN carries the pods' ICMP in the clear:\n${seen.join('\n')}`,
+  );
   assert.deepEqual([counters(a.ns, 'kilo0'), counters(b.ns, 'kilo0')], before, 'kilo0 of either node saw no packet');
 
   // Across locations: the internet sees WireGuard's UDP only, never a pod's packet.
@@ -49,66 +55,105 @@ async function checkCrossPaths(lab: Lab): Promise<void> {
   assert.deepEqual(clearSeen, [], 'no packet with a pod address crosses the internet');
   assert.ok(udpSeen.length >= 6, `WireGuard's UDP crosses the internet (saw ${udpSeen.length} packets)`);
   const tunnelAfter = counters(a.ns, 'kilo0');
-  assert.ok(tunnelAfter.txPackets >= tunnelBefore.txPackets + 3 && tunnelAfter.rxPackets >= tunnelBefore.rxPackets + 3, 'the pings went through kilo0');
+  assert.ok(
+    tunnelAfter.txPackets >= tunnelBefore.txPackets + 3 && tunnelAfter.rxPackets >= tunnelBefore.rxPackets + 3,
+    'the pings went through kilo0',
+  );
 }
 
 async function checkLocationPaths(lab: Lab): Promise<void> {
   const objects = await lab.api.list('nodes');
-  const wgIP = (name: string) => objects.find((o) => o.metadata?.name === name)?.metadata?.annotations?.['kilo.squat.ai/wireguard-ip'] ?? '';
+  const wgIP = (name: string) =>
+    objects.find((o) => o.metadata?.name === name)?.metadata?.annotations?.['kilo.squat.ai/wireguard-ip'] ?? '';
   const loc1 = lab.nodes.filter((n) => n.location === 1);
   const leaders = loc1.filter((n) => wgIP(n.name) !== '');
-  assert.equal(leaders.length, 1, `one leader in location 1: ${loc1.map((n) => `${n.name}=${wgIP(n.name) || '-'}`).join(' ')}`);
+  assert.equal(
+    leaders.length,
+    1,
+    `one leader in location 1: ${loc1.map((n) => `${n.name}=${wgIP(n.name) || '-'}`).join(' ')}`,
+  );
   const leader = leaders[0]!;
   const other = loc1.find((n) => n !== leader)!;
   const remote = lab.node('loc2-n1');
-  assert.match(lab.routeGet(other.name, remote.podIP), new RegExp(`via ${leader.lanIP.replaceAll('.', '\\.')} dev lan0`), 'the non-leader routes to the other location through its leader');
+  assert.match(
+    lab.routeGet(other.name, remote.podIP),
+    new RegExp(`via ${leader.lanIP.replaceAll('.', '\\.')} dev lan0`),
+    'the non-leader routes to the other location through its leader',
+  );
   const [otherBefore, leaderBefore] = [counters(other.ns, 'kilo0'), counters(leader.ns, 'kilo0')];
   const lan = await capture(leader.ns, 'lan0', `icmp and host ${other.podIP} and host ${remote.podIP}`);
   assert.ok(await ping(other.podNs, remote.podIP, { count: 3 }), `pod of ${other.name} → pod of ${remote.name}`);
   const seen = await lan.stop();
-  assert.ok(icmpEcho(seen, 'request') >= 1, `the leader receives the non-leader's packets on its LAN:\n${seen.join('\n')}`);
+  assert.ok(
+    icmpEcho(seen, 'request') >= 1,
+    `the leader receives the non-leader's packets on its LAN:\n${seen.join('\n')}`,
+  );
   assert.deepEqual(counters(other.ns, 'kilo0'), otherBefore, "the non-leader's kilo0 carried nothing");
-  assert.ok(counters(leader.ns, 'kilo0').txPackets >= leaderBefore.txPackets + 3, "the leader's kilo0 carried the packets");
+  assert.ok(
+    counters(leader.ns, 'kilo0').txPackets >= leaderBefore.txPackets + 3,
+    "the leader's kilo0 carried the packets",
+  );
 }
 
-describe('lab: every granularity, 2 locations (one behind NAT) × 2 nodes and a Peer', { skip: skipLab, timeout: 600_000 }, () => {
-  for (const granularity of ['location', 'full', 'cross', 'subnet'] as const) {
-    test(`${granularity}: every pod reaches every pod and the Peer reaches every pod`, { timeout: 240_000 }, async (t) => {
-      const lab = await upLab(t, { granularity });
-      const { matrix, ms } = await lab.converge(120_000);
-      console.log(`${granularity}: converged in ${(ms / 1000).toFixed(1)} s after the agents started\n${formatMatrix(matrix)}`);
-      if (granularity === 'cross') await checkCrossPaths(lab);
-      if (granularity === 'location') await checkLocationPaths(lab);
-      fresh.set(granularity, fingerprints(lab));
-    });
-  }
-});
+describe(
+  'lab: every granularity, 2 locations (one behind NAT) × 2 nodes and a Peer',
+  { skip: skipLab, timeout: 600_000 },
+  () => {
+    for (const granularity of ['location', 'full', 'cross', 'subnet'] as const) {
+      test(
+        `${granularity}: every pod reaches every pod and the Peer reaches every pod`,
+        { timeout: 240_000 },
+        async (t) => {
+          const lab = await upLab(t, { granularity });
+          const { matrix, ms } = await lab.converge(120_000);
+          console.log(
+            `${granularity}: converged in ${(ms / 1000).toFixed(1)} s after the agents started\n${formatMatrix(matrix)}`,
+          );
+          if (granularity === 'cross') await checkCrossPaths(lab);
+          if (granularity === 'location') await checkLocationPaths(lab);
+          fresh.set(granularity, fingerprints(lab));
+        },
+      );
+    }
+  },
+);
 
 describe('lab: granularity switched on running agents', { skip: skipLab, timeout: 600_000 }, () => {
-  test('full → cross → location → subnet: connectivity back within 10 s each time, no stale route, rule or iptables rule', { timeout: 400_000 }, async (t) => {
-    const lab = await upLab(t, { granularity: 'full' });
-    await lab.converge(120_000);
-    for (const granularity of ['cross', 'location', 'subnet'] as const) {
-      const { startedAt, syncedAt } = await lab.restartAgents(granularity);
-      // Measured from the moment every new agent has read the cluster: how long a loaded
-      // machine takes to start a process says nothing about the mesh.
-      const { ms } = await lab.converge(10_000, { peer: false });
-      console.log(`→ ${granularity}: agents up ${((syncedAt - startedAt) / 1000).toFixed(1)} s after the restart, every pod reaches every pod ${(ms / 1000).toFixed(1)} s later`);
-      // The Peer's config changes with the granularity (one peer per location or per node): its
-      // owner re-runs kgctl showconf, which converge() does.
-      await lab.converge(60_000, { peer: true });
-      const reference = fresh.get(granularity);
-      if (!reference) {
-        t.diagnostic(`no fresh ${granularity} lab ran first: state not compared`);
-        continue;
-      }
-      // The last reconciles may still be on their way; then the state must match exactly.
-      await eventually(`the nodes' state after the switch to ${granularity} matches a fresh start`, () => {
+  test(
+    'full → cross → location → subnet: connectivity back within 10 s each time, no stale route, rule or iptables rule',
+    { timeout: 400_000 },
+    async (t) => {
+      const lab = await upLab(t, { granularity: 'full' });
+      await lab.converge(120_000);
+      for (const granularity of ['cross', 'location', 'subnet'] as const) {
+        const { startedAt, syncedAt } = await lab.restartAgents(granularity);
+        // Measured from the moment every new agent has read the cluster: how long a loaded
+        // machine takes to start a process says nothing about the mesh.
+        const { ms } = await lab.converge(10_000, { peer: false });
+        console.log(
+          `→ ${granularity}: agents up ${((syncedAt - startedAt) / 1000).toFixed(1)} s after the restart, every pod reaches every pod ${(ms / 1000).toFixed(1)} s later`,
+        );
+        // The Peer's config changes with the granularity (one peer per location or per node): its
+        // owner re-runs kgctl showconf, which converge() does.
+        await lab.converge(60_000, { peer: true });
+        const reference = fresh.get(granularity);
+        if (!reference) {
+          t.diagnostic(`no fresh ${granularity} lab ran first: state not compared`);
+          continue;
+        }
+        // The last reconciles may still be on their way; then the state must match exactly.
+        await eventually(`the nodes' state after the switch to ${granularity} matches a fresh start`, () => {
+          const now = fingerprints(lab);
+          return lab.nodes.every((n) => JSON.stringify(now.get(n.name)) === JSON.stringify(reference.get(n.name)));
+        }).catch(() => undefined);
         const now = fingerprints(lab);
-        return lab.nodes.every((n) => JSON.stringify(now.get(n.name)) === JSON.stringify(reference.get(n.name)));
-      }).catch(() => undefined);
-      const now = fingerprints(lab);
-      for (const n of lab.nodes) assert.deepEqual(now.get(n.name), reference.get(n.name), `${n.name} after the switch to ${granularity} vs a fresh start`);
-    }
-  });
+        for (const n of lab.nodes)
+          assert.deepEqual(
+            now.get(n.name),
+            reference.get(n.name),
+            `${n.name} after the switch to ${granularity} vs a fresh start`,
+          );
+      }
+    },
+  );
 });

@@ -13,11 +13,16 @@ import { inNodeNs, run } from '../../src/lab/sh.js';
 import { ensureBuilt } from '../cli/built.js';
 import { skipNoNetns } from '../helpers/netns.js';
 
-const missingTools = ['wireguard-go', 'wg', 'tcpdump', 'ping', 'iptables-save'].filter((t) => spawnSync('sh', ['-c', `command -v ${t}`]).status !== 0);
+const missingTools = ['wireguard-go', 'wg', 'tcpdump', 'ping', 'iptables-save'].filter(
+  (t) => spawnSync('sh', ['-c', `command -v ${t}`]).status !== 0,
+);
 
 /** Why the lab tests cannot run here, or false. */
 export const skipLab =
-  skipNoNetns || (missingTools.length > 0 ? `the lab needs ${missingTools.join(', ')} (apt-get install wireguard-go wireguard-tools tcpdump iputils-ping iptables)` : false);
+  skipNoNetns ||
+  (missingTools.length > 0
+    ? `the lab needs ${missingTools.join(', ')} (apt-get install wireguard-go wireguard-tools tcpdump iputils-ping iptables)`
+    : false);
 
 let counter = 0;
 
@@ -46,7 +51,9 @@ export async function upLab(t: TestContext, o: Partial<LabOptions> = {}): Promis
 
 /** `wg show kilo0 peers` of a node: public keys. */
 export function wgPeers(lab: Lab, node: string): string[] {
-  return run(inNodeNs(lab.node(node).ns, lab.runDir(node), ['wg', 'show', 'kilo0', 'peers'])).split('\n').filter(Boolean);
+  return run(inNodeNs(lab.node(node).ns, lab.runDir(node), ['wg', 'show', 'kilo0', 'peers']))
+    .split('\n')
+    .filter(Boolean);
 }
 
 /** The node's published WireGuard key. */
