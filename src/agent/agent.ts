@@ -17,6 +17,9 @@ import { annotationPatch, lastSeenIntervalSeconds } from './local-node.js';
 import type { AgentMetrics } from './metrics.js';
 import { keepRoamingEndpoints } from './roaming.js';
 
+/** flannel's VXLAN device (its VTEP), the `private` role under --compatibility=flannel. */
+export const flannelInterface = 'flannel.1';
+
 export interface AgentOptions {
   hostname: string;
   mesh: MeshOptions;
@@ -283,6 +286,10 @@ export class Agent {
   }
 
   private async devices(): Promise<DeviceNames> {
+    // Beside flannel, location mates are reached over flannel's VXLAN device, not our private NIC.
+    if (this.deps.options.mesh.compatibility === 'flannel') {
+      return { kilo: this.deps.options.interfaceName, private: flannelInterface, tunnel: null };
+    }
     const ip = this.deps.host.internalIP?.ip.text ?? null;
     if (ip && this.privateIface?.ip !== ip) {
       this.privateIface = { ip, name: await findPrivateInterface(this.deps.exec, ip) };

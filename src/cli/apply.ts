@@ -9,6 +9,7 @@ import { snapshotNow } from '../model/ready.js';
 import { UsageError } from '../model/errors.js';
 import { defaultKeyPath, loadOrCreateKey } from '../wireguard/keys.js';
 import { ipipTunnel, linuxDataplane } from '../agent/linux-dataplane.js';
+import { flannelInterface } from '../agent/agent.js';
 import { createLogger } from '../agent/log.js';
 import { resolveMTU } from '../agent/startup.js';
 import { addAgentFlags, parseMTU, requireHostname, type AgentFlagValues } from './agent-flags.js';
@@ -58,11 +59,12 @@ export function applyCommand(): Command {
       for (const e of cluster.errors) log.warn({ object: e.object, field: e.field, value: e.value }, `dropping object from the mesh: ${e.reason}`);
       const granularity = resolveGranularity(flags.meshGranularity, cluster.nodes, hostname);
       const options = { ...meshOptionsFrom(flags, granularity), privateKeyPath: flags.keyFile };
-      if (flags.compatibility === 'flannel') options.local = false;
+      if (flags.compatibility === 'flannel') Object.assign(options, { local: false, compatibility: 'flannel' });
       const plan = planOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
       const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip.text ?? null;
       tunnel ??= options.encapsulate === 'never' ? null : await ipipTunnel(exec);
-      const privateInterface = internalIP ? await findPrivateInterface(exec, internalIP) : null;
+      const privateInterface =
+        flags.compatibility === 'flannel' ? flannelInterface : internalIP ? await findPrivateInterface(exec, internalIP) : null;
       if (internalIP && !privateInterface)
         log.warn({ node: hostname, internalIP }, 'no interface holds the internal IP: routes over the private network cannot be installed');
       const result = await reconcile(dataplane, { plan, privateKey, mtu, devices: { kilo: flags.interface, private: privateInterface, tunnel } });

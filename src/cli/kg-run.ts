@@ -24,7 +24,7 @@ export function runCommand(): Command {
     const exec = hostExec();
     const mesh = { ...meshOptionsFrom(flags, flags.meshGranularity === 'auto' ? 'location' : flags.meshGranularity), privateKeyPath: flags.keyFile };
     // In add-on mode beside flannel, flannel routes inside the location: Kilo only adds WireGuard.
-    if (flags.compatibility === 'flannel') mesh.local = false;
+    if (flags.compatibility === 'flannel') Object.assign(mesh, { local: false, compatibility: 'flannel' });
     const privateKey = loadOrCreateKey(flags.keyFile);
     const host = await discoverHost(exec, { interfaceName: flags.interface, subnet: mesh.subnet, internalCIDRs: flags.internalCidr, prioritisePrivate: flags.prioritisePrivateAddresses });
     log.info({ internalIP: host.internalIP?.toString() ?? null, endpoint: host.endpointIP }, 'discovered host addresses');

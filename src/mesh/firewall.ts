@@ -66,7 +66,7 @@ export function planFirewall(t: Topology, options: MeshOptions): Firewall {
   add(4, 'nat', natChain, ['-j', 'MASQUERADE'], 'Kilo: NAT remaining packets');
   add(6, 'nat', natChain, ['-j', 'MASQUERADE'], 'Kilo: NAT remaining packets');
 
-  if (options.encapsulate !== 'never' && options.local) {
+  if (options.encapsulate !== 'never' && options.local && options.compatibility !== 'flannel') {
     fw.chains.push({ family: 4, table: 'filter', name: ipipChain }, { family: 6, table: 'filter', name: ipipChain });
     for (const family of [4, 6] as const) {
       add(family, 'filter', 'INPUT', ['-p', 'ipencap', '-j', ipipChain], 'Kilo: jump to IPIP chain');

@@ -17,6 +17,12 @@ export interface MeshOptions {
   iptablesForwardRules: boolean;
   /** Route other nodes' internal IPs through WireGuard even when they are its endpoints (rule-based routing). */
   routeHostTraffic: boolean;
+  /**
+   * --compatibility=flannel: flannel carries traffic inside a location over flannel.1 (the
+   * `private` role), to the remote node's VTEP address — the network address of its pod CIDR —
+   * and kilo-ts adds no tunnel of its own.
+   */
+  compatibility?: 'flannel' | null;
   privateKeyPath: string;
 }
 

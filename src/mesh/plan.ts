@@ -73,6 +73,7 @@ interface Routing {
 
 /** Whether traffic to `gw` inside the location must be encapsulated under the strategy. */
 function encapsulates(options: MeshOptions, self: KiloNode, gw: IP): boolean {
+  if (options.compatibility === 'flannel') return false;
   if (options.encapsulate === 'always') return true;
   if (options.encapsulate === 'crosssubnet') return !self.internalIP || !self.internalIP.contains(gw);
   return false;
@@ -89,6 +90,12 @@ function viaPrivate(options: MeshOptions, self: KiloNode, dst: Cidr, gw: IP): Pl
   };
 }
 
+/** Where a location mate is reached in the clear: its internal IP, or its flannel VTEP address. */
+function gatewayOf(options: MeshOptions, n: KiloNode): IP {
+  if (options.compatibility === 'flannel' && n.podCIDR) return n.podCIDR.network;
+  return n.internalIP!.ip;
+}
+
 /**
  * Routes to the other members of the own group, in the clear over the private network; with
  * encapsulation also the table-1107 route and rules that send pod traffic through the tunnel.
@@ -99,7 +106,7 @@ function localRoutes(t: Topology, options: MeshOptions, out: Routing, withKiloRu
   for (const s of groupSegments(t)) {
     for (const n of s.nodes) {
       if (n === self || !n.internalIP || !n.podCIDR) continue;
-      const gw = n.internalIP.ip;
+      const gw = gatewayOf(options, n);
       out.routes.push(viaPrivate(options, self, n.podCIDR, gw));
       if (!encapsulates(options, self, gw)) continue;
       const host = gw.toHostCidr().networkText;
@@ -151,7 +158,7 @@ function leaderRoutes(t: Topology, options: MeshOptions): Routing {
 function followerRoutes(t: Topology, options: MeshOptions): Routing {
   const out: Routing = { routes: [], rules: [] };
   const self = t.local.node;
-  const gw = t.local.segment.leader.internalIP!.ip;
+  const gw = gatewayOf(options, t.local.segment.leader);
   const via = (dst: Cidr) => out.routes.push(viaPrivate(options, self, dst, gw));
   for (const s of t.segments) via(s.wireGuardIP.toHostCidr());
   localRoutes(t, options, out, false);
