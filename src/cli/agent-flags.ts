@@ -48,7 +48,8 @@ export function addAgentFlags(cmd: Command): Command {
     .addOption(new Option('--mtu <mtu>', 'WireGuard MTU: a number or auto (default-route MTU - 80)').default('auto'))
     .addOption(boolOption('prioritise-private-addresses', 'prefer a private address as the endpoint', false))
     .addOption(new Option('--listen <addr>', 'address for /health, /metrics and /graph').default(':1107'))
-    .addOption(new Option('--log-level <level>', 'debug, info, warn or error').choices(logLevels).default('info'))
+    .addOption(new Option('--log-level <level>', 'how much to log').choices(logLevels).default('info'))
+    .addOption(new Option('--backend <backend>', 'where the cluster is read from (Kilo\'s flag; only kubernetes)').choices(['kubernetes']).default('kubernetes'))
     .addOption(
       new Option('--wireguard <implementation>', 'kilo-ts: kernel, userspace (wireguard-go) or auto').choices(['auto', 'kernel', 'userspace']).default('auto'),
     );

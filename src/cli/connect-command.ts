@@ -78,7 +78,7 @@ export function connectCommand(): Command {
         .argParser(parseIntFlag('persistent-keepalive', 0, 65535))
         .default(10),
     )
-    .addOption(new Option('--log-level <level>', 'debug, info, warn or error').choices(logLevels).default('info'))
+    .addOption(new Option('--log-level <level>', 'how much to log').choices(logLevels).default('info'))
     .addOption(
       new Option('--wireguard <implementation>', 'kilo-ts: kernel, userspace (wireguard-go) or auto')
         .choices(['auto', 'kernel', 'userspace'])
