@@ -113,7 +113,10 @@ export function labCommand(): Command {
     .argument('<command...>', 'the command (after --)')
     .addOption(stateDirOption())
     .passThroughOptions()
-    .action((target: string, argv: string[], f: { stateDir: string }) => {
+    .action((target: string, rest: string[], f: { stateDir: string }) => {
+      // With passThroughOptions the `--` that ends kg's options stays in the command.
+      const argv = rest[0] === '--' ? rest.slice(1) : rest;
+      if (argv.length === 0) throw new UsageError('kg lab exec NODE -- COMMAND: no command given');
       const lab = Lab.open(f.stateDir);
       const prefix = lab.options.prefix;
       let code: number;
