@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import type { Plan } from '../../src/mesh/types.js';
 import type { KubeObject } from '../../src/model/parse.js';
-import { node, peer } from '../helpers/cluster.js';
+import { peer } from '../helpers/cluster.js';
 import { skipNoNetns, type TestNamespace } from '../helpers/netns.js';
 import {
   Lab,
@@ -18,6 +18,7 @@ import {
   privateInterface,
   type ApplyRun,
   type LabNode,
+  twoLocationNodes,
 } from './dataplane-lab.js';
 
 const mesh = ['--mesh-granularity', 'cross', '--encapsulate', 'never'];
@@ -28,36 +29,7 @@ const mesh = ['--mesh-granularity', 'cross', '--encapsulate', 'never'];
  */
 function cluster(eu1: LabNode, us1: LabNode, variant: 'A' | 'B'): KubeObject[] {
   return [
-    node('eu-1', {
-      location: 'eu',
-      internalIP: '192.168.10.1/24',
-      endpoint: '172.30.0.1:51820',
-      podCIDR: '10.42.1.0/24',
-      key: eu1.publicKey,
-    }),
-    node('eu-2', {
-      location: 'eu',
-      internalIP: '192.168.10.2/24',
-      endpoint: '172.30.0.2:51820',
-      podCIDR: '10.42.2.0/24',
-    }),
-    node('us-1', {
-      location: 'us',
-      internalIP: '192.168.20.1/24',
-      endpoint: '172.30.0.3:51820',
-      podCIDR: '10.42.3.0/24',
-      key: us1.publicKey,
-    }),
-    ...(variant === 'A'
-      ? [
-          node('us-2', {
-            location: 'us',
-            internalIP: '192.168.20.2/24',
-            endpoint: '172.30.0.4:51820',
-            podCIDR: '10.42.4.0/24',
-          }),
-        ]
-      : []),
+    ...twoLocationNodes({ eu1: eu1.publicKey, us1: us1.publicKey }, { us2: variant === 'A' }),
     peer('laptop', { allowedIPs: ['10.5.0.1/32'], endpoint: '203.0.113.5:51820' }),
     ...(variant === 'B' ? [peer('phone', { allowedIPs: ['10.5.0.2/32', '10.5.1.0/24'], keepalive: 25 })] : []),
   ];

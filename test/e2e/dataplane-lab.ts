@@ -21,6 +21,7 @@ import type { Plan } from '../../src/mesh/types.js';
 import type { KubeObject } from '../../src/model/parse.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
 import { ensureBuilt, root } from '../cli/built.js';
+import { node } from '../helpers/cluster.js';
 import { createNamespace, type TestNamespace } from '../helpers/netns.js';
 
 const kgBin = join(root, 'bin', 'kg');
@@ -568,4 +569,25 @@ export async function until(what: string, f: () => boolean, timeoutMs = 60_000, 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/**
+ * The two-location cluster the dataplane e2e tests share: eu-1 and eu-2 in eu (192.168.10.0/24),
+ * us-1 (and, with `us2`, us-2) in us (192.168.20.0/24); keys given for the nodes a test runs.
+ */
+export function twoLocationNodes(keys: { eu1: string; us1: string; us2?: string }, opts: { us2?: boolean } = {}): KubeObject[] {
+  const at = (name: string, location: string, lan: string, host: number, pod: number, key?: string) =>
+    node(name, {
+      location,
+      internalIP: `${lan}.${host}/24`,
+      endpoint: `172.30.0.${pod}:51820`,
+      podCIDR: `10.42.${pod}.0/24`,
+      ...(key ? { key } : {}),
+    });
+  return [
+    at('eu-1', 'eu', '192.168.10', 1, 1, keys.eu1),
+    at('eu-2', 'eu', '192.168.10', 2, 2),
+    at('us-1', 'us', '192.168.20', 1, 3, keys.us1),
+    ...(opts.us2 ? [at('us-2', 'us', '192.168.20', 2, 4, keys.us2)] : []),
+  ];
 }

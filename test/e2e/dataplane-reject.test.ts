@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Plan } from '../../src/mesh/types.js';
 import type { KubeObject } from '../../src/model/parse.js';
-import { node, peer, wgKey } from '../helpers/cluster.js';
+import { peer, wgKey } from '../helpers/cluster.js';
 import { skipNoNetns } from '../helpers/netns.js';
 import {
   Lab,
@@ -19,6 +19,7 @@ import {
   readMachine,
   type ApplyRun,
   type LabNode,
+  twoLocationNodes,
 } from './dataplane-lab.js';
 
 const mesh = ['--mesh-granularity', 'cross', '--encapsulate', 'never'];
@@ -26,37 +27,7 @@ const devices = { kilo: 'kilo0', private: 'lan0', tunnel: null };
 
 function cluster(eu1: LabNode, variant: 'A' | 'B'): KubeObject[] {
   return [
-    node('eu-1', {
-      location: 'eu',
-      internalIP: '192.168.10.1/24',
-      endpoint: '172.30.0.1:51820',
-      podCIDR: '10.42.1.0/24',
-      key: eu1.publicKey,
-    }),
-    node('eu-2', {
-      location: 'eu',
-      internalIP: '192.168.10.2/24',
-      endpoint: '172.30.0.2:51820',
-      podCIDR: '10.42.2.0/24',
-    }),
-    node('us-1', {
-      location: 'us',
-      internalIP: '192.168.20.1/24',
-      endpoint: '172.30.0.3:51820',
-      podCIDR: '10.42.3.0/24',
-      key: wgKey('us-1'),
-    }),
-    ...(variant === 'A'
-      ? [
-          node('us-2', {
-            location: 'us',
-            internalIP: '192.168.20.2/24',
-            endpoint: '172.30.0.4:51820',
-            podCIDR: '10.42.4.0/24',
-            key: wgKey('us-2'),
-          }),
-        ]
-      : []),
+    ...twoLocationNodes({ eu1: eu1.publicKey, us1: wgKey('us-1'), us2: wgKey('us-2') }, { us2: variant === 'A' }),
     peer('laptop', { allowedIPs: ['10.5.0.1/32'] }),
     ...(variant === 'B' ? [peer('phone', { allowedIPs: ['10.5.0.2/32'] })] : []),
   ];

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { node, peer, wgKey } from '../helpers/cluster.js';
+import { peer, wgKey } from '../helpers/cluster.js';
 import { skipNoNetns } from '../helpers/netns.js';
 import {
   Lab,
@@ -16,6 +16,7 @@ import {
   privateInterface,
   readMachine,
   until,
+  twoLocationNodes,
 } from './dataplane-lab.js';
 
 const mesh = ['--mesh-granularity', 'cross', '--encapsulate', 'never'];
@@ -29,26 +30,7 @@ test(
     const eu1 = lab.node('eu-1');
     privateInterface(eu1.ns, 'lan0', '192.168.10.1/24');
     const file = lab.writeCluster([
-      node('eu-1', {
-        location: 'eu',
-        internalIP: '192.168.10.1/24',
-        endpoint: '172.30.0.1:51820',
-        podCIDR: '10.42.1.0/24',
-        key: eu1.publicKey,
-      }),
-      node('eu-2', {
-        location: 'eu',
-        internalIP: '192.168.10.2/24',
-        endpoint: '172.30.0.2:51820',
-        podCIDR: '10.42.2.0/24',
-      }),
-      node('us-1', {
-        location: 'us',
-        internalIP: '192.168.20.1/24',
-        endpoint: '172.30.0.3:51820',
-        podCIDR: '10.42.3.0/24',
-        key: wgKey('us-1'),
-      }),
+      ...twoLocationNodes({ eu1: eu1.publicKey, us1: wgKey('us-1') }),
       peer('laptop', { allowedIPs: ['10.5.0.1/32'] }),
     ]);
     const plan = oraclePlan(file, 'eu-1', mesh);
