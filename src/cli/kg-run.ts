@@ -32,15 +32,15 @@ export function runCommand(): Command {
     // Loaded here: the client takes seconds to import, and kg apply/webhook/lab never need it.
     const { KubernetesSource, kubeConfigFrom } = await import('../backend/kubernetes/index.js');
     const source = new KubernetesSource({ kubeConfig: kubeConfigFrom(flags), logger: log });
-    let agent: Agent | undefined;
     const dataplane = linuxDataplane(exec, {
       interfaceName: flags.interface,
       createInterface: flags.createInterface,
       implementation: flags.wireguard,
       log: (line) => log.info({}, line),
-      onRestart: () => agent?.schedule(0),
+      // A restarted wireguard-go comes back without addresses and routes: reconcile at once.
+      onRestart: () => agent.schedule(0),
     });
-    agent = new Agent({
+    const agent: Agent = new Agent({
       source,
       dataplane,
       exec,
