@@ -1,12 +1,5 @@
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  Observable,
-  type ConfigurationOptions,
-  type KubeConfig,
-  type RequestContext,
-  type ResponseContext,
-} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { withSignal } from '../backend/kubernetes/abort.js';
 import { describeError, statusCodeOf } from '../backend/kubernetes/errors.js';
 import { kubeConfigFrom, type KubeConfigFlags } from '../backend/kubernetes/config.js';
 import { peerGroup, peerPlural, peerVersion } from '../backend/kubernetes/source.js';
@@ -39,7 +32,7 @@ export async function readLiveCluster(kc: KubeConfig): Promise<KubeObject[]> {
   const timeout = { signal: AbortSignal.timeout(30_000) };
   let nodes: KubeObject[];
   try {
-    const list = await kc.makeApiClient(CoreV1Api).listNode({}, timeoutOptions(timeout.signal));
+    const list = await kc.makeApiClient(CoreV1Api).listNode({}, withSignal(timeout.signal));
     nodes = (list.items as unknown as KubeObject[]).map((n) => ({ ...plain(n), ...NodeType }));
   } catch (e) {
     throw new UsageError(`cannot list Nodes from ${server}: ${describeError(e)}`);
@@ -50,7 +43,7 @@ export async function readLiveCluster(kc: KubeConfig): Promise<KubeObject[]> {
       .makeApiClient(CustomObjectsApi)
       .listClusterCustomObject(
         { group: peerGroup, version: peerVersion, plural: peerPlural },
-        timeoutOptions(timeout.signal),
+        withSignal(timeout.signal),
       )) as { items?: KubeObject[] };
     peers = (list.items ?? []).map((p) => ({ ...p, ...PeerType }));
   } catch (e) {
@@ -62,19 +55,4 @@ export async function readLiveCluster(kc: KubeConfig): Promise<KubeObject[]> {
 /** Client model objects (Dates, classes) as the plain JSON the parser reads. */
 function plain(o: unknown): KubeObject {
   return JSON.parse(JSON.stringify(o)) as KubeObject;
-}
-
-function timeoutOptions(signal: AbortSignal): ConfigurationOptions {
-  return {
-    middleware: [
-      {
-        pre: (ctx: RequestContext) => {
-          ctx.setSignal(signal);
-          return new Observable(Promise.resolve(ctx));
-        },
-        post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
-      },
-    ],
-    middlewareMergeStrategy: 'append',
-  };
 }

@@ -1,17 +1,7 @@
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  Observable,
-  PatchStrategy,
-  Watch,
-  setHeaderOptions,
-  type ConfigurationOptions,
-  type KubeConfig,
-  type RequestContext,
-  type ResponseContext,
-} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, Watch, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import type { KubeObject } from '../../model/parse.js';
 import { NodeType, PeerType, silentLogger, type ChangeListener, type ClusterSource, type Logger } from '../source.js';
+import { withSignal } from './abort.js';
 import { describeError } from './errors.js';
 import {
   Reflector,
@@ -151,22 +141,6 @@ export class KubernetesSource implements ClusterSource {
       }
     }
   }
-}
-
-/** Request options that make the generated client abort the request with `signal`. */
-function withSignal(signal: AbortSignal): ConfigurationOptions {
-  return {
-    middleware: [
-      {
-        pre: (ctx: RequestContext) => {
-          ctx.setSignal(signal);
-          return new Observable(Promise.resolve(ctx));
-        },
-        post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
-      },
-    ],
-    middlewareMergeStrategy: 'append',
-  };
 }
 
 /**
