@@ -66,7 +66,8 @@ export function planFirewall(t: Topology, options: MeshOptions): Firewall {
   add(4, 'nat', natChain, ['-j', 'MASQUERADE'], 'Kilo: NAT remaining packets');
   add(6, 'nat', natChain, ['-j', 'MASQUERADE'], 'Kilo: NAT remaining packets');
 
-  if (options.encapsulate !== 'never' && options.local && options.compatibility !== 'flannel') {
+  // Beside Cilium, IPIP runs between a leader and its followers even without --local.
+  if (options.encapsulate !== 'never' && (options.local || options.compatibility === 'cilium') && options.compatibility !== 'flannel') {
     fw.chains.push({ family: 4, table: 'filter', name: ipipChain }, { family: 6, table: 'filter', name: ipipChain });
     for (const family of [4, 6] as const) {
       add(family, 'filter', 'INPUT', ['-p', 'ipencap', '-j', ipipChain], 'Kilo: jump to IPIP chain');
@@ -78,6 +79,9 @@ export function planFirewall(t: Topology, options: MeshOptions): Firewall {
         if (n === self || !n.internalIP) continue;
         const c = n.internalIP.ip.toHostCidr();
         add(fam(c), 'filter', ipipChain, ['-s', c.networkText, '-j', 'ACCEPT'], 'Kilo: allow IPIP traffic');
+        // Through Cilium's overlay the outer source is the sender's cilium_host address.
+        const cilium = options.compatibility === 'cilium' ? n.ciliumInternalIP?.toHostCidr() : undefined;
+        if (cilium) add(fam(cilium), 'filter', ipipChain, ['-s', cilium.networkText, '-j', 'ACCEPT'], 'Kilo: allow IPIP traffic');
       }
     }
     for (const family of [4, 6] as const) {

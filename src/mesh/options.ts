@@ -21,8 +21,11 @@ export interface MeshOptions {
    * --compatibility=flannel: flannel carries traffic inside a location over flannel.1 (the
    * `private` role), to the remote node's VTEP address — the network address of its pod CIDR —
    * and kilo-ts adds no tunnel of its own.
+   * --compatibility=cilium: a non-leader reaches its leader (and the leader its non-leaders) by
+   * IPIP through Cilium's overlay: the outer destination is the other node's Cilium internal IP
+   * (its pod CIDR's network address while unpublished), which Cilium carries to that node.
    */
-  compatibility?: 'flannel' | null;
+  compatibility?: 'flannel' | 'cilium' | null;
   privateKeyPath: string;
 }
 

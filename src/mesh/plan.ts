@@ -97,6 +97,29 @@ function gatewayOf(options: MeshOptions, n: KiloNode): IP {
 }
 
 /**
+ * Where a follower sends to its leader and, beside Cilium, a leader to its followers. Beside
+ * Cilium that is the node's Cilium internal IP, so the IPIP packet rides Cilium's overlay to the
+ * node; until the node publishes it, Kilo's placeholder: the network address of its pod CIDR.
+ */
+function segmentGatewayOf(options: MeshOptions, n: KiloNode): IP {
+  if (options.compatibility === 'cilium') return n.ciliumInternalIP ?? n.podCIDR?.network ?? gatewayOf(options, n);
+  return gatewayOf(options, n);
+}
+
+/**
+ * Beside Cilium without --local, a leader returns its followers' pod traffic the way it came: by
+ * IPIP to their Cilium internal IPs (Kilo's return path), not as raw packets handed to Cilium.
+ */
+function ciliumReturnRoutes(t: Topology, options: MeshOptions, out: Routing): void {
+  if (options.compatibility !== 'cilium' || options.local || options.encapsulate === 'never') return;
+  const self = t.local.node;
+  for (const n of t.local.segment.nodes) {
+    if (n === self || !n.podCIDR) continue;
+    out.routes.push(viaPrivate(options, self, n.podCIDR, segmentGatewayOf(options, n)));
+  }
+}
+
+/**
  * Routes to the other members of the own group, in the clear over the private network; with
  * encapsulation also the table-1107 route and rules that send pod traffic through the tunnel.
  */
@@ -120,6 +143,7 @@ function localRoutes(t: Topology, options: MeshOptions, out: Routing, withKiloRu
 function leaderRoutes(t: Topology, options: MeshOptions): Routing {
   const out: Routing = { routes: [], rules: [] };
   localRoutes(t, options, out, true);
+  ciliumReturnRoutes(t, options, out);
   const own = t.local.node.internalIP?.ip ?? null;
   const viaKilo = (dst: Cidr, gw: IP | null): PlanRoute => ({
     dst: dst.networkText,
@@ -158,7 +182,7 @@ function leaderRoutes(t: Topology, options: MeshOptions): Routing {
 function followerRoutes(t: Topology, options: MeshOptions): Routing {
   const out: Routing = { routes: [], rules: [] };
   const self = t.local.node;
-  const gw = gatewayOf(options, t.local.segment.leader);
+  const gw = segmentGatewayOf(options, t.local.segment.leader);
   const via = (dst: Cidr) => out.routes.push(viaPrivate(options, self, dst, gw));
   for (const s of t.segments) via(s.wireGuardIP.toHostCidr());
   localRoutes(t, options, out, false);

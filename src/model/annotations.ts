@@ -15,7 +15,8 @@ export const Annotation = {
   lastSeen: `${prefix}last-seen`,
   discoveredEndpoints: `${prefix}discovered-endpoints`,
   granularity: `${prefix}granularity`,
-  cniCompatibilityIP: `${prefix}cni-compatibility-ip`,
+  /** Kilo's --compatibility=cilium: the node's Cilium internal IP (cilium_host's IPv4 address). */
+  ciliumInternalIP: `${prefix}cilium-internal-ip`,
 } as const;
 
 export const defaultTopologyLabel = 'topology.kubernetes.io/region';

@@ -39,6 +39,10 @@ class Reader {
     return keepHostBits ? c : c.masked();
   }
 
+  ip(field: string, value: string): IP | null {
+    return IP.tryParse(value) ?? this.fail(field, value, 'not an IP address');
+  }
+
   key(field: string, value: unknown): string | null {
     if (typeof value !== 'string' || !isWireGuardKey(value)) {
       return this.fail(field, value, 'not a WireGuard key (base64 of 32 bytes)');
@@ -166,6 +170,10 @@ export function parseNode(obj: KubeObject, options: ParseOptions = {}): Parsed<K
   const wg = a[Annotation.wireGuardIP];
   const wireGuardIP = wg ? r.cidr(field(Annotation.wireGuardIP), wg, true) : null;
 
+  // Kilo writes a bare address, or "" when the node has none (not in cilium mode).
+  const cilium = a[Annotation.ciliumInternalIP]?.trim();
+  const ciliumInternalIP = cilium ? r.ip(field(Annotation.ciliumInternalIP), cilium) : null;
+
   return r.result<KiloNode>({
     name,
     location,
@@ -180,6 +188,7 @@ export function parseNode(obj: KubeObject, options: ParseOptions = {}): Parsed<K
     discoveredEndpoints,
     wireGuardIP,
     granularity: a[Annotation.granularity] || null,
+    ciliumInternalIP,
   });
 }
 

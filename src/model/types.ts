@@ -37,6 +37,11 @@ export interface KiloNode {
   readonly discoveredEndpoints: ReadonlyMap<string, Endpoint>;
   readonly wireGuardIP: Cidr | null;
   readonly granularity: string | null;
+  /**
+   * The address of the node's `cilium_host` interface, published by its agent under
+   * --compatibility=cilium: the outer destination of IPIP to this node through Cilium's overlay.
+   */
+  readonly ciliumInternalIP: IP | null;
 }
 
 /** A kilo.squat.ai/v1alpha1 Peer, validated. */
