@@ -11,7 +11,7 @@ import type { Plan } from '../mesh/types.js';
 import { parseCluster, parseEndpoint } from '../model/parse.js';
 import type { Endpoint, KiloNode } from '../model/types.js';
 import { publicKeyOf } from '../wireguard/keys.js';
-import type { Cidr } from '../net/cidr.js';
+import type { Cidr, IP } from '../net/cidr.js';
 import { syncCNIConfig } from './cni.js';
 import { annotationPatch, lastSeenIntervalSeconds } from './local-node.js';
 import type { AgentMetrics } from './metrics.js';
@@ -60,6 +60,10 @@ export interface AgentDeps {
   clock?: () => number;
   /** The encapsulation interface, when the kernel has one (tunl0); null otherwise. */
   tunnel?: string | null;
+  /** Looks the encapsulation interface up on each pass instead (Cilium renames tunl0 to cilium_tunl). */
+  resolveTunnel?: () => Promise<string | null>;
+  /** --compatibility=cilium: this node's Cilium internal IP, published for its location mates. */
+  ciliumInternalIP?: () => Promise<IP | null>;
 }
 
 export interface AgentStatus {
@@ -258,6 +262,7 @@ export class Agent {
       granularity: options.mesh.granularity,
       discoveredEndpoints: discovered,
       now,
+      ciliumInternalIP: (await this.deps.ciliumInternalIP?.()) ?? null,
     });
     if (patch) await source.patchNodeAnnotations(options.hostname, patch);
   }
@@ -294,7 +299,8 @@ export class Agent {
     if (ip && this.privateIface?.ip !== ip) {
       this.privateIface = { ip, name: await findPrivateInterface(this.deps.exec, ip) };
     }
-    return { kilo: this.deps.options.interfaceName, private: ip ? (this.privateIface?.name ?? null) : null, tunnel: this.deps.tunnel ?? null };
+    const tunnel = this.deps.resolveTunnel ? await this.deps.resolveTunnel() : (this.deps.tunnel ?? null);
+    return { kilo: this.deps.options.interfaceName, private: ip ? (this.privateIface?.name ?? null) : null, tunnel };
   }
 }
 

@@ -1,5 +1,5 @@
 import { Annotation } from '../model/annotations.js';
-import type { Cidr } from '../net/cidr.js';
+import type { Cidr, IP } from '../net/cidr.js';
 import type { Endpoint, Granularity } from '../model/types.js';
 
 /** What the agent knows about its own node and publishes as annotations. */
@@ -15,6 +15,8 @@ export interface LocalFacts {
   discoveredEndpoints: ReadonlyMap<string, Endpoint>;
   /** Unix seconds. */
   now: number;
+  /** --compatibility=cilium: cilium_host's address; null (published as "") otherwise or while unknown. */
+  ciliumInternalIP?: IP | null;
 }
 
 /** How often last-seen is refreshed; readiness allows 60 s, so one missed refresh is survivable. */
@@ -44,6 +46,7 @@ export function annotationPatch(current: Readonly<Record<string, string>>, facts
     [Annotation.wireGuardIP]: facts.wireGuardIP ?? '',
     [Annotation.granularity]: facts.granularity,
     [Annotation.discoveredEndpoints]: discoveredJSON(facts.discoveredEndpoints),
+    [Annotation.ciliumInternalIP]: facts.ciliumInternalIP?.text ?? '',
   };
   // The endpoint is the operator's once set (Kilo's behaviour): detect it only for a new node.
   if (!current[Annotation.endpoint] && facts.endpoint) want[Annotation.endpoint] = facts.endpoint;
