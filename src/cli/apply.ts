@@ -8,6 +8,7 @@ import { parseCluster } from '../model/parse.js';
 import { snapshotNow } from '../model/ready.js';
 import { UsageError } from '../model/errors.js';
 import { defaultKeyPath, loadOrCreateKey } from '../wireguard/keys.js';
+import { ciliumTunnel } from '../agent/cilium.js';
 import { ipipTunnel, linuxDataplane } from '../agent/linux-dataplane.js';
 import { flannelInterface } from '../agent/agent.js';
 import { createLogger } from '../agent/log.js';
@@ -59,10 +60,10 @@ export function applyCommand(): Command {
       for (const e of cluster.errors) log.warn({ object: e.object, field: e.field, value: e.value }, `dropping object from the mesh: ${e.reason}`);
       const granularity = resolveGranularity(flags.meshGranularity, cluster.nodes, hostname);
       const options = { ...meshOptionsFrom(flags, granularity), privateKeyPath: flags.keyFile };
-      if (flags.compatibility === 'flannel') Object.assign(options, { local: false, compatibility: 'flannel' });
+      if (flags.compatibility) Object.assign(options, { local: false, compatibility: flags.compatibility });
       const plan = planOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
       const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip.text ?? null;
-      tunnel ??= options.encapsulate === 'never' ? null : await ipipTunnel(exec);
+      tunnel ??= options.encapsulate === 'never' ? null : await (flags.compatibility === 'cilium' ? ciliumTunnel(exec) : ipipTunnel(exec));
       const privateInterface =
         flags.compatibility === 'flannel' ? flannelInterface : internalIP ? await findPrivateInterface(exec, internalIP) : null;
       if (internalIP && !privateInterface)

@@ -4,6 +4,7 @@ import { UsageError } from '../model/errors.js';
 import { defaultKeyPath, loadOrCreateKey } from '../wireguard/keys.js';
 import { Agent } from '../agent/agent.js';
 import { createAgentServer, parseListen } from '../agent/http.js';
+import { CiliumHost } from '../agent/cilium.js';
 import { ipipTunnel, linuxDataplane } from '../agent/linux-dataplane.js';
 import { createLogger } from '../agent/log.js';
 import { AgentMetrics } from '../agent/metrics.js';
@@ -23,11 +24,16 @@ export function runCommand(): Command {
     const log = createLogger(flags.logLevel);
     const exec = hostExec();
     const mesh = { ...meshOptionsFrom(flags, flags.meshGranularity === 'auto' ? 'location' : flags.meshGranularity), privateKeyPath: flags.keyFile };
-    // In add-on mode beside flannel, flannel routes inside the location: Kilo only adds WireGuard.
-    if (flags.compatibility === 'flannel') Object.assign(mesh, { local: false, compatibility: 'flannel' });
+    // In add-on mode the CNI routes inside the location: Kilo adds WireGuard (and, beside Cilium,
+    // IPIP between a leader and its followers through Cilium's overlay).
+    if (flags.compatibility) Object.assign(mesh, { local: false, compatibility: flags.compatibility });
+    const cilium = flags.compatibility === 'cilium' ? new CiliumHost(exec) : null;
     const privateKey = loadOrCreateKey(flags.keyFile);
     const host = await discoverHost(exec, { interfaceName: flags.interface, subnet: mesh.subnet, internalCIDRs: flags.internalCidr, prioritisePrivate: flags.prioritisePrivateAddresses });
-    log.info({ internalIP: host.internalIP?.toString() ?? null, endpoint: host.endpointIP }, 'discovered host addresses');
+    log.info(
+      { internalIP: host.internalIP?.toString() ?? null, endpoint: host.endpointIP, ...(cilium ? { ciliumInternalIP: (await cilium.internalIP())?.text ?? null } : {}) },
+      'discovered host addresses',
+    );
     const metrics = new AgentMetrics();
     // Loaded here: the client takes seconds to import, and kg apply/webhook/lab never need it.
     const { KubernetesSource, kubeConfigFrom } = await import('../backend/kubernetes/index.js');
@@ -48,7 +54,9 @@ export function runCommand(): Command {
       host,
       log,
       metrics,
-      tunnel: mesh.encapsulate === 'never' ? null : await ipipTunnel(exec),
+      tunnel: mesh.encapsulate === 'never' || cilium ? null : await ipipTunnel(exec),
+      ...(cilium && mesh.encapsulate !== 'never' ? { resolveTunnel: () => cilium.tunnel() } : {}),
+      ...(cilium ? { ciliumInternalIP: () => cilium.internalIP() } : {}),
       options: {
         hostname,
         mesh,

@@ -7,7 +7,7 @@ import type { TestContext } from 'node:test';
 import { KubernetesSource } from '../../src/backend/kubernetes/source.js';
 import type { ReflectorTimings } from '../../src/backend/kubernetes/reflector.js';
 import type { Logger } from '../../src/backend/source.js';
-import { Agent, type AgentOptions } from '../../src/agent/agent.js';
+import { Agent, type AgentDeps, type AgentOptions } from '../../src/agent/agent.js';
 import { AgentMetrics } from '../../src/agent/metrics.js';
 import type { Exec } from '../../src/dataplane/exec.js';
 import { createFakeFirewall, type FakeNetfilter } from '../../src/dataplane/iptables/fake.js';
@@ -115,6 +115,8 @@ export interface HarnessOptions {
   seed?: (api: FakeApiServer) => void;
   mesh?: Partial<MeshOptions>;
   agent?: Partial<AgentOptions>;
+  /** Extra dependencies of the agent (e.g. the --compatibility=cilium lookups). */
+  deps?: Partial<Pick<AgentDeps, 'resolveTunnel' | 'ciliumInternalIP'>>;
   /** Start the agent (default true). */
   start?: boolean;
 }
@@ -144,6 +146,7 @@ export async function startHarness(t: TestContext, o: HarnessOptions = {}): Prom
     metrics,
     clock: () => clock.ms,
     tunnel: 'tunl0',
+    ...o.deps,
     options: {
       hostname: 'a',
       mesh,
