@@ -5,17 +5,72 @@ import { encapsulations, granularities, type Encapsulate, type Granularity, type
 import { defaultMeshOptions, type MeshOptions } from '../mesh/options.js';
 import { defaultTopologyLabel } from '../model/annotations.js';
 
+// What Go's strconv.ParseBool, and so Kilo's flags, read as true and false.
+const goTrue = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
+const goFalse = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
+
 /** Kilo's Go flags accept `--flag`, `--flag=true` and `--flag=false`; so do ours. */
 export function parseBool(name: string) {
   return (value: string): boolean => {
-    if (value === 'true' || value === '1') return true;
-    if (value === 'false' || value === '0') return false;
+    if (goTrue.has(value)) return true;
+    if (goFalse.has(value)) return false;
     throw new UsageError(`--${name}: want true or false, got ${JSON.stringify(value)}`);
   };
 }
 
+const boolOptions = new WeakSet<Option>();
+
+/**
+ * A bool flag as Go writes one: `--name` is true, `--name=false` sets a value, and the argument after
+ * a bare `--name` is never its value (`kgctl plan --local NODE` plans NODE). Commander's optional
+ * value would take that argument, so commands holding one must go through `goBoolFlags`.
+ */
 export function boolOption(name: string, description: string, def: boolean): Option {
-  return new Option(`--${name} [bool]`, description).argParser(parseBool(name)).preset('true').default(def);
+  // Optional-valued, so that commander reads `--name=value`; `goBoolFlags` turns a bare `--name`
+  // into `--name=true` before commander sees it.
+  const o = new Option(`--${name} [bool]`, description).argParser(parseBool(name)).default(def);
+  o.flags = `--${name}[=bool]`;
+  boolOptions.add(o);
+  return o;
+}
+
+/** `args` with each bare bool flag of `cmd` spelled `--name=true`. @throws UsageError for `--name false`. */
+function spellBoolFlags(cmd: Command, args: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') {
+      out.push(...args.slice(i));
+      break;
+    }
+    const option = cmd.options.find((o) => o.long === arg || o.short === arg);
+    if (option && boolOptions.has(option)) {
+      const next = args[i + 1];
+      // Before, `--local false` meant false; read now as a positional argument it would flip silently.
+      if (next !== undefined && (goTrue.has(next) || goFalse.has(next))) {
+        throw new UsageError(`${arg} ${next}: a bool flag takes its value after "=": ${arg}=${next}`);
+      }
+      out.push(`${arg}=true`);
+      continue;
+    }
+    out.push(arg);
+    // A valued flag's argument is its value even when it looks like a flag.
+    if (option?.required && i + 1 < args.length) out.push(args[++i]!);
+  }
+  return out;
+}
+
+/** Gives every command under `program` that has a boolOption Go's bool-flag syntax; returns `program`. */
+export function goBoolFlags<T extends Command>(program: T): T {
+  const walk = (cmd: Command) => {
+    if (cmd.options.some((o) => boolOptions.has(o))) {
+      const parse = cmd.parseOptions.bind(cmd);
+      cmd.parseOptions = (args: string[]) => parse(spellBoolFlags(cmd, args));
+    }
+    cmd.commands.forEach(walk);
+  };
+  walk(program);
+  return program;
 }
 
 export function parseCidrFlag(name: string) {

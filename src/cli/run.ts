@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { UsageError, ValidationError } from '../model/errors.js';
 import { TopologyError } from '../mesh/topology.js';
+import { goBoolFlags } from './flags.js';
 
 /** Errors a user can act on: one line on stderr, exit 1, no stack trace. Bugs keep theirs. */
 export function isUserError(e: unknown): e is Error {
@@ -40,7 +41,7 @@ export function lazyCommand(name: string, description: string, load: () => Promi
     .passThroughOptions()
     .argument('[args...]')
     .action(async function (this: Command, args: string[]) {
-      const real = await load();
+      const real = goBoolFlags(await load());
       real.name(`${this.parent?.name() ?? ''} ${name}`.trim());
       real.exitOverride();
       real.configureOutput({ writeErr: (s) => process.stderr.write(s) });
