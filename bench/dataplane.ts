@@ -17,7 +17,7 @@ import { reconcile, type Dataplane, type ReconcileResult } from '../src/dataplan
 import { renderFamily } from '../src/dataplane/iptables/render.js';
 import { renderOp } from '../src/dataplane/routes/iproute.js';
 import { desiredState } from '../src/dataplane/routes/state.js';
-import type { DeviceNames } from '../src/dataplane/types.js';
+import type { DeviceNames, ReconcileOptions } from '../src/dataplane/types.js';
 import { createWireGuardDevice } from '../src/dataplane/wireguard/device.js';
 import { planOf } from '../src/mesh/compute.js';
 import { defaultMeshOptions } from '../src/mesh/options.js';
@@ -136,16 +136,17 @@ function timedParts(dp: Dataplane, areas: Record<string, number>): Dataplane {
     };
   return {
     device: Object.assign(Object.create(dp.device) as typeof dp.device, {
-      ensure: () => time('wg', () => dp.device.ensure())(),
-      configure: (c: Parameters<typeof dp.device.configure>[0]) => time('wg', () => dp.device.configure(c))(),
+      ensure: (o?: ReconcileOptions) => time('wg', () => dp.device.ensure(o))(),
+      configure: (c: Parameters<typeof dp.device.configure>[0], o?: ReconcileOptions) =>
+        time('wg', () => dp.device.configure(c, o))(),
     }),
-    links: { reconcile: (d, s) => time('links', () => dp.links.reconcile(d, s))() },
+    links: { reconcile: (d, s, o) => time('links', () => dp.links.reconcile(d, s, o))() },
     routes: {
-      reconcile: (r, u, d) => time('routes', () => dp.routes.reconcile(r, u, d))(),
+      reconcile: (r, u, d, o) => time('routes', () => dp.routes.reconcile(r, u, d, o))(),
       cleanup: () => dp.routes.cleanup(),
     },
     firewall: {
-      reconcile: (f) => time('iptables', () => dp.firewall.reconcile(f))(),
+      reconcile: (f, o) => time('iptables', () => dp.firewall.reconcile(f, o))(),
       cleanup: () => dp.firewall.cleanup(),
     },
   };
@@ -169,15 +170,19 @@ async function measureLibrary(a: Plan, b: Plan, privateKey: string): Promise<Row
       processes: m.processes,
       profile: profileOf(m),
     });
-    for (const [step, plan] of [
-      ['first apply', a],
-      ['plan differing by one node', b],
-      ['same plan again', b],
+    // The agent reads the machine at start, on its resync timer and after any error or foreign
+    // change the routing monitor reports (full read), and trusts its last write for a cluster event.
+    for (const [step, plan, trustLastWrite] of [
+      ['first apply (full read)', a, false],
+      ['plan differing by one node (cluster event: trusts the last write)', b, true],
+      ['same plan again (cluster event)', b, true],
+      ['plan differing by one node (full read, as on resync)', a, false],
+      ['same plan again (full read, as on resync)', a, false],
     ] as const) {
       reset();
       const areas: Record<string, number> = {};
       t0 = performance.now();
-      const result = await reconcile(timedParts(dp, areas), { plan, privateKey, mtu, devices });
+      const result = await reconcile(timedParts(dp, areas), { plan, privateKey, mtu, devices }, { trustLastWrite });
       const ms = performance.now() - t0;
       if (result.errors.length > 0) throw new Error(`${step}: ${result.errors.map((e) => e.message).join('; ')}`);
       rows.push({ step, ms, result, processes: m.processes, profile: profileOf(m), areas });
@@ -303,7 +308,7 @@ console.log(
   `| for comparison: \`iptables-restore\` of the same ${a.firewall.rules.length} iptables rules (both families) | ${fmt(baseFirewallMs)} | | | | | | | 2 |`,
 );
 
-const [, first, one, same] = rows;
+const [, first, one, same, oneFull, sameFull] = rows;
 const removed = a.routes.length - b.routes.length;
 console.log('\nTargets (reported, not asserted):\n');
 console.log(
@@ -315,4 +320,10 @@ console.log(
     `WireGuard ${one!.result!.wireGuard.removed.length} removed / ${one!.result!.wireGuard.added.length} added / ${one!.result!.wireGuard.updated.length} updated, ` +
     `${one!.result!.routes.writes} route writes (the node had ${removed}), ${one!.result!.firewall.writes} iptables writes`,
 );
-console.log(`- unchanged plan costs zero writes: ${same!.result!.writes} writes, ${fmt(same!.ms)}\n`);
+console.log(
+  `- the same one-node change found by a full read (resync): ${fmt(oneFull!.ms)}, ${oneFull!.result!.writes} writes`,
+);
+console.log(
+  `- unchanged plan costs zero writes: ${same!.result!.writes} writes, ${fmt(same!.ms)} (cluster event); ` +
+    `${sameFull!.result!.writes} writes, ${fmt(sameFull!.ms)} (full read)\n`,
+);

@@ -1,6 +1,6 @@
 import type { Plan } from '../mesh/types.js';
 import { PartialApplyError } from './routes/errors.js';
-import type { DeviceNames, FirewallTables, Links, Ops, PeerChanges, RoutingTables, WireGuardDevice } from './types.js';
+import type { DeviceNames, FirewallTables, Links, Ops, PeerChanges, ReconcileOptions, RoutingTables, WireGuardDevice } from './types.js';
 
 /** The node's dataplane: one implementation per concern, real or fake. */
 export interface Dataplane {
@@ -36,39 +36,53 @@ const noOps = (): Ops => ({ writes: 0, details: [] });
 /**
  * Makes the machine equal to the plan, step by step. A step that fails does not stop the
  * others: a route the kernel rejects must not keep WireGuard peers or the firewall stale.
+ * WireGuard peers, routes and the firewall are independent of each other once the interface is
+ * up, so they are written at the same time; errors are still reported in step order.
  */
-export async function reconcile(dp: Dataplane, input: ReconcileInput): Promise<ReconcileResult> {
+export async function reconcile(dp: Dataplane, input: ReconcileInput, options: ReconcileOptions = {}): Promise<ReconcileResult> {
   const { plan } = input;
   const result: ReconcileResult = { wireGuard: noChanges(), links: noOps(), routes: noOps(), firewall: noOps(), writes: 0, errors: [] };
   // `partly`: what a step that failed for some objects did write still counts (the log must not say 0).
-  const step = async <T>(name: string, f: () => Promise<T>, partly?: (e: PartialApplyError) => T): Promise<T | null> => {
+  const step = async <T>(name: string, f: () => Promise<T>, partly?: (e: PartialApplyError) => T): Promise<{ value: T | null; error?: Error }> => {
     try {
-      return await f();
+      return { value: await f() };
     } catch (e) {
       const err = e instanceof Error ? e : new Error(String(e));
       // A partial failure already names its area ("routes: 2 change(s) failed, …").
-      result.errors.push(err.message.startsWith(`${name}:`) ? err : new Error(`${name}: ${err.message}`, { cause: err }));
+      const error = err.message.startsWith(`${name}:`) ? err : new Error(`${name}: ${err.message}`, { cause: err });
       const partial = partialOf(err);
-      return partial && partly ? partly(partial) : null;
+      return { value: partial && partly ? partly(partial) : null, error };
     }
+  };
+  const report = <T>(r: { value: T | null; error?: Error }): T | null => {
+    if (r.error) result.errors.push(r.error);
+    return r.value;
   };
   const written = (e: PartialApplyError): Ops => ({ writes: e.ops.writes, details: [...e.ops.details] });
 
-  const deviceReady = (await step('WireGuard interface', () => dp.device.ensure())) !== null;
+  const deviceReady = report(await step('WireGuard interface', () => dp.device.ensure(options))) !== null;
   if (deviceReady) {
     result.links =
-      (await step(
-        `interface ${input.devices.kilo}`,
-        () => dp.links.reconcile(input.devices.kilo, { address: plan.wireGuardIP, up: plan.interfaceUp, mtu: input.mtu }),
-        written,
-      )) ?? noOps();
-    result.wireGuard =
-      (await step(`WireGuard peers of ${input.devices.kilo}`, () =>
-        dp.device.configure({ privateKey: input.privateKey, listenPort: plan.listenPort, fwmark: plan.fwmark ?? 0, peers: plan.peers }),
-      )) ?? noChanges();
+      report(
+        await step(
+          `interface ${input.devices.kilo}`,
+          () => dp.links.reconcile(input.devices.kilo, { address: plan.wireGuardIP, up: plan.interfaceUp, mtu: input.mtu }, options),
+          written,
+        ),
+      ) ?? noOps();
   }
-  result.routes = (await step('routes', () => dp.routes.reconcile(plan.routes, plan.rules, input.devices), written)) ?? noOps();
-  result.firewall = (await step('iptables', () => dp.firewall.reconcile(plan.firewall))) ?? noOps();
+  const [wireGuard, routes, firewall] = await Promise.all([
+    deviceReady
+      ? step(`WireGuard peers of ${input.devices.kilo}`, () =>
+          dp.device.configure({ privateKey: input.privateKey, listenPort: plan.listenPort, fwmark: plan.fwmark ?? 0, peers: plan.peers }, options),
+        )
+      : Promise.resolve({ value: null }),
+    step('routes', () => dp.routes.reconcile(plan.routes, plan.rules, input.devices, options), written),
+    step('iptables', () => dp.firewall.reconcile(plan.firewall, options)),
+  ]);
+  result.wireGuard = report(wireGuard) ?? noChanges();
+  result.routes = report(routes) ?? noOps();
+  result.firewall = report(firewall) ?? noOps();
   const wg = result.wireGuard;
   result.writes = result.links.writes + result.routes.writes + result.firewall.writes + wg.added.length + wg.removed.length + wg.updated.length;
   return result;

@@ -12,6 +12,17 @@ export interface Ops {
   details: string[];
 }
 
+/**
+ * How a reconcile learns the machine's current state. By default every part reads it (ip, wg,
+ * iptables-save). With `trustLastWrite`, a part that remembers exactly what its last successful
+ * write left diffs against that memory and reads nothing: the agent's fast path for cluster
+ * events, safe because it still reads everything on its resync timer, after any error, and
+ * whenever the routing monitor reports a change it did not make.
+ */
+export interface ReconcileOptions {
+  trustLastWrite?: boolean;
+}
+
 /** Real interface names behind the plan's device roles. */
 export interface DeviceNames {
   kilo: string;
@@ -59,28 +70,28 @@ export interface PeerChanges {
 export interface WireGuardDevice {
   readonly name: string;
   /** Makes sure the interface exists: creates it (kernel), starts wireguard-go, or adopts it. */
-  ensure(): Promise<void>;
+  ensure(options?: ReconcileOptions): Promise<void>;
   read(): Promise<WireGuardState>;
   /** Applies only the difference: an unchanged peer keeps its session. */
-  configure(config: WireGuardConfig): Promise<PeerChanges>;
+  configure(config: WireGuardConfig, options?: ReconcileOptions): Promise<PeerChanges>;
   /** Removes the interface (and stops wireguard-go when we started it). */
   destroy(): Promise<void>;
 }
 
 export interface RoutingTables {
   /** Makes Kilo's routes and rules equal to these; never touches what is not Kilo's. */
-  reconcile(routes: readonly PlanRoute[], rules: readonly PlanRule[], devices: DeviceNames): Promise<Ops>;
+  reconcile(routes: readonly PlanRoute[], rules: readonly PlanRule[], devices: DeviceNames, options?: ReconcileOptions): Promise<Ops>;
   /** Removes every route and rule that is Kilo's. */
   cleanup(): Promise<Ops>;
 }
 
 export interface FirewallTables {
   /** Makes Kilo's chains and jumps equal to the plan's, atomically per family. */
-  reconcile(firewall: Firewall): Promise<Ops>;
+  reconcile(firewall: Firewall, options?: ReconcileOptions): Promise<Ops>;
   cleanup(): Promise<Ops>;
 }
 
 export interface Links {
   /** Sets the interface's only address to `cidr` (or none), up/down and MTU; returns writes. */
-  reconcile(device: string, state: { address: string | null; up: boolean; mtu: number | null }): Promise<Ops>;
+  reconcile(device: string, state: { address: string | null; up: boolean; mtu: number | null }, options?: ReconcileOptions): Promise<Ops>;
 }

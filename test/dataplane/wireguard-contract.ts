@@ -115,6 +115,17 @@ export function wireGuardContract(label: string, make: () => Promise<ContractSub
       assert.deepEqual(await d.configure(configB), noChanges);
     });
 
+    await t.test('trusting the last write: the same changes as a read, and a read afterwards agrees', async () => {
+      const trust = { trustLastWrite: true };
+      const all = [p1.publicKey, p2.publicKey];
+      assert.deepEqual(await d.configure(configA, trust), changes({ added: [p3.publicKey], removed: [p4.publicKey], updated: all }));
+      assert.deepEqual(await d.configure(configA), noChanges);
+      assert.deepEqual(await d.configure(configA, trust), noChanges);
+      assert.deepEqual(await d.configure(configB, trust), changes({ added: [p4.publicKey], removed: [p3.publicKey], updated: all }));
+      assert.deepEqual(await d.configure(configB), noChanges);
+      assert.equal((await d.read()).fwmark, 0x1107);
+    });
+
     await t.test('endpoint, keepalive and preshared-key removal are updates', async () => {
       const c: WireGuardConfig = {
         ...configB,

@@ -1,8 +1,8 @@
 import type { Firewall, FirewallChain, FirewallRule, FirewallTable, IPFamily } from '../../mesh/types.js';
 import { editBuiltin, type DesiredRule } from './builtin.js';
 import { editOwnChain } from './own-chain.js';
-import { parseSave, type SavedRule, type SavedTable } from './save.js';
-import { canonicalArgs, joinArgs, kiloChainPrefix, ruleKey, targetOf, withComment } from './syntax.js';
+import { parseSave, type SavedChain, type SavedRule, type SavedTable } from './save.js';
+import { canonicalArgs, commentOf, isKiloComment, joinArgs, kiloChainPrefix, ruleKey, targetOf, withComment } from './syntax.js';
 
 /**
  * Turns "what the plan wants" and "what iptables-save shows" into one `iptables-restore --noflush`
@@ -23,27 +23,51 @@ export interface RestoreBatch {
   input: string;
   /** One line per write: a chain replaced or removed, a jump inserted, appended or deleted. */
   changes: string[];
+  /**
+   * The tables as they will be once the input is restored: what the next diff can be made
+   * against without an iptables-save, as long as nobody else edits the tables meanwhile.
+   */
+  after: SavedTables;
 }
+
+/** Parsed iptables-save tables of one family. */
+export type SavedTables = Record<FirewallTable, SavedTable>;
 
 export const familyName = (family: IPFamily) => `IPv${family}`;
 
 export function renderFamily(family: IPFamily, firewall: Firewall, dump: FamilyDump): RestoreBatch {
+  return renderParsed(family, firewall, {
+    nat: parseSave(dump.nat, 'nat'),
+    filter: parseSave(dump.filter, 'filter'),
+  });
+}
+
+/** renderFamily over tables already parsed (or remembered from the last write). */
+export function renderParsed(family: IPFamily, firewall: Firewall, saved: SavedTables): RestoreBatch {
   const out: string[] = [];
   const changes: string[] = [];
+  const after = { ...saved };
   for (const table of firewallTables) {
     const chains = firewall.chains.filter((c) => c.family === family && c.table === table);
     const rules = firewall.rules.filter((r) => r.family === family && r.table === table);
-    const t = renderTable(`${familyName(family)} ${table}`, chains, rules, parseSave(dump[table], table));
+    const t = renderTable(`${familyName(family)} ${table}`, chains, rules, saved[table]);
     if (t.lines.length === 0) continue;
     out.push(`*${table}`, ...t.lines, 'COMMIT');
     changes.push(...t.changes);
+    after[table] = t.after;
   }
-  return { family, input: out.length ? `${out.join('\n')}\n` : '', changes };
+  return { family, input: out.length ? `${out.join('\n')}\n` : '', changes, after };
 }
 
 /** Everything that is Kilo's goes: its jumps out of built-in chains, then its chains. */
 export function renderCleanup(family: IPFamily, dump: FamilyDump): RestoreBatch {
   return renderFamily(family, { chains: [], rules: [] }, dump);
+}
+
+/** A plan rule as iptables-save would print it back. */
+function savedOf(r: DesiredRule): SavedRule {
+  const comment = commentOf(r.args);
+  return { chain: r.chain, text: r.text, args: r.args, key: r.key, comment, kilo: isKiloComment(comment), target: targetOf(r.args) };
 }
 
 function desired(rule: FirewallRule): DesiredRule {
@@ -128,7 +152,30 @@ function renderTable(where: string, chains: FirewallChain[], rules: FirewallRule
       changes.push(`${where}: remove chain ${c.name}`);
     }
   }
-  return { lines: [...declare, ...fill, ...edits, ...flush, ...remove], changes };
+  const lines = [...declare, ...fill, ...edits, ...flush, ...remove];
+  // The table once the lines are restored, exact by construction: Kilo's chains hold the plan's
+  // rules; a built-in chain holds the prepend jumps, its foreign rules, the append jumps (what
+  // editBuiltin leaves); stale chains are empty or gone.
+  const after = new Map<string, SavedChain>();
+  for (const chain of saved.chains.values()) {
+    if (stale.includes(chain)) {
+      if (!remove.includes(`-X ${chain.name}`)) after.set(chain.name, { ...chain, rules: [] });
+      continue;
+    }
+    if (!chain.builtin || own.has(chain.name)) {
+      after.set(chain.name, chain);
+      continue;
+    }
+    const want = wanted.filter((r) => r.chain === chain.name);
+    const rulesAfter = [
+      ...want.filter((r) => r.position === 'prepend').map(savedOf),
+      ...chain.rules.filter((r) => !r.kilo),
+      ...want.filter((r) => r.position === 'append').map(savedOf),
+    ];
+    after.set(chain.name, { ...chain, rules: rulesAfter });
+  }
+  for (const name of own) after.set(name, { name, builtin: false, rules: wanted.filter((r) => r.chain === name).map(savedOf) });
+  return { lines, changes, after: { chains: after } };
 }
 
 function sameKeys(have: readonly SavedRule[], want: readonly DesiredRule[]): boolean {

@@ -1,7 +1,8 @@
 import type { Firewall, FirewallTable, IPFamily } from '../../mesh/types.js';
 import { ExecError, type Exec } from '../exec.js';
-import type { FirewallTables, Ops } from '../types.js';
-import { familyName, renderCleanup, renderFamily, type FamilyDump, type RestoreBatch } from './render.js';
+import type { FirewallTables, Ops, ReconcileOptions } from '../types.js';
+import { familyName, renderParsed, type FamilyDump, type RestoreBatch, type SavedTables } from './render.js';
+import { parseSave } from './save.js';
 
 export type IptablesBackend = 'nft' | 'legacy';
 
@@ -46,18 +47,20 @@ const absentTable: Record<FirewallTable, string> = {
 export class LinuxFirewallTables implements FirewallTables {
   private tools: Promise<Tools> | null = null;
   private queue: Promise<unknown> = Promise.resolve();
+  /** Per family, the tables as the last read or exactly-known write left them; dropped on doubt. */
+  private known = new Map<IPFamily, SavedTables>();
 
   constructor(
     private readonly exec: Exec,
     private readonly options: { backend?: IptablesBackend } = {},
   ) {}
 
-  reconcile(firewall: Firewall): Promise<Ops> {
-    return this.serial(() => this.converge((family, dump) => renderFamily(family, firewall, dump)));
+  reconcile(firewall: Firewall, options: ReconcileOptions = {}): Promise<Ops> {
+    return this.serial(() => this.converge(firewall, options.trustLastWrite === true));
   }
 
   cleanup(): Promise<Ops> {
-    return this.serial(() => this.converge(renderCleanup));
+    return this.serial(() => this.converge({ chains: [], rules: [] }, false));
   }
 
   /** The backend in use and the binaries that go with it. */
@@ -87,12 +90,21 @@ export class LinuxFirewallTables implements FirewallTables {
     return next;
   }
 
-  private async converge(render: (family: IPFamily, dump: FamilyDump) => RestoreBatch): Promise<Ops> {
+  /**
+   * With `trust`, a family whose tables are known from the last write is diffed against that memory
+   * instead of an iptables-save (which costs as much as the whole table); without, it is read.
+   * Whatever goes wrong, the memory of that family is dropped.
+   */
+  private async converge(firewall: Firewall, trust: boolean): Promise<Ops> {
     const tools = await this.backend();
     const results = await Promise.allSettled(
       families.map(async (family) => {
-        const batch = render(family, await this.read(family));
+        const remembered = trust ? this.known.get(family) : undefined;
+        this.known.delete(family);
+        const saved = remembered ?? parsed(await this.read(family));
+        const batch = renderParsed(family, firewall, saved);
         if (batch.input !== '') await this.restore(tools, batch);
+        this.known.set(family, batch.after);
         return batch.changes;
       }),
     );
@@ -116,6 +128,8 @@ export class LinuxFirewallTables implements FirewallTables {
     }
   }
 }
+
+const parsed = (dump: FamilyDump): SavedTables => ({ nat: parseSave(dump.nat, 'nat'), filter: parseSave(dump.filter, 'filter') });
 
 function restoreError(batch: RestoreBatch, e: ExecError): IptablesError {
   const said = (e.stderr || e.stdout).trim();

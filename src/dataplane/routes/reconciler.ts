@@ -1,5 +1,5 @@
 import type { PlanRoute, PlanRule } from '../../mesh/types.js';
-import type { DeviceNames, Ops, RoutingTables } from '../types.js';
+import type { DeviceNames, Ops, ReconcileOptions, RoutingTables } from '../types.js';
 import type { BatchResult } from './batch.js';
 import { diffState, type RouteOp } from './diff.js';
 import { PartialApplyError, type ApplyFailure } from './errors.js';
@@ -8,6 +8,7 @@ import {
   describeRoute,
   describeRule,
   desiredState,
+  ruleKey,
   type KernelRoute,
   type KernelRule,
   type Ownership,
@@ -29,6 +30,11 @@ export interface RouteMachine {
   apply(ops: readonly RouteOp[]): Promise<BatchResult>;
 }
 
+function sameRules(a: readonly KernelRule[], b: readonly KernelRule[]): boolean {
+  const keys = (rules: readonly KernelRule[]) => rules.map(ruleKey).sort().join('\n');
+  return a.length === b.length && keys(a) === keys(b);
+}
+
 export function describeOp(op: RouteOp): string {
   return `${op.action} ${op.kind === 'route' ? describeRoute(op.route) : describeRule(op.rule)}`;
 }
@@ -44,6 +50,9 @@ function objectOf(op: RouteOp): string {
  * PartialApplyError (which carries the Ops that took effect).
  */
 export class KiloRoutingTables implements RoutingTables {
+  /** Kilo's routes and rules as the last fully successful reconcile left them; null when unsure. */
+  private known: KiloRouting | null = null;
+
   constructor(
     private readonly machine: RouteMachine,
     readonly owner: Ownership = defaultOwnership,
@@ -54,14 +63,28 @@ export class KiloRoutingTables implements RoutingTables {
     return this.machine.read(this.owner);
   }
 
-  async reconcile(routes: readonly PlanRoute[], rules: readonly PlanRule[], devices: DeviceNames): Promise<Ops> {
+  async reconcile(
+    routes: readonly PlanRoute[],
+    rules: readonly PlanRule[],
+    devices: DeviceNames,
+    options: ReconcileOptions = {},
+  ): Promise<Ops> {
     const desired = desiredState(routes, rules, devices, this.owner);
-    const actual = await this.read();
+    const remembered = options.trustLastWrite ? this.known : null;
+    this.known = null;
+    // Memory serves routes only: which rule a delete hits depends on the kernel's order of rules,
+    // so a change of rules is always diffed against a fresh read.
+    const actual = remembered && sameRules(remembered.rules, desired.rules) ? remembered : await this.read();
     const ops = diffState(desired, actual, desired.protectedKeys);
-    return this.apply(ops, [...desired.problems]);
+    const done = await this.apply(ops, [...desired.problems]);
+    // Reached only when every change took effect; with problems, routes under protected keys are
+    // whatever the kernel had, so only a read knows them.
+    if (desired.problems.length === 0) this.known = { routes: desired.routes, rules: desired.rules };
+    return done;
   }
 
   async cleanup(): Promise<Ops> {
+    this.known = null;
     const actual = await this.read();
     return this.apply(diffState({ routes: [], rules: [] }, actual), []);
   }

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { IP } from '../../net/cidr.js';
 import { parseDump } from '../../wireguard/dump.js';
 import { ExecError, type Exec } from '../exec.js';
-import type { Ops, PeerChanges, WireGuardConfig, WireGuardDevice, WireGuardState } from '../types.js';
-import { describeDiff, diffWireGuard, isEmptyDiff, peerChangesOf } from './diff.js';
+import type { Ops, PeerChanges, ReconcileOptions, WireGuardConfig, WireGuardDevice, WireGuardState } from '../types.js';
+import { describeDiff, diffWireGuard, isEmptyDiff, peerChangesOf, stateAfter } from './diff.js';
 import { defaultArgvBudget, wgSetCommands } from './wg-set.js';
 
 export type WireGuardImplementation = 'auto' | 'kernel' | 'userspace';
@@ -65,6 +65,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private stopping = false;
   private restartDelayMs = 500;
   private lastConfig: WireGuardConfig | null = null;
+  /** The device as the last successful configure left it; null when only a read can tell. */
+  private known: ReturnType<typeof stateAfter> | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private readonly log: (line: string) => void;
 
@@ -97,7 +99,10 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return next;
   }
 
-  ensure(): Promise<void> {
+  ensure(options: ReconcileOptions = {}): Promise<void> {
+    // Trusting the last write, an interface we already run or adopted is taken to be there still
+    // (the routing monitor reports it if it goes); wireguard-go's exit is seen anyway.
+    if (options.trustLastWrite && this.kind !== null && (this.kind !== 'userspace' || this.child)) return Promise.resolve();
     return this.serial(() => this.ensureNow());
   }
 
@@ -175,6 +180,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       exited = true;
       if (this.child !== child) return;
       this.child = null;
+      // A new wireguard-go starts empty: nothing the old one held may be assumed.
+      this.known = null;
       // A start that failed is reported by ensure(); only a running one is restarted.
       if (this.stopping || !running) return;
       this.log(`wireguard-go ${this.name} (pid ${child.pid}) exited (${signal ?? code}); restarting in ${this.restartDelayMs} ms`);
@@ -224,8 +231,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return parseDump(stdout);
   }
 
-  configure(config: WireGuardConfig): Promise<PeerChanges> {
-    return this.serial(() => this.configureNow(config));
+  configure(config: WireGuardConfig, options: ReconcileOptions = {}): Promise<PeerChanges> {
+    return this.serial(() => this.configureNow(config, options.trustLastWrite === true));
   }
 
   private async resolveEndpoints(config: WireGuardConfig): Promise<WireGuardConfig> {
@@ -247,13 +254,16 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return { ...config, peers };
   }
 
-  private async configureNow(config: WireGuardConfig): Promise<PeerChanges> {
+  private async configureNow(config: WireGuardConfig, trust = false): Promise<PeerChanges> {
     const resolved = await this.resolveEndpoints(config);
-    const { state, presharedKeyDigests } = await this.readNow();
+    const remembered = trust ? this.known : null;
+    this.known = null;
+    const { state, presharedKeyDigests } = remembered ?? (await this.readNow());
     const diff = diffWireGuard(state, resolved, presharedKeyDigests);
     this.lastConfig = config;
     if (isEmptyDiff(diff)) {
       this.lastOps = { writes: 0, details: [] };
+      this.known = remembered ?? stateAfter(state, resolved);
       return peerChangesOf(diff);
     }
     const details = describeDiff(this.name, diff);
@@ -274,6 +284,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     }
     this.lastOps = { writes: details.length, details };
     for (const line of details) this.log(line);
+    this.known = stateAfter(state, resolved);
     return peerChangesOf(diff);
   }
 
@@ -283,6 +294,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       const kind = this.kind;
       this.kind = null;
       this.lastConfig = null;
+      this.known = null;
       if (kind === 'adopted' || kind === null) return;
       if (this.child) {
         await this.stopChild();

@@ -190,3 +190,38 @@ export function describeDiff(device: string, diff: WireGuardDiff): string[] {
   }
   return lines;
 }
+
+/**
+ * The device as it is once `desired` has been written over `current`: what the next diff can be
+ * made against without reading the device. A peer whose endpoint is left to WireGuard (null) keeps
+ * the one it had; counters and handshakes are not known and read as zero.
+ */
+export function stateAfter(
+  current: WireGuardState,
+  desired: WireGuardConfig,
+): { state: WireGuardState; presharedKeyDigests: Map<string, string> } {
+  const had = new Map(current.peers.map((p) => [p.publicKey, p]));
+  const presharedKeyDigests = new Map<string, string>();
+  const peers = desired.peers.map((p): WireGuardPeerState => {
+    if (p.presharedKey !== null) presharedKeyDigests.set(p.publicKey, presharedKeyDigest(p.presharedKey));
+    return {
+      publicKey: p.publicKey,
+      endpoint: p.endpoint ?? had.get(p.publicKey)?.endpoint ?? null,
+      allowedIPs: allowedSet(p.allowedIPs),
+      persistentKeepalive: p.persistentKeepalive,
+      hasPresharedKey: p.presharedKey !== null,
+      latestHandshake: 0,
+      rxBytes: 0,
+      txBytes: 0,
+    };
+  });
+  return {
+    state: {
+      publicKey: publicKeyOf(desired.privateKey),
+      listenPort: desired.listenPort !== 0 ? desired.listenPort : current.listenPort,
+      fwmark: desired.fwmark ?? 0,
+      peers,
+    },
+    presharedKeyDigests,
+  };
+}
