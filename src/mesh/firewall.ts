@@ -1,3 +1,4 @@
+import { aggregate, PrefixSet } from '../net/aggregate.js';
 import type { Cidr } from '../net/cidr.js';
 import type { MeshOptions } from './options.js';
 import { groupSegments, type Topology } from './topology.js';
@@ -38,17 +39,7 @@ export function planFirewall(t: Topology, options: MeshOptions): Firewall {
     }
   }
   const ownGroup = t.local.segment.group;
-  // A destination needs one RETURN; Kilo writes the WireGuard /32 twice (as itself and as an
-  // allowed IP), which only lengthens the chain.
-  const returned = new Set<string>();
-  const noNAT = (c: Cidr, comment: string) => {
-    if (returned.has(c.networkText)) return;
-    returned.add(c.networkText);
-    add(fam(c), 'nat', natChain, ['-d', c.networkText, '-j', 'RETURN'], comment);
-  };
   for (const s of t.segments) {
-    noNAT(s.wireGuardIP.toHostCidr(), 'Kilo: do not NAT packets destined for WireGuard IPs');
-    for (const c of s.allowedIPs) noNAT(c, 'Kilo: do not NAT packets destined for known IPs');
     // Replies from an allowed-location network (a printer LAN) must find their way back.
     if (s.group === ownGroup) {
       for (const c of s.allowedLocationIPs) {
@@ -56,13 +47,29 @@ export function planFirewall(t: Topology, options: MeshOptions): Firewall {
       }
     }
   }
-  for (const p of t.peers) {
-    for (const c of p.allowedIPs) {
-      add(fam(c), 'nat', 'POSTROUTING', ['-s', c.networkText, '-j', natChain], 'Kilo: jump to KILO-NAT chain', 'prepend');
-      noNAT(c, 'Kilo: do not NAT packets destined for peers');
+  // Every iptables-restore and iptables-save costs time in proportion to the whole table, so sets
+  // of sources and destinations go in as their fewest prefixes: contiguous pod CIDRs and WireGuard
+  // IPs collapse, and the matched addresses stay exactly the same.
+  for (const c of aggregate(t.peers.flatMap((p) => p.allowedIPs))) {
+    add(fam(c), 'nat', 'POSTROUTING', ['-s', c.networkText, '-j', natChain], 'Kilo: jump to KILO-NAT chain', 'prepend');
+  }
+  // One group per comment, so `iptables -S` still says why an address is not masqueraded; an
+  // address an earlier group covers is left out of the later ones (Kilo writes the WireGuard /32
+  // twice, as itself and as an allowed IP).
+  const returns: [comment: string, destinations: Cidr[]][] = [
+    ['Kilo: do not NAT packets destined for WireGuard IPs', t.segments.map((s) => s.wireGuardIP.toHostCidr())],
+    ['Kilo: do not NAT packets destined for known IPs', t.segments.flatMap((s) => s.allowedIPs)],
+    ['Kilo: do not NAT packets destined for peers', t.peers.flatMap((p) => p.allowedIPs)],
+    ['Kilo: do not NAT packets destined for service CIDRs', options.serviceCIDRs],
+  ];
+  const returned: Cidr[] = [];
+  for (const [comment, destinations] of returns) {
+    const earlier = new PrefixSet(returned);
+    for (const c of aggregate(destinations.filter((d) => !earlier.covers(d)))) {
+      add(fam(c), 'nat', natChain, ['-d', c.networkText, '-j', 'RETURN'], comment);
+      returned.push(c);
     }
   }
-  for (const c of options.serviceCIDRs) noNAT(c, 'Kilo: do not NAT packets destined for service CIDRs');
   add(4, 'nat', natChain, ['-j', 'MASQUERADE'], 'Kilo: NAT remaining packets');
   add(6, 'nat', natChain, ['-j', 'MASQUERADE'], 'Kilo: NAT remaining packets');
 
