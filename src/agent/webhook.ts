@@ -5,17 +5,10 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { silentLogger, type Logger } from '../backend/source.js';
 import { UsageError } from '../model/errors.js';
 import { reviewPeerAdmission } from './admission.js';
 import { listen, type RunningServer, WebhookMetrics } from './webhook-metrics.js';
-
-/** The logging calls the webhook makes; a pino logger fits. */
-export interface WebhookLog {
-  debug(fields: object, message: string): void;
-  info(fields: object, message: string): void;
-  warn(fields: object, message: string): void;
-  error(fields: object, message: string): void;
-}
 
 export interface WebhookOptions {
   /** PEM certificate (chain) the API server verifies against the caBundle. */
@@ -25,7 +18,8 @@ export interface WebhookOptions {
   host?: string;
   /** 0: any free port (tests). */
   port: number;
-  log?: WebhookLog;
+  /** `kg webhook` passes agent/log.ts's logger, at its --log-level. */
+  log?: Logger;
   metrics?: WebhookMetrics;
   /** Larger bodies get 413. The API server's requests are at most 3 MiB. */
   maxBodyBytes?: number;
@@ -33,8 +27,6 @@ export interface WebhookOptions {
 
 export const validatePath = '/validate';
 export const healthPath = '/healthz';
-
-const silent: WebhookLog = { debug() {}, info() {}, warn() {}, error() {} };
 
 function readPem(kind: string, path: string): Buffer {
   try {
@@ -74,7 +66,7 @@ function reply(res: ServerResponse, code: number, body: string, contentType = 't
 export async function startWebhook(options: WebhookOptions): Promise<RunningServer> {
   const cert = readPem('certificate', options.certFile);
   const key = readPem('key', options.keyFile);
-  const log = options.log ?? silent;
+  const log = options.log ?? silentLogger;
   const metrics = options.metrics ?? new WebhookMetrics();
   const maxBody = options.maxBodyBytes ?? 4 * 1024 * 1024;
 

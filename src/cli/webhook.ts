@@ -1,12 +1,8 @@
 import { Command, Option } from 'commander';
-import { pino } from 'pino';
+import { createLogger, logLevels, type LogLevel } from '../agent/log.js';
 import { startWebhook } from '../agent/webhook.js';
 import { serveMetrics, WebhookMetrics } from '../agent/webhook-metrics.js';
 import { UsageError } from '../model/errors.js';
-
-/** Kilo's log levels and what pino calls them. */
-const logLevels = { all: 'trace', debug: 'debug', info: 'info', warn: 'warn', error: 'error', none: 'silent' } as const;
-type LogLevel = keyof typeof logLevels;
 
 /** Parses a Go-style listen address: `:8443` (every address), `127.0.0.1:8443`, `[::1]:8443`. */
 export function parseListenAddress(flag: string, value: string): { host: string | undefined; port: number } {
@@ -26,7 +22,7 @@ interface WebhookFlags {
   keyFile: string;
   listen: string;
   listenMetrics: string;
-  logLevel?: LogLevel;
+  logLevel: LogLevel;
 }
 
 /** Resolves when the process is asked to stop. */
@@ -52,13 +48,11 @@ export function webhookCommand(): Command {
     .requiredOption('--key-file <path>', 'the path to a key file (PEM)')
     .option('--listen <address>', 'the address the webhook server listens on', ':8443')
     .option('--listen-metrics <address>', 'the address the metrics server listens on', ':1107')
-    .addOption(new Option('--log-level <level>', 'log level to use').choices(Object.keys(logLevels)))
-    .action(async (flags: WebhookFlags, cmd: Command) => {
+    .addOption(new Option('--log-level <level>', 'how much to log').choices(logLevels).default('info'))
+    .action(async (flags: WebhookFlags) => {
       const webhookAt = parseListenAddress('listen', flags.listen);
       const metricsAt = parseListenAddress('listen-metrics', flags.listenMetrics);
-      // `kg --log-level=debug webhook` sets it on kg itself.
-      const level: LogLevel = flags.logLevel ?? (cmd.optsWithGlobals()['logLevel'] as LogLevel | undefined) ?? 'info';
-      const log = pino({ level: logLevels[level] ?? 'info' });
+      const log = createLogger(flags.logLevel);
       const metrics = new WebhookMetrics();
       const stopped = stopSignal();
       const webhook = await startWebhook({

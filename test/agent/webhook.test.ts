@@ -6,12 +6,13 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { after, before, describe, test } from 'node:test';
-import { startWebhook, type WebhookLog } from '../../src/agent/webhook.js';
+import { after, before, describe, test, type TestContext } from 'node:test';
+import { startWebhook } from '../../src/agent/webhook.js';
+import type { Logger } from '../../src/backend/source.js';
 import { WebhookMetrics, type RunningServer } from '../../src/agent/webhook-metrics.js';
 import { parseListenAddress } from '../../src/cli/webhook.js';
 import { UsageError } from '../../src/model/errors.js';
@@ -154,7 +155,7 @@ async function validate(port: number, review: unknown): Promise<ReviewOut> {
 
 /** Every log line the webhook writes, as JSON text, to check what it says and never says. */
 const logged: string[] = [];
-const log: WebhookLog = {
+const log: Logger = {
   debug: (f, m) => logged.push(JSON.stringify({ ...f, m })),
   info: (f, m) => logged.push(JSON.stringify({ ...f, m })),
   warn: (f, m) => logged.push(JSON.stringify({ ...f, m })),
@@ -428,9 +429,22 @@ describe('kg webhook (the built command)', { skip: noOpenssl }, () => {
     assert.match(r.stderr, /^kg: cannot read certificate file ".*missing\.crt": ENOENT\n$/);
   });
 
-  test('serves validation and metrics, and stops cleanly on SIGTERM', { timeout: 60_000 }, async (t) => {
-    const { cert, key } = makeCertificate(tmp, 'cli');
-    const trust = readFileSync(cert);
+  /** A port nothing listens on now (the webhook gets it next; with --log-level=none it logs none). */
+  function freePort(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const s = createNetServer();
+      s.on('error', reject);
+      s.listen(0, '127.0.0.1', () => {
+        const { port } = s.address() as AddressInfo;
+        s.close(() => resolve(port));
+      });
+    });
+  }
+
+  /** `kg webhook` at `level` on free ports; `stop` sends SIGTERM and returns the exit code and all output. */
+  async function startKg(t: TestContext, level: string) {
+    const { cert, key } = makeCertificate(tmp, `cli-${level}`);
+    const [webhookPort, metricsPort] = [await freePort(), await freePort()];
     const child = spawn(
       process.execPath,
       [
@@ -438,54 +452,136 @@ describe('kg webhook (the built command)', { skip: noOpenssl }, () => {
         'webhook',
         `--cert-file=${cert}`,
         `--key-file=${key}`,
-        '--listen=127.0.0.1:0',
-        '--listen-metrics=127.0.0.1:0',
-        '--log-level=debug',
+        `--listen=127.0.0.1:${webhookPort}`,
+        `--listen-metrics=127.0.0.1:${metricsPort}`,
+        `--log-level=${level}`,
       ],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
+      { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     t.after(() => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    let stdout = '';
     let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const lines: Record<string, unknown>[] = [];
-    const addresses: Record<string, number> = {};
-    for await (const line of createInterface({ input: child.stdout })) {
-      const entry = JSON.parse(line) as { msg: string; address?: string };
-      lines.push(entry);
-      if (entry.address) addresses[entry.msg] = Number(entry.address.split(':').pop());
-      if (entry.msg === 'starting metrics server') break;
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const trust = readFileSync(cert);
+    // Ready when the metrics server answers: it starts after the webhook.
+    for (let attempt = 0; ; attempt++) {
+      const up = await getPlain(metricsPort, '/metrics').then(
+        () => true,
+        () => false,
+      );
+      if (up) break;
+      assert.ok(child.exitCode === null && attempt < 600, `kg webhook did not start (stderr: ${stderr})`);
+      await new Promise((r) => setTimeout(r, 50));
     }
-    assert.ok(addresses['starting webhook server'], `webhook address logged (stderr: ${stderr})`);
-    const webhookPort = addresses['starting webhook server'];
-    const metricsPort = addresses['starting metrics server']!;
-
-    const health = await send(webhookPort, 'GET', '/healthz', undefined, 'application/json', trust);
-    assert.equal(health.status, 200);
-    const bad = badPeers.find((p) => p.name === 'negative-keepalive')!;
-    const r = await send(
+    const review = (uid: string, name: string, spec: Record<string, unknown>) =>
+      send(
+        webhookPort,
+        'POST',
+        '/validate',
+        JSON.stringify(admissionReview(uid, peerObject(name, spec))),
+        'application/json',
+        trust,
+      );
+    return {
       webhookPort,
-      'POST',
-      '/validate',
-      JSON.stringify(admissionReview('cli-1', peerObject(bad.name, bad.spec))),
-      'application/json',
+      metricsPort,
       trust,
-    );
-    const out = JSON.parse(r.text) as ReviewOut;
-    assert.equal(out.response.uid, 'cli-1');
-    assert.equal(out.response.allowed, false);
-    assert.match(out.response.status!.message, /field spec\.persistentKeepalive: .*: -5$/);
+      review,
+      async stop() {
+        child.kill('SIGTERM');
+        const code = await exited;
+        const lines = stderr
+          .split('\n')
+          .filter((l) => l !== '')
+          .map((l) => JSON.parse(l) as { level: number; msg: string; address?: string; peer?: string });
+        return { code, stdout, stderr, lines };
+      },
+    };
+  }
 
-    const m = await getPlain(metricsPort, '/metrics');
-    assert.equal(m.status, 200);
-    assert.match(m.text, /^admission_requests_total\{operation="CREATE",response="denied"\} 1$/m);
+  test(
+    'serves validation and metrics, logs JSON on stderr, and stops cleanly on SIGTERM',
+    { timeout: 60_000 },
+    async (t) => {
+      const kg = await startKg(t, 'debug');
+      const health = await send(kg.webhookPort, 'GET', '/healthz', undefined, 'application/json', kg.trust);
+      assert.equal(health.status, 200);
+      const bad = badPeers.find((p) => p.name === 'negative-keepalive')!;
+      const r = await kg.review('cli-1', bad.name, bad.spec);
+      const out = JSON.parse(r.text) as ReviewOut;
+      assert.equal(out.response.uid, 'cli-1');
+      assert.equal(out.response.allowed, false);
+      assert.match(out.response.status!.message, /field spec\.persistentKeepalive: .*: -5$/);
 
-    child.kill('SIGTERM');
-    assert.equal(await exited, 0, `exit code (stderr: ${stderr})`);
+      const m = await getPlain(kg.metricsPort, '/metrics');
+      assert.equal(m.status, 200);
+      assert.match(m.text, /^admission_requests_total\{operation="CREATE",response="denied"\} 1$/m);
+
+      const { code, stdout, lines } = await kg.stop();
+      assert.equal(code, 0, `exit code (log: ${JSON.stringify(lines)})`);
+      assert.equal(stdout, '', 'stdout is left to command output');
+      const at = (msg: string) => lines.find((l) => l.msg === msg)?.address;
+      assert.equal(at('starting webhook server'), `127.0.0.1:${kg.webhookPort}`);
+      assert.equal(at('starting metrics server'), `127.0.0.1:${kg.metricsPort}`);
+      assert.ok(lines.some((l) => l.msg === 'shutting down'));
+    },
+  );
+
+  // pino's numbers: 20 debug, 30 info.
+  test(
+    '--log-level=debug logs each allowed Peer; info logs the denied ones but not the allowed',
+    { timeout: 60_000 },
+    async (t) => {
+      const good = goodPeers[0]!;
+      const bad = badPeers.find((p) => p.name === 'negative-keepalive')!;
+      const logs: Record<string, { level: number; msg: string; peer?: string }[]> = {};
+      for (const level of ['debug', 'info']) {
+        const kg = await startKg(t, level);
+        assert.equal((await kg.review(`${level}-good`, good.name, good.spec)).status, 200);
+        assert.equal((await kg.review(`${level}-bad`, bad.name, bad.spec)).status, 200);
+        const { code, lines } = await kg.stop();
+        assert.equal(code, 0);
+        logs[level] = lines;
+      }
+      assert.deepEqual(
+        logs['debug']!.filter((l) => l.msg.endsWith(' Peer')).map((l) => [l.level, l.msg, l.peer]),
+        [
+          [20, 'allowed Peer', good.name],
+          [30, 'denied Peer', bad.name],
+        ],
+      );
+      assert.deepEqual(
+        logs['info']!.filter((l) => l.msg.endsWith(' Peer')).map((l) => [l.level, l.msg, l.peer]),
+        [[30, 'denied Peer', bad.name]],
+      );
+      assert.ok(logs['info']!.every((l) => l.level >= 30));
+    },
+  );
+
+  test('--log-level=none: not a line on stdout or stderr, and still serving', { timeout: 60_000 }, async (t) => {
+    const kg = await startKg(t, 'none');
+    const bad = badPeers.find((p) => p.name === 'negative-keepalive')!;
+    const r = await kg.review('quiet', bad.name, bad.spec);
+    assert.equal((JSON.parse(r.text) as ReviewOut).response.allowed, false);
+    const { code, stdout, stderr } = await kg.stop();
+    assert.equal(code, 0);
+    assert.equal(stdout, '');
     assert.equal(stderr, '');
+  });
+
+  test("--log-level takes Kilo's levels only", () => {
+    const r = spawnSync(
+      process.execPath,
+      [join(root, 'bin', 'kg'), 'webhook', '--cert-file=/x', '--key-file=/x', '--log-level=verbose'],
+      {
+        encoding: 'utf8',
+      },
+    );
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /--log-level.*verbose.*all, debug, info, warn, error, none/);
   });
 });
