@@ -2,6 +2,8 @@ import type { ClusterSource, Logger } from '../backend/source.js';
 import type { Exec } from '../dataplane/exec.js';
 import { findPrivateInterface } from '../dataplane/links.js';
 import { reconcile, cleanUp, type Dataplane, type ReconcileResult } from '../dataplane/reconcile.js';
+import type { RoutingEvent } from '../dataplane/monitor.js';
+import { kiloRouteProtocol } from '../dataplane/routes/constants.js';
 import type { DeviceNames, WireGuardState } from '../dataplane/types.js';
 import { planNode } from '../mesh/plan.js';
 import { topologyOf } from '../mesh/compute.js';
@@ -64,6 +66,13 @@ export interface AgentDeps {
   resolveTunnel?: () => Promise<string | null>;
   /** --compatibility=cilium: this node's Cilium internal IP, published for its location mates. */
   ciliumInternalIP?: () => Promise<IP | null>;
+  /**
+   * Reports changes to Kilo's routes, rules and interface as the kernel makes them (routing
+   * monitor). With it, a reconcile triggered by the cluster trusts the last write and reads
+   * nothing; a change nobody here made makes the next reconcile a full read. Without it every
+   * reconcile reads the machine.
+   */
+  watchRouting?: (onEvent: (e: RoutingEvent) => void) => { stop(): Promise<void> };
 }
 
 export interface AgentStatus {
@@ -99,6 +108,11 @@ export class Agent {
   private stopped = false;
   private readonly reported = new Set<string>();
   private privateIface: { ip: string; name: string | null } | null = null;
+  /** The next reconcile reads the whole machine: at start, on the resync timer, after errors or foreign changes. */
+  private fullReadDue = true;
+  /** Routing events that arrived during a reconcile, judged once its write is remembered. */
+  private heldEvents: RoutingEvent[] = [];
+  private watch: { stop(): Promise<void> } | null = null;
 
   constructor(private readonly deps: AgentDeps) {
     this.publicKey = publicKeyOf(deps.privateKey);
@@ -108,11 +122,12 @@ export class Agent {
   async start(): Promise<void> {
     const { source, options, log } = this.deps;
     await this.deps.dataplane.device.ensure();
+    this.watch = this.deps.watchRouting?.((e) => this.onRoutingEvent(e)) ?? null;
     source.onChange(() => this.schedule());
     await source.start();
     log.info({ node: options.hostname, granularity: options.mesh.granularity }, 'cluster synced');
     this.timers.push(setInterval(() => this.schedule(), lastSeenIntervalSeconds * 1000));
-    this.timers.push(setInterval(() => this.schedule(), options.resyncPeriodMs));
+    this.timers.push(setInterval(() => this.resync(), options.resyncPeriodMs));
     this.schedule(0);
   }
 
@@ -122,6 +137,7 @@ export class Agent {
     for (const t of this.timers) clearInterval(t);
     if (this.pending) clearTimeout(this.pending);
     await this.running;
+    await this.watch?.stop();
     await this.deps.source.stop();
     if (this.deps.options.cleanUp) {
       const errors = await cleanUp(this.deps.dataplane, { interface: this.deps.options.cleanUpInterface });
@@ -132,6 +148,41 @@ export class Agent {
   /** True when no reconcile is running, scheduled or owed (tests and shutdown wait for this). */
   get idle(): boolean {
     return this.running === null && this.pending === null && !this.dirty;
+  }
+
+  /** A reconcile that reads the whole machine, whatever the last write left. */
+  resync(): void {
+    this.fullReadDue = true;
+    this.schedule();
+  }
+
+  private onRoutingEvent(e: RoutingEvent): void {
+    if (this.running) this.heldEvents.push(e);
+    else this.judge(e);
+  }
+
+  /**
+   * A change the last write does not account for means: read everything. So does a blind spell of
+   * the monitor, once it listens again ('ready'; until then every pass reads anyway). Interface and
+   * address changes always do: the kernel drops routes through a device going down silently.
+   */
+  private judge(e: RoutingEvent): void {
+    if (e.kind === 'lost') {
+      this.fullReadDue = true;
+      return;
+    }
+    if (e.kind === 'ready') {
+      this.resync();
+      return;
+    }
+    // The kernel gives every interface that comes up an IPv6 link-local address: nobody's change.
+    if (e.kind === 'address' && e.cidr.startsWith('fe80:')) return;
+    if (e.kind === 'route') {
+      const route = { family: e.family, dst: e.dst, table: e.table, metric: e.metric, gw: e.gateway, dev: e.dev, src: e.src, onlink: e.onlink, type: e.type, protocol: kiloRouteProtocol };
+      if (this.deps.dataplane.routes.agrees?.({ deleted: e.deleted, route }) ?? false) return;
+    }
+    if (!this.fullReadDue) this.deps.log.info({ change: e }, 'routing changed outside kilo: reading the machine again');
+    this.resync();
   }
 
   /** Asks for a reconcile soon; many calls within the coalescing window make one. */
@@ -146,6 +197,9 @@ export class Agent {
       this.pending = null;
       this.running = this.reconcileOnce().finally(() => {
         this.running = null;
+        const held = this.heldEvents;
+        this.heldEvents = [];
+        for (const e of held) this.judge(e);
         if (this.dirty && !this.stopped) {
           this.dirty = false;
           this.schedule();
@@ -170,7 +224,13 @@ export class Agent {
       }
       const cniError = await this.syncCNI(cluster.nodes.find((n) => n.name === options.hostname)?.podCIDR ?? null);
       const nowSeconds = Math.floor(this.clock() / 1000);
-      const device = await this.deps.dataplane.device.read().catch(() => null);
+      // Without a monitor nothing tells foreign changes apart, so every pass reads.
+      const trustLastWrite = !this.fullReadDue && this.watch !== null;
+      this.fullReadDue = false;
+      // WireGuard's view is needed for the endpoints of roaming peers; otherwise only a full pass
+      // reads it (per-peer metrics are refreshed then).
+      const device =
+        trustLastWrite && this.roamingKeys().length === 0 ? null : await this.deps.dataplane.device.read().catch(() => null);
       const discovered = this.discoveredEndpoints(device);
       let topology: Topology | null = null;
       try {
@@ -200,21 +260,29 @@ export class Agent {
       metrics.peers.set(topology.peers.length);
       metrics.leader.set(plan.leader ? 1 : 0);
 
-      const result = await reconcile(this.deps.dataplane, {
-        plan: keepRoamingEndpoints(plan, device, new Set(this.roamingKeys()), nowSeconds),
-        devices: await this.devices(),
-        privateKey: this.deps.privateKey,
-        mtu: options.mtu,
-      });
+      const result = await reconcile(
+        this.deps.dataplane,
+        {
+          plan: keepRoamingEndpoints(plan, device, new Set(this.roamingKeys()), nowSeconds),
+          devices: await this.devices(),
+          privateKey: this.deps.privateKey,
+          mtu: options.mtu,
+        },
+        { trustLastWrite },
+      );
       this.status.lastResult = result;
       metrics.writes.inc(result.writes);
       if (result.writes > 0) log.info({ writes: result.writes, wireGuard: result.wireGuard }, 'dataplane updated');
       for (const e of result.errors) log.error({ err: e.message }, 'reconcile step failed');
-      if (result.errors.length > 0) metrics.errors.inc(result.errors.length);
-      metrics.observeDevice(await this.deps.dataplane.device.read());
+      if (result.errors.length > 0) {
+        metrics.errors.inc(result.errors.length);
+        this.fullReadDue = true;
+      }
+      if (!trustLastWrite) metrics.observeDevice(await this.deps.dataplane.device.read());
       const failures = [...(publishError ? [publishError] : []), ...(cniError ? [cniError] : []), ...result.errors.map((e) => e.message)];
       this.finish(failures.length === 0, failures.join('; ') || null);
     } catch (e) {
+      this.fullReadDue = true;
       metrics.errors.inc();
       log.error({ err: (e as Error).message }, 'reconcile failed');
       this.finish(false, (e as Error).message);

@@ -1,5 +1,7 @@
 import { Command } from 'commander';
 import { hostExec } from '../dataplane/exec.js';
+import { startRoutingMonitor } from '../dataplane/monitor.js';
+import { kiloRouteProtocol, kiloRulePriority } from '../dataplane/routes/constants.js';
 import { UsageError } from '../model/errors.js';
 import { defaultKeyPath, loadOrCreateKey } from '../wireguard/keys.js';
 import { Agent } from '../agent/agent.js';
@@ -43,8 +45,8 @@ export function runCommand(): Command {
       createInterface: flags.createInterface,
       implementation: flags.wireguard,
       log: (line) => log.info({}, line),
-      // A restarted wireguard-go comes back without addresses and routes: reconcile at once.
-      onRestart: () => agent.schedule(0),
+      // A restarted wireguard-go comes back without addresses and routes: read and reconcile.
+      onRestart: () => agent.resync(),
     });
     const agent: Agent = new Agent({
       source,
@@ -57,6 +59,8 @@ export function runCommand(): Command {
       tunnel: mesh.encapsulate === 'never' || cilium ? null : await ipipTunnel(exec),
       ...(cilium && mesh.encapsulate !== 'never' ? { resolveTunnel: () => cilium.tunnel() } : {}),
       ...(cilium ? { ciliumInternalIP: () => cilium.internalIP() } : {}),
+      watchRouting: (onEvent) =>
+        startRoutingMonitor(exec, { protocol: kiloRouteProtocol, priority: kiloRulePriority, interfaces: [flags.interface] }, onEvent),
       options: {
         hostname,
         mesh,

@@ -1,4 +1,5 @@
 import type { Firewall, PlanPeer, PlanRoute, PlanRule } from '../mesh/types.js';
+import type { KernelRoute } from './routes/state.js';
 
 /**
  * The seams of the dataplane. Each concern has a Linux implementation and an in-memory fake
@@ -83,6 +84,11 @@ export interface RoutingTables {
   reconcile(routes: readonly PlanRoute[], rules: readonly PlanRule[], devices: DeviceNames, options?: ReconcileOptions): Promise<Ops>;
   /** Removes every route and rule that is Kilo's. */
   cleanup(): Promise<Ops>;
+  /**
+   * Whether a change the kernel reported to one of Kilo's routes is accounted for by the last
+   * write (see ReconcileOptions); absent = never (every reported change calls for a read).
+   */
+  agrees?(change: { deleted: boolean; route: KernelRoute }): boolean;
 }
 
 export interface FirewallTables {

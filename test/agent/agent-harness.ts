@@ -116,7 +116,7 @@ export interface HarnessOptions {
   mesh?: Partial<MeshOptions>;
   agent?: Partial<AgentOptions>;
   /** Extra dependencies of the agent (e.g. the --compatibility=cilium lookups). */
-  deps?: Partial<Pick<AgentDeps, 'resolveTunnel' | 'ciliumInternalIP'>>;
+  deps?: Partial<Pick<AgentDeps, 'resolveTunnel' | 'ciliumInternalIP' | 'watchRouting'>>;
   /** Start the agent (default true). */
   start?: boolean;
 }

@@ -8,7 +8,9 @@ import {
   describeRoute,
   describeRule,
   desiredState,
+  routeKey,
   ruleKey,
+  sameRoute,
   type KernelRoute,
   type KernelRule,
   type Ownership,
@@ -52,6 +54,8 @@ function objectOf(op: RouteOp): string {
 export class KiloRoutingTables implements RoutingTables {
   /** Kilo's routes and rules as the last fully successful reconcile left them; null when unsure. */
   private known: KiloRouting | null = null;
+  /** `known`'s routes by key, built when the first change is reported after a write. */
+  private knownByKey: Map<string, KernelRoute> | null = null;
 
   constructor(
     private readonly machine: RouteMachine,
@@ -71,7 +75,7 @@ export class KiloRoutingTables implements RoutingTables {
   ): Promise<Ops> {
     const desired = desiredState(routes, rules, devices, this.owner);
     const remembered = options.trustLastWrite ? this.known : null;
-    this.known = null;
+    this.forget();
     // Memory serves routes only: which rule a delete hits depends on the kernel's order of rules,
     // so a change of rules is always diffed against a fresh read.
     const actual = remembered && sameRules(remembered.rules, desired.rules) ? remembered : await this.read();
@@ -83,8 +87,28 @@ export class KiloRoutingTables implements RoutingTables {
     return done;
   }
 
-  async cleanup(): Promise<Ops> {
+  /**
+   * Whether a change the kernel reported (a route with Kilo's protocol added or deleted) is one
+   * this memory accounts for: our own writes are; someone else's are not, and then the memory is
+   * dropped so that the next reconcile reads. With no memory every change agrees (a read is due).
+   */
+  agrees(change: { deleted: boolean; route: KernelRoute }): boolean {
+    if (!this.known) return true;
+    this.knownByKey ??= new Map(this.known.routes.map((r) => [routeKey(r), r]));
+    const mine = this.knownByKey.get(routeKey(change.route));
+    const same = mine !== undefined && sameRoute(mine, change.route);
+    const agrees = change.deleted ? !same : same;
+    if (!agrees) this.forget();
+    return agrees;
+  }
+
+  private forget(): void {
     this.known = null;
+    this.knownByKey = null;
+  }
+
+  async cleanup(): Promise<Ops> {
+    this.forget();
     const actual = await this.read();
     return this.apply(diffState({ routes: [], rules: [] }, actual), []);
   }

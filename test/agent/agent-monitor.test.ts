@@ -1,0 +1,94 @@
+/**
+ * How the agent learns the machine's state: with a routing monitor, a pass triggered by the
+ * cluster trusts the last write (reads nothing), and a change the agent did not make sends the
+ * next pass back to the machine. Without one every pass reads.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { RoutingEvent } from '../../src/dataplane/monitor.js';
+import type { KernelRoute } from '../../src/dataplane/routes/state.js';
+import { peer, wgKey } from '../helpers/cluster.js';
+import { eventually, settled, startHarness, type Harness } from './agent-harness.js';
+
+const routeEvent = (r: KernelRoute, deleted: boolean): RoutingEvent => ({
+  kind: 'route',
+  deleted,
+  family: r.family,
+  dst: r.dst,
+  table: r.table,
+  metric: r.metric,
+  gateway: r.gw,
+  dev: r.dev,
+  src: r.src,
+  onlink: r.onlink,
+  type: r.type,
+});
+
+const kiloRoute = (h: Harness, dst: string) => h.machine.routes.find((r) => r.protocol === 107 && r.dst === dst);
+
+/** A cluster event the agent must act on: a new Peer, then wait until it is configured. */
+async function clusterEvent(h: Harness, name: string, ip: string): Promise<void> {
+  h.api.addPeer(peer(name, { allowedIPs: [ip], endpoint: '192.0.2.7:51820' }));
+  await eventually(`${name} is configured`, async () => (await h.device.read()).peers.some((p) => p.publicKey === wgKey(name)));
+  await settled(h);
+}
+
+function fakeMonitor() {
+  const m = { emit: (_e: RoutingEvent): void => {}, stopped: false };
+  const watchRouting = (onEvent: (e: RoutingEvent) => void) => {
+    m.emit = onEvent;
+    return { stop: async () => void (m.stopped = true) };
+  };
+  return { m, watchRouting };
+}
+
+describe('agent: trusting the last write', () => {
+  test('with a monitor a cluster event reads nothing; the report of a foreign delete brings the route back', async (t) => {
+    const { m, watchRouting } = fakeMonitor();
+    const h = await startHarness(t, { deps: { watchRouting } });
+    m.emit({ kind: 'ready' });
+    await settled(h);
+    const route = kiloRoute(h, '10.42.2.0/24');
+    assert.ok(route, 'the route to c’s pods is there');
+
+    h.machine.routeDel(route);
+    await clusterEvent(h, 'phone', '10.5.0.7/32');
+    assert.equal(kiloRoute(h, '10.42.2.0/24'), undefined, 'the pass trusted its last write: it did not look');
+
+    m.emit(routeEvent(route, true));
+    await eventually('the monitor’s report makes a pass read and restore the route', () => kiloRoute(h, '10.42.2.0/24') !== undefined);
+    await settled(h);
+
+    // The echo of the agent's own writes is no reason to read.
+    const passes = h.agent.status.reconciles;
+    for (const r of h.machine.routes.filter((x) => x.protocol === 107)) m.emit(routeEvent(r, false));
+    m.emit(routeEvent({ ...route, dst: '10.42.200.0/24' }, true));
+    await sleep(150);
+    await settled(h);
+    assert.equal(h.agent.status.reconciles, passes, 'no pass for changes the last write accounts for');
+
+    // A route of Kilo's protocol it did not write, an interface change, a monitor back from a blind spell: read.
+    for (const e of [
+      routeEvent({ ...route, dst: '10.42.201.0/24' }, false),
+      { kind: 'link', name: 'kilo0', deleted: false, up: false, mtu: 1420 } as const,
+      { kind: 'ready' } as const,
+    ]) {
+      const before = h.agent.status.reconciles;
+      m.emit(e);
+      await eventually(`a pass after ${e.kind}`, () => h.agent.status.reconciles > before);
+      await settled(h);
+    }
+    await h.agent.stop();
+    assert.equal(m.stopped, true, 'the monitor stops with the agent');
+  });
+
+  test('without a monitor every pass reads: a deleted route comes back with the next cluster event', async (t) => {
+    const h = await startHarness(t);
+    await settled(h);
+    const route = kiloRoute(h, '10.42.2.0/24')!;
+    h.machine.routeDel(route);
+    await clusterEvent(h, 'phone', '10.5.0.7/32');
+    assert.ok(kiloRoute(h, '10.42.2.0/24'), 'read and restored');
+  });
+});
