@@ -99,8 +99,12 @@ function peerUpdate(
   if (desired.endpoint !== null && normalizeEndpoint(desired.endpoint) !== (current.endpoint && normalizeEndpoint(current.endpoint))) {
     set.endpoint = desired.endpoint;
   }
-  const allowed = allowedSet(desired.allowedIPs);
-  if (!sameList(allowed, allowedSet(current.allowedIPs))) set.allowedIPs = allowed;
+  // Remembered state (stateAfter) is already normalized and sorted, and plans hold canonical
+  // prefixes: the plain comparison settles most peers without normalizing thousands of IPs.
+  if (!sameList([...desired.allowedIPs].sort(), current.allowedIPs)) {
+    const allowed = allowedSet(desired.allowedIPs);
+    if (!sameList(allowed, allowedSet(current.allowedIPs))) set.allowedIPs = allowed;
+  }
   if (desired.persistentKeepalive !== current.persistentKeepalive) set.persistentKeepalive = desired.persistentKeepalive;
   if (desired.presharedKey === null) {
     if (current.hasPresharedKey) set.presharedKey = null;
