@@ -10,11 +10,14 @@ interface Block {
 
 const width = (family: Family) => (family === 4 ? 32 : 128);
 
+// One BigInt per address, not one per byte: BigInt arithmetic is what a big cluster's plan pays for.
 function toBigInt(bytes: Uint8Array): bigint {
-  let n = 0n;
-  for (const b of bytes) n = (n << 8n) | BigInt(b);
-  return n;
+  if (bytes.length === 4) return BigInt(((bytes[0]! << 24) >>> 0) + (bytes[1]! << 16) + (bytes[2]! << 8) + bytes[3]!);
+  return BigInt(`0x${Buffer.from(bytes).toString('hex')}`);
 }
+
+/** 2^bits for every host-bit count, so a block's size is a look-up. */
+const sizes = Array.from({ length: 129 }, (_, bits) => 1n << BigInt(bits));
 
 function toCidr(b: Block, family: Family): Cidr {
   if (b.cidr) return b.cidr;
@@ -24,7 +27,7 @@ function toCidr(b: Block, family: Family): Cidr {
   return Cidr.of(IP.fromBytes(bytes), width(family) - b.bits);
 }
 
-const end = (b: Block) => b.start + (1n << BigInt(b.bits));
+const end = (b: Block) => b.start + sizes[b.bits]!;
 
 function blocksOf(cidrs: readonly Cidr[], family: Family): Block[] {
   const full = width(family);
@@ -50,8 +53,7 @@ function minimal(blocks: Block[], full: number): Block[] {
       const right = out.at(-1)!;
       const left = out.at(-2);
       if (!left || left.bits !== right.bits || right.bits === full) break;
-      const parentBits = BigInt(left.bits + 1);
-      if ((left.start >> parentBits) << parentBits !== left.start || end(left) !== right.start) break;
+      if (end(left) !== right.start || left.start % sizes[left.bits + 1]! !== 0n) break;
       out.splice(-2, 2, { start: left.start, bits: left.bits + 1 });
     }
   }
@@ -91,6 +93,6 @@ export class PrefixSet {
       else hi = mid;
     }
     const b = blocks[lo - 1];
-    return !!b && start + c.size() <= end(b);
+    return !!b && start + sizes[(c.family === 4 ? 32 : 128) - c.prefix]! <= end(b);
   }
 }
