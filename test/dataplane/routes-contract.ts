@@ -355,6 +355,47 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       assert.deepEqual((await shown(c.tables)).rules, rulesA);
     });
 
+    withMachine(
+      'dual stack: IPv4 routes via IPv6 gateways install and re-apply with no writes; IPv6 via IPv4 is named, the rest applied',
+      async (_h, c) => {
+        const mixed = [
+          ...planA.routes,
+          r('10.42.20.0/24', 'fd00::2', 'private'), // on priv0's IPv6 network
+          r('10.42.21.0/24', 'fd00:99::2', 'kilo', { onlink: true, src: '192.168.1.1' }),
+          r('fd42:21::/64', '10.4.0.2', 'kilo', { onlink: true }), // no IPv4 next hop for IPv6 in Linux
+        ];
+        const err = (await c.tables
+          .reconcile(mixed, planA.rules, devices)
+          .catch((e: unknown) => e)) as PartialApplyError;
+        assert.ok(err instanceof PartialApplyError, String(err));
+        assert.deepEqual(
+          err.failures.map((f) => `${f.object}: ${f.message}`),
+          [
+            'route fd42:21::/64 via 10.4.0.2 dev kilo: IPv6 destination fd42:21::/64 cannot have IPv4 gateway 10.4.0.2: Linux has no IPv4 next hop for IPv6 routes',
+          ],
+        );
+        assert.equal(err.ops.writes, 11 + 2, err.ops.details.join('\n'));
+        const both = [
+          'route 10.42.20.0/24 via inet6 fd00::2 dev priv0',
+          'route 10.42.21.0/24 via inet6 fd00:99::2 dev kilo0 src 192.168.1.1 onlink',
+        ];
+        assert.deepEqual(await shown(c.tables), { routes: [...routesA, ...both].sort(), rules: rulesA });
+
+        const again = (await c.tables
+          .reconcile(mixed, planA.rules, devices)
+          .catch((e: unknown) => e)) as PartialApplyError;
+        assert.equal(again.ops.writes, 0, 'what is installed reads back as the plan wants it');
+        const good = mixed.filter((x) => x.dst !== 'fd42:21::/64');
+        assert.deepEqual(await c.tables.reconcile(good, planA.rules, devices), { writes: 0, details: [] });
+
+        const back = await c.tables.reconcile(planA.routes, planA.rules, devices);
+        assert.deepEqual(
+          [...back.details].sort(),
+          both.map((x) => `del ${x}`),
+        );
+      },
+    );
+
     withMachine('a route the plan wants but someone else holds is reported, never taken over', async (h, c) => {
       await h.addRoute(kernelRoute('10.42.4.0/24', 'priv0', { protocol: 4 }));
       await h.addRoute(kernelRoute('fd43::/64', 'priv0', { protocol: 4, table: kiloTable }));

@@ -141,10 +141,13 @@ export class FakeMachine {
       return;
     }
     const gw = IP.parse(r.gw);
+    // An IPv4 route takes an IPv6 next hop (RTA_VIA), never the reverse; the next hop is then checked
+    // by the rules of its own family.
+    if (r.family === 6 && gw.family === 4) fail('IPv6 does not support RTA_VIA attribute');
     if (r.onlink) {
       if (!link.up) fail('Nexthop device is not up');
       const other = this.connectedDevice(gw);
-      if (r.family === 6 && other !== null && other !== r.dev) fail('Nexthop has invalid gateway or device mismatch');
+      if (gw.family === 6 && other !== null && other !== r.dev) fail('Nexthop has invalid gateway or device mismatch');
       return;
     }
     if (this.connectedDevice(gw) !== r.dev)

@@ -1,7 +1,7 @@
 import { IP, type Family } from '../../net/cidr.js';
 import { mainTableId } from './constants.js';
 import type { RouteOp } from './diff.js';
-import { canonicalPrefix, defaultMetric, markText, type KernelRoute, type KernelRule } from './state.js';
+import { canonicalPrefix, defaultMetric, gatewayText, markText, type KernelRoute, type KernelRule } from './state.js';
 
 /**
  * iproute2's JSON (`ip -N -j route|rule show`) to kernel form and RouteOps to `ip -batch` lines.
@@ -13,6 +13,8 @@ interface IpRouteJson {
   type?: string;
   dst?: string;
   gateway?: string;
+  /** A gateway of the other family (`via inet6 …` on an IPv4 route) is printed here, not as `gateway`. */
+  via?: { family?: string; host?: string };
   dev?: string;
   prefsrc?: string;
   flags?: string[];
@@ -72,7 +74,7 @@ export function parseRoutes(json: string, family: Family, protocol: number): Ker
     dst: prefix(family, e.dst, undefined) ?? (family === 4 ? '0.0.0.0/0' : '::/0'),
     table: numeric(e.table, tableNames, mainTableId),
     metric: e.metric ?? defaultMetric(family),
-    gw: canonicalIP(e.gateway),
+    gw: canonicalIP(e.gateway ?? e.via?.host),
     dev: e.nexthops ? null : (e.dev ?? null),
     src: canonicalIP(e.prefsrc),
     onlink: e.flags?.includes('onlink') ?? false,
@@ -110,7 +112,7 @@ export function renderOp(op: RouteOp): string {
     const r = op.route;
     let line = `route ${op.action} ${r.dst}`;
     if (op.action !== 'del') {
-      if (r.gw) line += ` via ${r.gw}`;
+      if (r.gw) line += ` via ${gatewayText(r)}`;
       if (r.dev) line += ` dev ${r.dev}`;
       if (r.src) line += ` src ${r.src}`;
       if (r.onlink) line += ' onlink';

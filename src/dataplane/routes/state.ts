@@ -78,6 +78,13 @@ export function ruleKey(r: KernelRule): string {
   return `${r.family} ${r.priority} ${r.invert ? 'not ' : ''}${r.src ?? 'all'} ${r.dst ?? 'all'} ${r.iif ?? '-'} ${r.fwmark ?? '-'} ${r.table}`;
 }
 
+/** The gateway as iproute2 writes and prints it: a gateway of the other family names its family. */
+export function gatewayText(r: KernelRoute): string {
+  if (r.gw === null) return '';
+  const v6 = r.gw.includes(':');
+  return v6 === (r.family === 6) ? r.gw : `${v6 ? 'inet6' : 'inet'} ${r.gw}`;
+}
+
 function tableName(table: number): string {
   return table === mainTableId ? 'main' : String(table);
 }
@@ -85,7 +92,7 @@ function tableName(table: number): string {
 /** Names a route the way `ip route` would show it; used in errors and in Ops details. */
 export function describeRoute(r: KernelRoute): string {
   let s = `route ${r.type === 'unicast' ? '' : `${r.type} `}${r.dst}`;
-  if (r.gw) s += ` via ${r.gw}`;
+  if (r.gw) s += ` via ${gatewayText(r)}`;
   if (r.dev) s += ` dev ${r.dev}`;
   if (r.src) s += ` src ${r.src}`;
   if (r.onlink) s += ' onlink';
@@ -230,8 +237,11 @@ export function desiredState(
     let message = badRole.get(r.dev) ?? null;
     if (message !== null) {
       // fall through to the report below
-    } else if (r.gw !== null && (!gw || gw.family !== dst.family))
-      message = `gateway ${JSON.stringify(r.gw)} is not an IPv${dst.family} address`;
+    } else if (r.gw !== null && !gw) message = `gateway ${JSON.stringify(r.gw)} is not an IP address`;
+    // An IPv4 route may go via an IPv6 next hop (RFC 5549, Linux 5.2+); the reverse the kernel refuses
+    // ("IPv6 does not support RTA_VIA attribute", and nexthop objects refuse it too).
+    else if (gw && gw.family === 4 && dst.family === 6)
+      message = `IPv6 destination ${dst.text} cannot have IPv4 gateway ${gw.text}: Linux has no IPv4 next hop for IPv6 routes`;
     else if (r.src !== null && (!src || src.family !== dst.family))
       message = `src ${JSON.stringify(r.src)} is not an IPv${dst.family} address`;
     if (message !== null) {
