@@ -47,6 +47,7 @@ export function annotationPatch(current: Readonly<Record<string, string>>, facts
     [Annotation.granularity]: facts.granularity,
     [Annotation.discoveredEndpoints]: discoveredJSON(facts.discoveredEndpoints),
     [Annotation.ciliumInternalIP]: facts.ciliumInternalIP?.text ?? '',
+    [Annotation.cniCompatibilityIP]: facts.ciliumInternalIP?.text ?? '',
   };
   // The endpoint is the operator's once set (Kilo's behaviour): detect it only for a new node.
   if (!current[Annotation.endpoint] && facts.endpoint) want[Annotation.endpoint] = facts.endpoint;

@@ -17,6 +17,11 @@ export const Annotation = {
   granularity: `${prefix}granularity`,
   /** Kilo's --compatibility=cilium: the node's Cilium internal IP (cilium_host's IPv4 address). */
   ciliumInternalIP: `${prefix}cilium-internal-ip`,
+  /**
+   * The same address under the name ../shared/SEMANTICS.md gives it. Kilo (squat/kilo#409) writes
+   * cilium-internal-ip; kilo-ts writes both and reads Kilo's first, so either kind of agent finds it.
+   */
+  cniCompatibilityIP: `${prefix}cni-compatibility-ip`,
 } as const;
 
 export const defaultTopologyLabel = 'topology.kubernetes.io/region';

@@ -170,9 +170,10 @@ export function parseNode(obj: KubeObject, options: ParseOptions = {}): Parsed<K
   const wg = a[Annotation.wireGuardIP];
   const wireGuardIP = wg ? r.cidr(field(Annotation.wireGuardIP), wg, true) : null;
 
-  // Kilo writes a bare address, or "" when the node has none (not in cilium mode).
-  const cilium = a[Annotation.ciliumInternalIP]?.trim();
-  const ciliumInternalIP = cilium ? r.ip(field(Annotation.ciliumInternalIP), cilium) : null;
+  // Kilo writes a bare address, or "" when the node has none (not in cilium mode); Kilo's name
+  // first, then the contract's (see Annotation.cniCompatibilityIP).
+  const ciliumField = [Annotation.ciliumInternalIP, Annotation.cniCompatibilityIP].find((k) => a[k]?.trim());
+  const ciliumInternalIP = ciliumField ? r.ip(field(ciliumField), a[ciliumField]!.trim()) : null;
 
   return r.result<KiloNode>({
     name,

@@ -32,9 +32,13 @@ describe('local node: the cilium-internal-ip annotation', () => {
   });
 
   test('an unchanged address is not written again', () => {
-    const published = { ...current, [Annotation.key]: 'k', [Annotation.internalIP]: '', [Annotation.wireGuardIP]: '', [Annotation.granularity]: 'location', [Annotation.ciliumInternalIP]: '10.42.0.180' };
+    const published = { ...current, [Annotation.key]: 'k', [Annotation.internalIP]: '', [Annotation.wireGuardIP]: '', [Annotation.granularity]: 'location', [Annotation.ciliumInternalIP]: '10.42.0.180', [Annotation.cniCompatibilityIP]: '10.42.0.180' };
     assert.equal(annotationPatch(published, { ...facts, ciliumInternalIP: IP.parse('10.42.0.180') }), null);
-    assert.deepEqual(annotationPatch(published, { ...facts, ciliumInternalIP: IP.parse('10.42.0.181') }), { [Annotation.ciliumInternalIP]: '10.42.0.181' });
+    // Kilo's name and the contract's (SEMANTICS.md) carry the same address.
+    assert.deepEqual(annotationPatch(published, { ...facts, ciliumInternalIP: IP.parse('10.42.0.181') }), {
+      [Annotation.ciliumInternalIP]: '10.42.0.181',
+      [Annotation.cniCompatibilityIP]: '10.42.0.181',
+    });
   });
 });
 

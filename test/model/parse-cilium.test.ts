@@ -35,3 +35,13 @@ for (const bad of ['10.2.1.180/32', '10.2.1.256', 'cilium_host', '10.2.1']) {
     assert.ok(e.message.includes(JSON.stringify(bad)), e.message);
   });
 }
+
+test('the contract\'s name, kilo.squat.ai/cni-compatibility-ip, is read too; Kilo\'s wins when both are set', () => {
+  const both = (kilo: string, contract: string) => ({
+    ...good,
+    annotations: { [Annotation.ciliumInternalIP]: kilo, [Annotation.cniCompatibilityIP]: contract },
+  });
+  assert.equal(Annotation.cniCompatibilityIP, 'kilo.squat.ai/cni-compatibility-ip');
+  assert.equal(kiloNode('x', both('', '10.2.1.181')).ciliumInternalIP?.text, '10.2.1.181');
+  assert.equal(kiloNode('x', both('10.2.1.180', '10.2.1.181')).ciliumInternalIP?.text, '10.2.1.180');
+});
