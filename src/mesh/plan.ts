@@ -145,15 +145,21 @@ function leaderRoutes(t: Topology, options: MeshOptions): Routing {
   localRoutes(t, options, out, true);
   ciliumReturnRoutes(t, options, out);
   const own = t.local.node.internalIP?.ip ?? null;
-  const viaKilo = (dst: Cidr, gw: IP | null): PlanRoute => ({
-    dst: dst.networkText,
-    gw: gw?.text ?? null,
-    dev: 'kilo',
-    // A source of the other family makes the route invalid (an IPv6 Peer IP in an IPv4 cluster).
-    src: own && own.family === dst.family ? own.text : null,
-    table: 'main',
-    onlink: gw !== null,
-  });
+  const viaKilo = (dst: Cidr, segmentIP: IP | null): PlanRoute => {
+    // WireGuard picks the peer by allowed IPs, so the gateway is only a label: an IPv6 pod CIDR in
+    // a cluster with an IPv4 WireGuard subnet goes without one (Linux has no IPv4 next hop for an
+    // IPv6 route, and Kilo's route would be rejected).
+    const gw = segmentIP && segmentIP.family === dst.family ? segmentIP : null;
+    return {
+      dst: dst.networkText,
+      gw: gw?.text ?? null,
+      dev: 'kilo',
+      // A source of the other family makes the route invalid (an IPv6 Peer IP in an IPv4 cluster).
+      src: own && own.family === dst.family ? own.text : null,
+      table: 'main',
+      onlink: gw !== null,
+    };
+  };
   // Rule-based routing (wireguard.com/netns): WireGuard marks its own packets, and only unmarked
   // packets consult the table of internal-IP routes, so the tunnel's UDP to an endpoint that is
   // also an internal IP keeps following the main table.

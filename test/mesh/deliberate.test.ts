@@ -176,3 +176,18 @@ describe('firewall', () => {
     }
   });
 });
+
+describe('an IPv6 destination in a mesh with an IPv4 WireGuard subnet', () => {
+  // us-b's pods are IPv6; the laptop also has an IPv6 address.
+  const objs = () => [
+    ...twoLocations({ 'us-b': { podCIDR: 'fd42:9::/64' } }).filter((o) => o.metadata?.name !== 'laptop'),
+    peer('laptop', { allowedIPs: ['10.5.0.1/32', 'fd05::1/128'] }),
+  ];
+
+  test('is routed via kilo without a gateway (Linux has no IPv4 next hop for IPv6); IPv4 keeps Kilo’s gateway', () => {
+    const lines = routeLines(planFor(objs(), 'eu-a', cross));
+    const v6 = lines.filter((l) => l.startsWith('fd'));
+    assert.deepEqual(sorted(v6), ['fd05::1/128 dev kilo', 'fd42:9::/64 dev kilo']);
+    assert.ok(lines.some((l) => /^10\.2\.8\.0\/24 via 10\.4\.0\.\d+ dev kilo src 10\.1\.0\.1 onlink$/.test(l)), lines.join('\n'));
+  });
+});
