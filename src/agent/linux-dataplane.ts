@@ -26,7 +26,7 @@ export function linuxDataplane(exec: Exec, o: LinuxDataplaneOptions): Dataplane 
     }),
     links: new LinuxLinks(exec),
     routes: linuxRoutingTables(exec),
-    firewall: new LinuxFirewallTables(exec),
+    firewall: new LinuxFirewallTables(exec, o.log ? { log: o.log } : {}),
   };
 }
 

@@ -1,6 +1,7 @@
 import type { Firewall, FirewallTable, IPFamily } from '../../mesh/types.js';
 import { ExecError, type Exec } from '../exec.js';
 import type { FirewallTables, Ops, ReconcileOptions } from '../types.js';
+import { describeRule, ipv6Demand, ipv6Unusable, type IPv6Demand } from './ipv6.js';
 import { familyName, renderParsed, type FamilyDump, type RestoreBatch, type SavedTables } from './render.js';
 import { parseSave } from './save.js';
 
@@ -20,6 +21,33 @@ export class IptablesError extends Error {
         `: ${detail}`,
     );
     this.name = 'IptablesError';
+  }
+}
+
+/**
+ * The plan has IPv6 rules that name IPv6 addresses, and this host has no usable IPv6 netfilter
+ * (`reason`: what ip6tables said). The IPv4 family is applied regardless.
+ */
+export class IPv6UnavailableError extends IptablesError {
+  constructor(
+    readonly reason: string,
+    readonly demand: IPv6Demand,
+  ) {
+    super(
+      6,
+      null,
+      null,
+      `this host has no usable IPv6 netfilter (${reason}), so the plan's ${demand.rules} IPv6 rules are not applied ` +
+        `(the first naming an IPv6 address: ${describeRule(demand.first)})`,
+    );
+    this.name = 'IPv6UnavailableError';
+  }
+}
+
+/** Thrown inside one IPv6 save or restore whose failure says the family cannot work here. */
+class NoIPv6Netfilter extends Error {
+  constructor(readonly reason: string) {
+    super(`IPv6 netfilter is not usable on this host: ${reason}`);
   }
 }
 
@@ -49,11 +77,26 @@ export class LinuxFirewallTables implements FirewallTables {
   private queue: Promise<unknown> = Promise.resolve();
   /** Per family, the tables as the last read or exactly-known write left them; dropped on doubt. */
   private known = new Map<IPFamily, SavedTables>();
+  /** Why IPv6 netfilter is unusable on this host, once an ip6tables command said so; null = usable or not known. */
+  private noIPv6: string | null = null;
+  private toldSkip = false;
 
   constructor(
     private readonly exec: Exec,
-    private readonly options: { backend?: IptablesBackend } = {},
+    private readonly options: {
+      backend?: IptablesBackend;
+      /** Told once when IPv6 netfilter turns out unusable and the plan's IPv6 part is left out. */
+      log?: (line: string) => void;
+    } = {},
   ) {}
+
+  /**
+   * Why this host cannot run IPv6 netfilter, once a reconcile found out (what ip6tables said);
+   * null while it can, or before any IPv6 command failed that way.
+   */
+  ipv6Unavailable(): string | null {
+    return this.noIPv6;
+  }
 
   reconcile(firewall: Firewall, options: ReconcileOptions = {}): Promise<Ops> {
     return this.serial(() => this.converge(firewall, options.trustLastWrite === true));
@@ -78,7 +121,7 @@ export class LinuxFirewallTables implements FirewallTables {
    */
   async read(family: IPFamily): Promise<FamilyDump> {
     const tools = await this.backend();
-    const all = (await this.exec.run([tools.save[family]])).stdout;
+    const all = (await this.run(family, [tools.save[family]])).stdout;
     const has = (t: FirewallTable) => new RegExp(`^\\*${t}$`, 'm').test(all);
     return { nat: has('nat') ? all : absentTable.nat, filter: has('filter') ? all : absentTable.filter };
   }
@@ -97,21 +140,62 @@ export class LinuxFirewallTables implements FirewallTables {
    */
   private async converge(firewall: Firewall, trust: boolean): Promise<Ops> {
     const tools = await this.backend();
-    const results = await Promise.allSettled(
-      families.map(async (family) => {
-        const remembered = trust ? this.known.get(family) : undefined;
-        this.known.delete(family);
-        const saved = remembered ?? parsed(await this.read(family));
-        const batch = renderParsed(family, firewall, saved);
-        if (batch.input !== '') await this.restore(tools, batch);
-        this.known.set(family, batch.after);
-        return batch.changes;
-      }),
-    );
+    const results = await Promise.allSettled(families.map((family) => this.convergeFamily(tools, family, firewall, trust)));
     const failed = results.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
     const details = results.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
     return { writes: details.length, details };
+  }
+
+  /**
+   * One family's read, diff and restore. A host without IPv6 netfilter is found out by the first
+   * IPv6 save or restore that fails saying so (with legacy iptables and ip6_tables not loaded the
+   * save succeeds empty and only the restore tells): from then on a plan whose IPv6 rules name no
+   * IPv6 address (see ipv6Demand) runs no IPv6 command at all, and one that does is an error every
+   * reconcile, each trying again, so a host given IPv6 netfilter later recovers without a restart.
+   * Any other failure is not remembered: the next reconcile tries again as before.
+   */
+  private async convergeFamily(tools: Tools, family: IPFamily, firewall: Firewall, trust: boolean): Promise<string[]> {
+    const demand = family === 6 ? ipv6Demand(firewall) : null;
+    const remembered = trust ? this.known.get(family) : undefined;
+    this.known.delete(family);
+    if (family === 6 && this.noIPv6 !== null && demand === null) return this.skipIPv6(this.noIPv6);
+    try {
+      const saved = remembered ?? parsed(await this.read(family));
+      const batch = renderParsed(family, firewall, saved);
+      if (batch.input !== '') await this.restore(tools, batch);
+      this.known.set(family, batch.after);
+      if (family === 6) {
+        this.noIPv6 = null;
+        this.toldSkip = false;
+      }
+      return batch.changes;
+    } catch (e) {
+      if (!(e instanceof NoIPv6Netfilter)) throw e;
+      this.noIPv6 = e.reason;
+      if (demand === null) return this.skipIPv6(e.reason);
+      throw new IPv6UnavailableError(e.reason, demand);
+    }
+  }
+
+  private skipIPv6(reason: string): string[] {
+    if (!this.toldSkip) {
+      this.toldSkip = true;
+      this.options.log?.(
+        `IPv6 netfilter is not usable on this host (${reason}); the plan names no IPv6 address, so its IPv6 chains are left out`,
+      );
+    }
+    return [];
+  }
+
+  /** exec.run for an iptables tool of `family`; an IPv6 failure that says the family cannot work here becomes NoIPv6Netfilter. */
+  private async run(family: IPFamily, argv: string[], opts?: { input: string }) {
+    try {
+      return await this.exec.run(argv, opts);
+    } catch (e) {
+      const reason = family === 6 ? ipv6Unusable(e) : null;
+      throw reason !== null ? new NoIPv6Netfilter(reason) : e;
+    }
   }
 
   private async restore(tools: Tools, batch: RestoreBatch): Promise<void> {
@@ -120,8 +204,8 @@ export class LinuxFirewallTables implements FirewallTables {
       // iptables commits table by table: when both change, a dry run first keeps a bad line in
       // the second table from leaving the first one half-updated.
       if (batch.input.split('\nCOMMIT\n').length > 2)
-        await this.exec.run([bin, '--noflush', '--test', '-w'], { input: batch.input });
-      await this.exec.run([bin, '--noflush', '-w'], { input: batch.input });
+        await this.run(batch.family, [bin, '--noflush', '--test', '-w'], { input: batch.input });
+      await this.run(batch.family, [bin, '--noflush', '-w'], { input: batch.input });
     } catch (e) {
       if (!(e instanceof ExecError)) throw e;
       throw restoreError(batch, e);
