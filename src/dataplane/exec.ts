@@ -80,14 +80,18 @@ export function hostExec(): Exec {
 
 /**
  * Runs inside network namespace `ns`. wireguard-go's socket path is shared by all namespaces,
- * so `runDir` is bind-mounted over /var/run/wireguard in the command's private mount namespace
- * (see ../shared/notes/dataplane-lab.md); the mount never leaks to the host.
+ * so for `wg` and started processes (wireguard-go) `runDir` is bind-mounted over /var/run/wireguard in the command's
+ * private mount namespace (see ../shared/notes/dataplane-lab.md); the mount never leaks to the
+ * host. Everything else (ip, iptables) only needs the network namespace: `nsenter --net` is one
+ * process where the mount takes four, which is most of what a small change costs in a namespace.
  */
 export function netnsExec(ns: string, runDir: string): Exec {
-  const prefix = ['ip', 'netns', 'exec', ns, 'sh', '-c', 'mkdir -p /var/run/wireguard && mount --bind "$0" /var/run/wireguard && exec "$@"', runDir];
+  const withRunDir = ['ip', 'netns', 'exec', ns, 'sh', '-c', 'mkdir -p /var/run/wireguard && mount --bind "$0" /var/run/wireguard && exec "$@"', runDir];
+  const netOnly = ['nsenter', `--net=/var/run/netns/${ns}`];
   return {
-    run: (argv, opts) => runWith(prefix, argv, opts),
-    start: (argv, opts) => startWith(prefix, argv, opts),
+    run: (argv, opts) => runWith(argv[0] === 'wg' ? withRunDir : netOnly, argv, opts),
+    // Long-running processes (wireguard-go, whatever its path) always get the socket directory.
+    start: (argv, opts) => startWith(withRunDir, argv, opts),
     wireGuardRunDir: runDir,
   };
 }

@@ -165,7 +165,7 @@ test('wireguard device on Linux', { skip: skipNoNetns }, async (t) => {
   });
 
   await t.test('1,000 peers in one wg set; an unchanged reconcile writes nothing', async (t) => {
-    const { device, exec } = setup(t);
+    const { device, exec } = setup(t, { socket: false });
     await device.ensure();
     const config: WireGuardConfig = { privateKey: generatePrivateKey(), listenPort: 51820, peers: peers(1000, { persistentKeepalive: 25 }) };
     const wgSets = () => exec.calls.filter((c) => c[0] === 'wg' && c[1] === 'set').length;

@@ -6,21 +6,28 @@ import { wireGuardContract } from './wireguard-contract.js';
 // netnsExec binds a per-namespace directory over this path; wireguard-go would create it anyway.
 if (!skipNoNetns) mkdirSync('/var/run/wireguard', { recursive: true });
 
-wireGuardContract(
-  'wireguard-go in a namespace',
-  async () => {
-    const ns = createNamespace('ktwg');
-    const device = createWireGuardDevice(ns.exec, { name: 'kilo0' });
-    return {
-      device,
-      async cleanup() {
-        try {
-          await device.destroy();
-        } finally {
-          ns.destroy();
-        }
-      },
-    };
-  },
-  skipNoNetns,
-);
+// wireguard-go is configured through its socket; the `wg` tool (what kernel WireGuard gets) must
+// keep the same contract, so it runs against wireguard-go too.
+for (const [label, socket] of [
+  ['wireguard-go in a namespace, through its socket', true],
+  ['wireguard-go in a namespace, through wg (as kernel WireGuard)', false],
+] as const) {
+  wireGuardContract(
+    label,
+    async () => {
+      const ns = createNamespace('ktwg');
+      const device = createWireGuardDevice(ns.exec, { name: 'kilo0', socket });
+      return {
+        device,
+        async cleanup() {
+          try {
+            await device.destroy();
+          } finally {
+            ns.destroy();
+          }
+        },
+      };
+    },
+    skipNoNetns,
+  );
+}

@@ -245,7 +245,7 @@ async function detectTools(exec: Exec, forced?: IptablesBackend): Promise<Tools>
     await exec.run([`iptables${suffix}-restore`, '-V']);
   } catch (e) {
     // Old iptables (before 1.8) has no -legacy names: its plain binaries are legacy.
-    // (Not found: spawn fails with no exit code, or a shell in a namespace exits 127.)
+    // (Not found: spawn fails with no exit code; in a namespace nsenter or a shell exits 127.)
     if (!(e instanceof ExecError) || (e.code !== null && e.code !== 127) || backend === 'nft') throw e;
     explicit = false;
   }

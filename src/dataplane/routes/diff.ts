@@ -1,4 +1,4 @@
-import { routeKey, ruleKey, sameRoute, type KernelRoute, type KernelRule } from './state.js';
+import { routeKey, ruleKey, sameRouteAtKey, type KernelRoute, type KernelRule } from './state.js';
 
 /** One change to the machine; the Linux implementation renders it as an `ip -batch` line. */
 export type RouteOp =
@@ -11,11 +11,11 @@ export type RouteOp =
  * entries that could not be expressed) are left as they are.
  */
 export function diffState(
-  desired: { routes: readonly KernelRoute[]; rules: readonly KernelRule[] },
-  actual: { routes: readonly KernelRoute[]; rules: readonly KernelRule[] },
+  desired: { routes: readonly KernelRoute[]; rules: readonly KernelRule[]; byKey?: ReadonlyMap<string, KernelRoute> },
+  actual: { routes: readonly KernelRoute[]; rules: readonly KernelRule[]; byKey?: ReadonlyMap<string, KernelRoute> },
   protectedKeys: ReadonlySet<string> = new Set(),
 ): RouteOp[] {
-  const routes = diffRoutes(desired.routes, actual.routes, protectedKeys);
+  const routes = diffRoutes(desired.byKey ?? routesByKey(desired.routes), actual.byKey ?? routesByKey(actual.routes), protectedKeys);
   const rules4 = diffRules(
     desired.rules.filter((r) => r.family === 4),
     actual.rules.filter((r) => r.family === 4),
@@ -27,38 +27,46 @@ export function diffState(
   return [...rules4.deletes, ...rules6.deletes, ...routes.deletes, ...routes.upserts, ...rules4.adds, ...rules6.adds];
 }
 
+/**
+ * Routes by key; several under one key (appended by an earlier run or by hand) are kept as a list.
+ * A reconcile that trusts its last write passes the maps it already has and builds none.
+ */
+export function routesByKey(routes: readonly KernelRoute[]): Map<string, KernelRoute | KernelRoute[]> {
+  const out = new Map<string, KernelRoute | KernelRoute[]>();
+  for (const r of routes) {
+    const k = routeKey(r);
+    const had = out.get(k);
+    if (had === undefined) out.set(k, r);
+    else if (Array.isArray(had)) had.push(r);
+    else out.set(k, [had, r]);
+  }
+  return out;
+}
+
 function diffRoutes(
-  desired: readonly KernelRoute[],
-  actual: readonly KernelRoute[],
+  desired: ReadonlyMap<string, KernelRoute | KernelRoute[]>,
+  actual: ReadonlyMap<string, KernelRoute | KernelRoute[]>,
   protectedKeys: ReadonlySet<string>,
 ) {
-  const actualByKey = new Map<string, KernelRoute[]>();
-  for (const r of actual) {
-    const k = routeKey(r);
-    const list = actualByKey.get(k);
-    if (list) list.push(r);
-    else actualByKey.set(k, [r]);
-  }
   const deletes: RouteOp[] = [];
   const upserts: RouteOp[] = [];
-  const wanted = new Set<string>();
-  for (const want of desired) {
-    const k = routeKey(want);
-    wanted.add(k);
-    const have = actualByKey.get(k);
-    if (!have) upserts.push({ kind: 'route', action: 'add', route: want });
-    else if (have.length === 1) {
-      if (!sameRoute(have[0]!, want)) upserts.push({ kind: 'route', action: 'replace', route: want });
+  for (const [k, wanted] of desired) {
+    // The desired state has one route per key (desiredState drops the rest as conflicts).
+    const want = Array.isArray(wanted) ? wanted[0]! : wanted;
+    const have = actual.get(k);
+    if (have === undefined) upserts.push({ kind: 'route', action: 'add', route: want });
+    else if (!Array.isArray(have)) {
+      if (!sameRouteAtKey(have, want)) upserts.push({ kind: 'route', action: 'replace', route: want });
     } else {
-      // Several of ours under one key (appended by an earlier run or by hand): which one `replace`
-      // would hit is the kernel's choice, so remove them all and add the wanted one.
+      // Several of ours under one key: which one `replace` would hit is the kernel's choice, so
+      // remove them all and add the wanted one.
       for (const r of have) deletes.push({ kind: 'route', action: 'del', route: r });
       upserts.push({ kind: 'route', action: 'add', route: want });
     }
   }
-  for (const [k, have] of actualByKey) {
-    if (wanted.has(k) || protectedKeys.has(k)) continue;
-    for (const r of have) deletes.push({ kind: 'route', action: 'del', route: r });
+  for (const [k, have] of actual) {
+    if (desired.has(k) || protectedKeys.has(k)) continue;
+    for (const r of Array.isArray(have) ? have : [have]) deletes.push({ kind: 'route', action: 'del', route: r });
   }
   return { deletes, upserts };
 }

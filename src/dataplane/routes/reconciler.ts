@@ -52,10 +52,8 @@ function objectOf(op: RouteOp): string {
  * PartialApplyError (which carries the Ops that took effect).
  */
 export class KiloRoutingTables implements RoutingTables {
-  /** Kilo's routes and rules as the last fully successful reconcile left them; null when unsure. */
-  private known: KiloRouting | null = null;
-  /** `known`'s routes by key, built when the first change is reported after a write. */
-  private knownByKey: Map<string, KernelRoute> | null = null;
+  /** Kilo's routes (by key) and rules as the last fully successful reconcile left them; null when unsure. */
+  private known: (KiloRouting & { byKey: ReadonlyMap<string, KernelRoute> }) | null = null;
 
   constructor(
     private readonly machine: RouteMachine,
@@ -83,7 +81,7 @@ export class KiloRoutingTables implements RoutingTables {
     const done = await this.apply(ops, [...desired.problems]);
     // Reached only when every change took effect; with problems, routes under protected keys are
     // whatever the kernel had, so only a read knows them.
-    if (desired.problems.length === 0) this.known = { routes: desired.routes, rules: desired.rules };
+    if (desired.problems.length === 0) this.known = { routes: desired.routes, rules: desired.rules, byKey: desired.byKey };
     return done;
   }
 
@@ -94,8 +92,7 @@ export class KiloRoutingTables implements RoutingTables {
    */
   agrees(change: { deleted: boolean; route: KernelRoute }): boolean {
     if (!this.known) return true;
-    this.knownByKey ??= new Map(this.known.routes.map((r) => [routeKey(r), r]));
-    const mine = this.knownByKey.get(routeKey(change.route));
+    const mine = this.known.byKey.get(routeKey(change.route));
     const same = mine !== undefined && sameRoute(mine, change.route);
     const agrees = change.deleted ? !same : same;
     if (!agrees) this.forget();
@@ -104,7 +101,6 @@ export class KiloRoutingTables implements RoutingTables {
 
   private forget(): void {
     this.known = null;
-    this.knownByKey = null;
   }
 
   async cleanup(): Promise<Ops> {

@@ -62,8 +62,12 @@ export function routeKey(r: KernelRoute): string {
 }
 
 export function sameRoute(a: KernelRoute, b: KernelRoute): boolean {
+  return routeKey(a) === routeKey(b) && sameRouteAtKey(a, b);
+}
+
+/** sameRoute for two routes already known to share a key. */
+export function sameRouteAtKey(a: KernelRoute, b: KernelRoute): boolean {
   return (
-    routeKey(a) === routeKey(b) &&
     a.gw === b.gw &&
     a.dev === b.dev &&
     a.src === b.src &&
@@ -122,6 +126,8 @@ export interface DesiredState {
   problems: PlanProblem[];
   /** Route keys of routes that could not be expressed: what is installed there stays. */
   protectedKeys: Set<string>;
+  /** `routes` by routeKey (one each). */
+  byKey: Map<string, KernelRoute>;
 }
 
 /**
@@ -181,19 +187,31 @@ export function canonicalPrefix(text: string): { family: Family; text: string } 
   return c && { family: c.family, text: c.networkText };
 }
 
-/** An address in canonical text; memoised per reconcile (gateways and sources repeat a lot). */
-function addressParser(): (text: string) => { family: Family; text: string } | null {
-  const seen = new Map<string, { family: Family; text: string } | null>();
-  return (text) => {
-    let v = seen.get(text);
-    if (v === undefined) {
-      const ip = IP.tryParse(text);
-      v = ip && { family: ip.family, text: ip.text };
-      seen.set(text, v);
-    }
-    return v;
-  };
+/**
+ * Canonical forms of the plan's prefixes and addresses, kept across reconciles: a big node's plan
+ * repeats the same ten thousand strings every time. Bounded, so a long-lived agent in a churning
+ * cluster does not grow it without end.
+ */
+const memoLimit = 200_000;
+const prefixMemo = new Map<string, { family: Family; text: string } | null>();
+const addressMemo = new Map<string, { family: Family; text: string } | null>();
+
+function memoised<T>(memo: Map<string, T>, text: string, f: (text: string) => T): T {
+  let v = memo.get(text);
+  if (v === undefined && !memo.has(text)) {
+    if (memo.size >= memoLimit) memo.clear();
+    v = f(text);
+    memo.set(text, v);
+  }
+  return v as T;
 }
+
+const canonicalPrefixOf = (text: string) => memoised(prefixMemo, text, canonicalPrefix);
+const canonicalAddress = (text: string) =>
+  memoised(addressMemo, text, (t) => {
+    const ip = IP.tryParse(t);
+    return ip && { family: ip.family, text: ip.text };
+  });
 
 /**
  * Turns the plan's routes and rules into kernel form with real device names and Kilo's protocol
@@ -207,9 +225,9 @@ export function desiredState(
   owner: Ownership = defaultOwnership,
 ): DesiredState {
   const { protocol, priority } = owner;
-  const out: DesiredState = { routes: [], rules: [], problems: [], protectedKeys: new Set() };
   const seenRoutes = new Map<string, KernelRoute>();
-  const address = addressParser();
+  const out: DesiredState = { routes: [], rules: [], problems: [], protectedKeys: new Set(), byKey: seenRoutes };
+  const address = canonicalAddress;
   // Device names are checked once per role, not once per route.
   const badRole = new Map<PlanRoute['dev'], string | null>();
   for (const role of ['kilo', 'private', 'tunnel'] as const) {
@@ -224,7 +242,7 @@ export function desiredState(
     );
   }
   for (const r of routes) {
-    const dst = canonicalPrefix(r.dst);
+    const dst = canonicalPrefixOf(r.dst);
     if (!dst) {
       out.problems.push({ object: planRouteText(r), message: `dst ${JSON.stringify(r.dst)} is not a CIDR` });
       continue;

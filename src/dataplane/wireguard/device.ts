@@ -7,7 +7,8 @@ import { IP } from '../../net/cidr.js';
 import { parseDump } from '../../wireguard/dump.js';
 import { ExecError, type Exec } from '../exec.js';
 import type { Ops, PeerChanges, ReconcileOptions, WireGuardConfig, WireGuardDevice, WireGuardState } from '../types.js';
-import { describeDiff, diffWireGuard, isEmptyDiff, peerChangesOf, stateAfter } from './diff.js';
+import { describeDiff, diffWireGuard, isEmptyDiff, peerChangesOf, stateAfter, type WireGuardDiff } from './diff.js';
+import { parseUapiGet, UapiError, uapiCanSet, uapiRequest, uapiSetRequest } from './uapi.js';
 import { defaultArgvBudget, wgSetCommands } from './wg-set.js';
 
 export type WireGuardImplementation = 'auto' | 'kernel' | 'userspace';
@@ -31,6 +32,8 @@ export interface WireGuardDeviceOptions {
   socketTimeoutMs?: number;
   /** Largest argv of one `wg set`; more changes are split across invocations. */
   argvBudget?: number;
+  /** false: talk to wireguard-go through `wg` too, as to the kernel's device (default: its socket). */
+  socket?: boolean;
 }
 
 type Kind = 'kernel' | 'userspace' | 'adopted';
@@ -226,7 +229,13 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return this.serial(async () => (await this.readNow()).state);
   }
 
+  /** wireguard-go (ours or adopted) has a configuration socket; the kernel's device has netlink, through `wg`. */
+  private get hasSocket(): boolean {
+    return this.options.socket !== false && this.kind !== 'kernel' && existsSync(this.socketPath);
+  }
+
   private async readNow() {
+    if (this.hasSocket) return parseUapiGet(await uapiRequest(this.socketPath, this.name, 'get=1\n\n'));
     const { stdout } = await this.exec.run(['wg', 'show', this.name, 'dump']);
     return parseDump(stdout);
   }
@@ -263,10 +272,24 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     this.lastConfig = config;
     if (isEmptyDiff(diff)) {
       this.lastOps = { writes: 0, details: [] };
-      this.known = remembered ?? stateAfter(state, resolved);
+      this.known = remembered ?? stateAfter(state, presharedKeyDigests, resolved, diff);
       return peerChangesOf(diff);
     }
     const details = describeDiff(this.name, diff);
+    if (this.hasSocket && uapiCanSet(diff)) {
+      // The socket answers a bad value with a bare errno; `wg` checks values itself and says which.
+      await uapiRequest(this.socketPath, this.name, uapiSetRequest(diff), 120_000).catch((e: unknown) => {
+        if (e instanceof UapiError && e.refused) return this.wgSet(diff);
+        throw e;
+      });
+    } else await this.wgSet(diff);
+    this.lastOps = { writes: details.length, details };
+    for (const line of details) this.log(line);
+    this.known = stateAfter(state, presharedKeyDigests, resolved, diff);
+    return peerChangesOf(diff);
+  }
+
+  private async wgSet(diff: WireGuardDiff): Promise<void> {
     // Keys go to 0600 files in a 0700 directory that lives only for this write.
     const dir = mkdtempSync(join(tmpdir(), 'kilo-wg-'));
     try {
@@ -282,10 +305,6 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-    this.lastOps = { writes: details.length, details };
-    for (const line of details) this.log(line);
-    this.known = stateAfter(state, resolved);
-    return peerChangesOf(diff);
   }
 
   destroy(): Promise<void> {

@@ -196,21 +196,31 @@ export function describeDiff(device: string, diff: WireGuardDiff): string[] {
 }
 
 /**
- * The device as it is once `desired` has been written over `current`: what the next diff can be
- * made against without reading the device. A peer whose endpoint is left to WireGuard (null) keeps
- * the one it had; counters and handshakes are not known and read as zero.
+ * The device as it is once `diff` (the diff of `desired` against `current`) has been written: what
+ * the next diff can be made against without reading the device. A peer the diff left alone is
+ * taken over as it was; one whose endpoint is left to WireGuard (null) keeps the one it had;
+ * counters and handshakes of changed peers are not known and read as zero.
  */
 export function stateAfter(
   current: WireGuardState,
+  currentDigests: ReadonlyMap<string, string> | undefined,
   desired: WireGuardConfig,
+  diff: WireGuardDiff,
 ): { state: WireGuardState; presharedKeyDigests: Map<string, string> } {
   const had = new Map(current.peers.map((p) => [p.publicKey, p]));
+  const touched = new Set(diff.peers.map((c) => c.publicKey));
   const presharedKeyDigests = new Map<string, string>();
   const peers = desired.peers.map((p): WireGuardPeerState => {
+    const before = had.get(p.publicKey);
+    const digest = currentDigests?.get(p.publicKey);
+    if (before && !touched.has(p.publicKey) && (p.presharedKey === null || digest !== undefined)) {
+      if (digest !== undefined) presharedKeyDigests.set(p.publicKey, digest);
+      return before;
+    }
     if (p.presharedKey !== null) presharedKeyDigests.set(p.publicKey, presharedKeyDigest(p.presharedKey));
     return {
       publicKey: p.publicKey,
-      endpoint: p.endpoint ?? had.get(p.publicKey)?.endpoint ?? null,
+      endpoint: p.endpoint ?? before?.endpoint ?? null,
       allowedIPs: allowedSet(p.allowedIPs),
       persistentKeepalive: p.persistentKeepalive,
       hasPresharedKey: p.presharedKey !== null,

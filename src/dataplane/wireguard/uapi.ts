@@ -1,0 +1,151 @@
+import { createConnection } from 'node:net';
+import { IP } from '../../net/cidr.js';
+import { presharedKeyDigest, type ParsedDump } from '../../wireguard/dump.js';
+import { publicKeyOf } from '../../wireguard/keys.js';
+import type { WireGuardPeerState } from '../types.js';
+import type { PeerSettings, WireGuardDiff } from './diff.js';
+
+/**
+ * wireguard-go's configuration socket (wireguard.com/xplatform): the same `set` and `get` that
+ * `wg set` and `wg show dump` send, without starting a process (and, in a namespace, the four it
+ * takes to get there). Keys travel hex-encoded over the socket and never touch a file or an argv.
+ */
+
+const hex = (base64: string) => Buffer.from(base64, 'base64').toString('hex');
+const base64 = (hexText: string) => Buffer.from(hexText, 'hex').toString('base64');
+const zeroKey = '0'.repeat(64);
+
+/** Whether `wg set` would have to resolve the endpoint itself: the socket takes addresses only. */
+function isAddressEndpoint(endpoint: string): boolean {
+  const m = /^\[([^\]]+)\]:\d+$/.exec(endpoint) ?? /^([^:]+):\d+$/.exec(endpoint);
+  return m !== null && IP.tryParse(m[1]!.split('%')[0]!) !== null;
+}
+
+/** Whether every endpoint in the diff is an address, so the socket can take the whole diff. */
+export function uapiCanSet(diff: WireGuardDiff): boolean {
+  return diff.peers.every((p) => p.kind === 'remove' || p.set.endpoint === undefined || isAddressEndpoint(p.set.endpoint));
+}
+
+function peerLines(set: PeerSettings): string[] {
+  const lines: string[] = [];
+  if (set.endpoint !== undefined) lines.push(`endpoint=${set.endpoint}`);
+  if (set.persistentKeepalive !== undefined) lines.push(`persistent_keepalive_interval=${set.persistentKeepalive}`);
+  if (set.presharedKey !== undefined) lines.push(`preshared_key=${set.presharedKey === null ? zeroKey : hex(set.presharedKey)}`);
+  if (set.allowedIPs !== undefined) lines.push('replace_allowed_ips=true', ...set.allowedIPs.map((ip) => `allowed_ip=${ip}`));
+  return lines;
+}
+
+/** The `set=1` request for a diff: interface settings first, then peers in the diff's order. */
+export function uapiSetRequest(diff: WireGuardDiff): string {
+  const lines = ['set=1'];
+  const i = diff.interface;
+  if (i.privateKey !== undefined) lines.push(`private_key=${hex(i.privateKey)}`);
+  if (i.listenPort !== undefined) lines.push(`listen_port=${i.listenPort}`);
+  if (i.fwmark !== undefined) lines.push(`fwmark=${i.fwmark}`);
+  for (const p of diff.peers) {
+    lines.push(`public_key=${hex(p.publicKey)}`);
+    if (p.kind === 'remove') lines.push('remove=true');
+    else {
+      if (p.kind === 'update') lines.push('update_only=true');
+      lines.push(...peerLines(p.set));
+    }
+  }
+  return `${lines.join('\n')}\n\n`;
+}
+
+/** A request the device refused or a socket that failed; names the device, never a key. */
+export class UapiError extends Error {
+  constructor(
+    device: string,
+    what: string,
+    /** The device answered with an error (as opposed to a socket that failed). */
+    readonly refused = false,
+  ) {
+    super(`wireguard-go ${device}: ${what}`);
+    this.name = 'UapiError';
+  }
+}
+
+/** Sends one request and returns the response up to its `errno=` line; rejects on errno ≠ 0. */
+export function uapiRequest(socketPath: string, device: string, request: string, timeoutMs = 30_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection(socketPath);
+    const chunks: Buffer[] = [];
+    const fail = (what: string, refused = false) => {
+      socket.destroy();
+      reject(new UapiError(device, what, refused));
+    };
+    socket.setTimeout(timeoutMs, () => fail(`no answer on ${socketPath} within ${timeoutMs} ms`));
+    socket.on('error', (e) => fail(`${socketPath}: ${e.message}`));
+    let tail = '';
+    socket.on('data', (d: Buffer) => {
+      chunks.push(d);
+      // A big device answers in many chunks: only the end can hold the closing `errno=` line.
+      tail = (tail + d.toString('latin1')).slice(-64);
+      if (!/(?:^|\n)errno=-?\d+\n\n$/.test(tail)) return;
+      socket.end();
+      const text = Buffer.concat(chunks).toString('utf8');
+      const m = /(?:^|\n)errno=(-?\d+)\n\n$/.exec(text)!;
+      if (m[1] === '0') resolve(text.slice(0, m.index));
+      else fail(`the request was refused (errno ${m[1]})`, true);
+    });
+    socket.on('end', () => fail('the socket closed before the answer was complete'));
+    socket.write(request);
+  });
+}
+
+/**
+ * Parses a `get=1` answer into the state `wg show dump` gives. The private key is dropped at once
+ * (only its public key is kept); preshared keys survive only as digests.
+ */
+export function parseUapiGet(text: string): ParsedDump {
+  const state: ParsedDump['state'] = { publicKey: null, listenPort: 0, fwmark: 0, peers: [] };
+  const presharedKeyDigests = new Map<string, string>();
+  let peer: WireGuardPeerState | null = null;
+  for (const line of text.split('\n')) {
+    const at = line.indexOf('=');
+    if (at < 0) continue;
+    const key = line.slice(0, at);
+    const value = line.slice(at + 1);
+    if (key === 'public_key') {
+      peer = { publicKey: base64(value), endpoint: null, allowedIPs: [], persistentKeepalive: 0, hasPresharedKey: false, latestHandshake: 0, rxBytes: 0, txBytes: 0 };
+      state.peers.push(peer);
+      continue;
+    }
+    if (!peer) {
+      if (key === 'private_key' && value !== zeroKey) state.publicKey = publicKeyOf(base64(value));
+      else if (key === 'listen_port') state.listenPort = Number(value);
+      else if (key === 'fwmark') state.fwmark = Number(value);
+      continue;
+    }
+    switch (key) {
+      case 'preshared_key':
+        if (value !== zeroKey) {
+          peer.hasPresharedKey = true;
+          presharedKeyDigests.set(peer.publicKey, presharedKeyDigest(base64(value)));
+        }
+        break;
+      case 'endpoint':
+        peer.endpoint = value;
+        break;
+      case 'allowed_ip':
+        peer.allowedIPs.push(value);
+        break;
+      case 'persistent_keepalive_interval':
+        peer.persistentKeepalive = Number(value);
+        break;
+      case 'last_handshake_time_sec':
+        peer.latestHandshake = Number(value);
+        break;
+      case 'rx_bytes':
+        peer.rxBytes = Number(value);
+        break;
+      case 'tx_bytes':
+        peer.txBytes = Number(value);
+        break;
+    }
+  }
+  // As parseDump: WireGuard lists peers in no stable order.
+  state.peers.sort((a, b) => (a.publicKey < b.publicKey ? -1 : a.publicKey > b.publicKey ? 1 : 0));
+  return { state, presharedKeyDigests };
+}
