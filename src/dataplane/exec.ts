@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
+import { spawnViaHelper, type SpawnResult } from './spawner.js';
 
 export interface ExecResult {
   stdout: string;
@@ -37,21 +38,34 @@ export interface Exec {
   readonly wireGuardRunDir: string;
 }
 
-function runWith(prefix: readonly string[], argv: readonly string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<ExecResult> {
+async function runWith(prefix: readonly string[], argv: readonly string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<ExecResult> {
   const full = [...prefix, ...argv];
-  return new Promise((resolve, reject) => {
+  let r: SpawnResult;
+  try {
+    r = await spawnViaHelper(full[0]!, full.slice(1), opts.input ?? '', opts.timeoutMs ?? 30_000);
+  } catch {
+    // The helper is gone (it is restarted on the next call): this one runs directly.
+    r = await spawnDirect(full, opts);
+  }
+  if (r.code === 0) return { stdout: r.stdout, stderr: r.stderr };
+  throw new ExecError(argv, r.code, r.stdout, r.stderr);
+}
+
+function spawnDirect(full: readonly string[], opts: { input?: string; timeoutMs?: number }): Promise<SpawnResult> {
+  return new Promise((resolve) => {
     const child = spawn(full[0]!, full.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], timeout: opts.timeoutMs ?? 30_000 });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
+    let done = false;
+    const finish = (r: SpawnResult) => {
+      if (done) return;
+      done = true;
+      resolve(r);
+    };
     child.stdout.on('data', (d: Buffer) => out.push(d));
     child.stderr.on('data', (d: Buffer) => err.push(d));
-    child.on('error', (e) => reject(new ExecError(argv, null, '', e.message)));
-    child.on('close', (code) => {
-      const stdout = Buffer.concat(out).toString('utf8');
-      const stderr = Buffer.concat(err).toString('utf8');
-      if (code === 0) resolve({ stdout, stderr });
-      else reject(new ExecError(argv, code, stdout, stderr));
-    });
+    child.on('error', (e) => finish({ code: null, stdout: '', stderr: e.message }));
+    child.on('close', (code) => finish({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }));
     child.stdin.on('error', () => {});
     child.stdin.end(opts.input ?? '');
   });
