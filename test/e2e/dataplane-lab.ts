@@ -199,6 +199,13 @@ export function commandOf(pid: number): string {
   }
 }
 
+/** Every process below a PID: kg runs its commands through a helper process (src/dataplane/spawner.ts). */
+export function descendantsOf(pid: number): number[] {
+  const out: number[] = [];
+  for (let next = childrenOf(pid); next.length > 0; next = next.flatMap(childrenOf)) out.push(...next);
+  return out;
+}
+
 /** Direct children of a PID (from /proc, no process spawned: cheap enough to poll every few ms). */
 export function childrenOf(pid: number): number[] {
   try {

@@ -13,7 +13,7 @@ import { skipNoNetns } from '../helpers/netns.js';
 import {
   Lab,
   assertMachineIs,
-  childrenOf,
+  descendantsOf,
   commandOf,
   expectedMachine,
   oraclePlans,
@@ -97,7 +97,7 @@ async function run(lab: Lab, eu1: LabNode, file: string, step: Step): Promise<Ap
     const kg = child.pid!;
     await until(
       'kg apply to start working',
-      () => childrenOf(kg).some((pid) => /^(ip|wg|iptables|ip6tables)(-\S+)? /.test(commandOf(pid))),
+      () => descendantsOf(kg).some((pid) => /^(ip|wg|iptables|ip6tables)(-\S+)? /.test(commandOf(pid))),
       20_000,
       1,
     );
