@@ -15,7 +15,7 @@ import {
   commandOf,
   namespacePids,
   oraclePlan,
-  privateInterface,
+  labWithEu1,
   readMachine,
   savedFirewall,
   until,
@@ -95,10 +95,7 @@ test(
   'kg apply leaves foreign routes, rules and iptables rules alone; clean-up removes only Kilo state',
   { skip: skipNoNetns },
   async (t) => {
-    const lab = new Lab();
-    t.after(() => lab.destroy());
-    const eu1 = lab.node('eu-1');
-    privateInterface(eu1.ns, 'lan0', '192.168.10.1/24');
+    const { lab, eu1 } = labWithEu1(t);
     addForeignState(eu1.ns);
     const before = foreignState(eu1.ns);
     for (const dst of ['10.99.0.0/24', '10.98.0.0/24', '10.42.2.0/25', '10.97.0.0/24', 'fd99::/64'])

@@ -15,6 +15,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import type { TestContext } from 'node:test';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Plan } from '../../src/mesh/types.js';
@@ -567,6 +568,15 @@ export function privateInterface(ns: TestNamespace, name: string, address: strin
   ns.sh(
     `ip link add ${name} type veth peer name ${name}p && ip addr add ${address} dev ${name} && ip link set ${name} up && ip link set ${name}p up`,
   );
+}
+
+/** The usual start of a dataplane e2e test: a Lab (destroyed after the test) and eu-1 with its LAN NIC. */
+export function labWithEu1(t: TestContext): { lab: Lab; eu1: LabNode } {
+  const lab = new Lab();
+  t.after(() => lab.destroy());
+  const eu1 = lab.node('eu-1');
+  privateInterface(eu1.ns, 'lan0', '192.168.10.1/24');
+  return { lab, eu1 };
 }
 
 /** Waits until `f` is true (polling), or fails naming `what`. */

@@ -11,10 +11,10 @@ import type { KubeObject } from '../../src/model/parse.js';
 import { peer, wgKey } from '../helpers/cluster.js';
 import { skipNoNetns } from '../helpers/netns.js';
 import {
-  Lab,
   assertMachineIs,
   expectedMachine,
   oraclePlan,
+  labWithEu1,
   privateInterface,
   readMachine,
   type ApplyRun,
@@ -75,10 +75,7 @@ test(
   'routes the kernel refuses or that lost their interface are named; the rest is applied; the next run converges',
   { skip: skipNoNetns },
   async (t) => {
-    const lab = new Lab();
-    t.after(() => lab.destroy());
-    const eu1 = lab.node('eu-1');
-    privateInterface(eu1.ns, 'lan0', '192.168.10.1/24');
+    const { lab, eu1 } = labWithEu1(t);
     const fileA = lab.writeCluster(cluster(eu1, 'A'));
     const fileB = lab.writeCluster(cluster(eu1, 'B'));
     const planA = oraclePlan(fileA, 'eu-1', mesh);

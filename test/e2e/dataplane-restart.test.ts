@@ -17,7 +17,7 @@ import {
   commandOf,
   expectedMachine,
   oraclePlans,
-  privateInterface,
+  labWithEu1,
   readMachine,
   until,
   type ApplyRun,
@@ -117,10 +117,7 @@ test(
   'kill -9 and switching granularity and encapsulation leave no stale Kilo state',
   { skip: skipNoNetns },
   async (t) => {
-    const lab = new Lab();
-    t.after(() => lab.destroy());
-    const eu1 = lab.node('eu-1');
-    privateInterface(eu1.ns, 'lan0', '192.168.10.1/24');
+    const { lab, eu1 } = labWithEu1(t);
     const file = lab.writeCluster(cluster(eu1));
     const seen = { tunnel: 0, nonLeader: 0, rules: 0 };
     const plans = await oraclePlans(

@@ -8,12 +8,11 @@ import { test } from 'node:test';
 import { peer, wgKey } from '../helpers/cluster.js';
 import { skipNoNetns } from '../helpers/netns.js';
 import {
-  Lab,
   assertMachineIs,
   commandOf,
   namespacePids,
   oraclePlan,
-  privateInterface,
+  labWithEu1,
   readMachine,
   until,
   twoLocationNodes,
@@ -25,10 +24,7 @@ test(
   'a killed wireguard-go is restarted and the plan re-applied on the new interface',
   { skip: skipNoNetns },
   async (t) => {
-    const lab = new Lab();
-    t.after(() => lab.destroy());
-    const eu1 = lab.node('eu-1');
-    privateInterface(eu1.ns, 'lan0', '192.168.10.1/24');
+    const { lab, eu1 } = labWithEu1(t);
     const file = lab.writeCluster([
       ...twoLocationNodes({ eu1: eu1.publicKey, us1: wgKey('us-1') }),
       peer('laptop', { allowedIPs: ['10.5.0.1/32'] }),
