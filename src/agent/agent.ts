@@ -175,8 +175,6 @@ export class Agent {
       this.resync();
       return;
     }
-    // The kernel gives every interface that comes up an IPv6 link-local address: nobody's change.
-    if (e.kind === 'address' && e.cidr.startsWith('fe80:')) return;
     if (e.kind === 'route') {
       const route = { family: e.family, dst: e.dst, table: e.table, metric: e.metric, gw: e.gateway, dev: e.dev, src: e.src, onlink: e.onlink, type: e.type, protocol: kiloRouteProtocol };
       if (this.deps.dataplane.routes.agrees?.({ deleted: e.deleted, route }) ?? false) return;
