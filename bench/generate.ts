@@ -11,7 +11,12 @@ function publicKey(): string {
  * A cross-mesh cluster: `nodes` nodes spread over `locations` locations, each location one
  * private LAN, every node with a public endpoint; `peers` Peers. Pod CIDRs from 10.42/16 up.
  */
-export function generateCluster(nodes: number, locations: number, peers: number, lastSeen = 1_764_662_400): KubeObject[] {
+export function generateCluster(
+  nodes: number,
+  locations: number,
+  peers: number,
+  lastSeen = 1_764_662_400,
+): KubeObject[] {
   const items: KubeObject[] = [];
   for (let i = 0; i < nodes; i++) {
     const loc = i % locations;

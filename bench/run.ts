@@ -8,7 +8,10 @@ import { join } from 'node:path';
 const here = import.meta.dirname;
 const node = (script: string, ...args: string[]) => nodeWith([], script, ...args);
 const nodeWith = (v8: string[], script: string, ...args: string[]) =>
-  execFileSync(process.execPath, [...v8, '--import', 'tsx', join(here, script), ...args], { encoding: 'utf8', maxBuffer: 1 << 28 });
+  execFileSync(process.execPath, [...v8, '--import', 'tsx', join(here, script), ...args], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+  });
 
 /** bin/kg and bin/kgctl run with this young generation: a 5,000-node plan then triggers far fewer scavenges. */
 const agentV8 = ['--max-semi-space-size=64'];
@@ -38,7 +41,9 @@ for (const v8 of [[], agentV8]) {
   }
   ratios.push(`${v8.join(' ') || 'defaults'}: ${(rows[2]!.computeMs / rows[0]!.computeMs).toFixed(1)}`);
 }
-console.log(`\ncompute 5,000 / 500 (10 = linear): ${ratios.join('; ')}; reference Go: ~25 ms at 2,000, ~56 ms at 5,000\n`);
+console.log(
+  `\ncompute 5,000 / 500 (10 = linear): ${ratios.join('; ')}; reference Go: ~25 ms at 2,000, ~56 ms at 5,000\n`,
+);
 
 for (const extra of process.env['KILO_BENCH_SKIP_DATAPLANE'] ? [] : ['dataplane.ts', 'lab.ts']) {
   try {

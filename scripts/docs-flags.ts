@@ -44,16 +44,19 @@ function defaultOf(o: Option): string {
 
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
-/** The Markdown table of one command's flags, in definition order. */
+/** The Markdown table of one command's flags, in definition order, aligned as prettier aligns it. */
 export function flagTable(cmd: Command): string {
   const rows = cmd.options
     .filter((o) => !o.hidden)
     .map((o) => {
       const choices = o.argChoices ? ` (${o.argChoices.join(', ')})` : '';
       const d = defaultOf(o);
-      return `| \`${cell(o.flags)}\` | ${d === '' ? '' : `\`${cell(d)}\``} | ${cell(o.description)}${cell(choices)} |`;
+      return [`\`${cell(o.flags)}\``, d === '' ? '' : `\`${cell(d)}\``, `${cell(o.description)}${cell(choices)}`];
     });
-  return ['| flag | default | meaning |', '|---|---|---|', ...rows].join('\n');
+  const all = [['flag', 'default', 'meaning'], ...rows];
+  const widths = [0, 1, 2].map((i) => Math.max(3, ...all.map((r) => r[i]!.length)));
+  const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+  return [line(all[0]!), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
 const block = /<!-- BEGIN FLAGS: ([^>]+?) -->\n[\s\S]*?<!-- END FLAGS -->/g;
@@ -63,7 +66,7 @@ export function renderDoc(text: string, file: string, all = commands()): string 
   return text.replace(block, (_m, path: string) => {
     const cmd = all.get(path);
     if (!cmd) throw new Error(`${file}: no command ${JSON.stringify(path)} (known: ${[...all.keys()].join(', ')})`);
-    return `<!-- BEGIN FLAGS: ${path} -->\n${flagTable(cmd)}\n<!-- END FLAGS -->`;
+    return `<!-- BEGIN FLAGS: ${path} -->\n\n${flagTable(cmd)}\n\n<!-- END FLAGS -->`;
   });
 }
 

@@ -21,9 +21,7 @@ if (files.length === 0) {
   console.error('no test files matched');
   process.exit(1);
 }
-const r = spawnSync(
-  process.execPath,
-  ['--test', '--test-concurrency=1', '--import', 'tsx', ...files],
-  { stdio: 'inherit' },
-);
+const r = spawnSync(process.execPath, ['--test', '--test-concurrency=1', '--import', 'tsx', ...files], {
+  stdio: 'inherit',
+});
 process.exit(r.status ?? 1);

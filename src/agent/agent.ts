@@ -176,7 +176,18 @@ export class Agent {
       return;
     }
     if (e.kind === 'route') {
-      const route = { family: e.family, dst: e.dst, table: e.table, metric: e.metric, gw: e.gateway, dev: e.dev, src: e.src, onlink: e.onlink, type: e.type, protocol: kiloRouteProtocol };
+      const route = {
+        family: e.family,
+        dst: e.dst,
+        table: e.table,
+        metric: e.metric,
+        gw: e.gateway,
+        dev: e.dev,
+        src: e.src,
+        onlink: e.onlink,
+        type: e.type,
+        protocol: kiloRouteProtocol,
+      };
       if (this.deps.dataplane.routes.agrees?.({ deleted: e.deleted, route }) ?? false) return;
     }
     if (!this.fullReadDue) this.deps.log.info({ change: e }, 'routing changed outside kilo: reading the machine again');
@@ -228,7 +239,9 @@ export class Agent {
       // WireGuard's view is needed for the endpoints of roaming peers; otherwise only a full pass
       // reads it (per-peer metrics are refreshed then).
       const device =
-        trustLastWrite && this.roamingKeys().length === 0 ? null : await this.deps.dataplane.device.read().catch(() => null);
+        trustLastWrite && this.roamingKeys().length === 0
+          ? null
+          : await this.deps.dataplane.device.read().catch(() => null);
       const discovered = this.discoveredEndpoints(device);
       let topology: Topology | null = null;
       try {
@@ -277,7 +290,11 @@ export class Agent {
         this.fullReadDue = true;
       }
       if (!trustLastWrite) metrics.observeDevice(await this.deps.dataplane.device.read());
-      const failures = [...(publishError ? [publishError] : []), ...(cniError ? [cniError] : []), ...result.errors.map((e) => e.message)];
+      const failures = [
+        ...(publishError ? [publishError] : []),
+        ...(cniError ? [cniError] : []),
+        ...result.errors.map((e) => e.message),
+      ];
       this.finish(failures.length === 0, failures.join('; ') || null);
     } catch (e) {
       this.fullReadDue = true;
@@ -293,8 +310,12 @@ export class Agent {
     if (!options.cniPath || !podCIDR) return null;
     try {
       const r = await syncCNIConfig(options.cniPath, podCIDR);
-      if (r.status === 'absent') this.once(`cni-absent:${options.cniPath}`, () => log.info({ path: options.cniPath }, 'no CNI config file: leaving CNI config alone'));
-      if (r.status === 'updated') log.info({ path: options.cniPath, from: r.from, to: r.to }, 'set the pod subnet in the CNI config');
+      if (r.status === 'absent')
+        this.once(`cni-absent:${options.cniPath}`, () =>
+          log.info({ path: options.cniPath }, 'no CNI config file: leaving CNI config alone'),
+        );
+      if (r.status === 'updated')
+        log.info({ path: options.cniPath, from: r.from, to: r.to }, 'set the pod subnet in the CNI config');
       return null;
     } catch (e) {
       metrics.errors.inc();

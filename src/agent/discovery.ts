@@ -32,7 +32,7 @@ function usable(a: HostAddress, o: DiscoveryOptions): boolean {
   const ip = a.address.ip;
   if (ip.family === 4 && ip.bytes[0] === 127) return false;
   if (ip.family === 4 && ip.bytes[0] === 169 && ip.bytes[1] === 254) return false;
-  if (ip.family === 6 && (ip.bytes[0] === 0xfe && (ip.bytes[1]! & 0xc0) === 0x80)) return false;
+  if (ip.family === 6 && ip.bytes[0] === 0xfe && (ip.bytes[1]! & 0xc0) === 0x80) return false;
   if (ip.family === 6 && ip.text === '::1') return false;
   return !o.excludeCIDRs.some((c) => c.contains(ip));
 }
@@ -46,7 +46,11 @@ function usable(a: HostAddress, o: DiscoveryOptions): boolean {
 export function chooseAddresses(addresses: readonly HostAddress[], o: DiscoveryOptions): Discovered {
   const candidates = addresses
     .filter((a) => usable(a, o))
-    .sort((a, b) => a.address.family - b.address.family || Number(b.iface === o.defaultInterface) - Number(a.iface === o.defaultInterface));
+    .sort(
+      (a, b) =>
+        a.address.family - b.address.family ||
+        Number(b.iface === o.defaultInterface) - Number(a.iface === o.defaultInterface),
+    );
   const internal =
     o.internalCIDRs.length > 0
       ? candidates.find((a) => o.internalCIDRs.some((c) => c.contains(a.address.ip)))

@@ -46,7 +46,8 @@ export function createAgentServer(d: HttpDeps): Server {
           const t = d.agent.status.topology;
           if (!t) return reply(503, 'text/plain', 'no topology yet\n');
           const layoutParam = url.searchParams.get('layout') ?? 'dot';
-          if (!(layouts as readonly string[]).includes(layoutParam)) return reply(400, 'text/plain', `unknown layout ${JSON.stringify(layoutParam)}\n`);
+          if (!(layouts as readonly string[]).includes(layoutParam))
+            return reply(400, 'text/plain', `unknown layout ${JSON.stringify(layoutParam)}\n`);
           const layout = layoutParam as Layout;
           const dot = graphDOT(t, { layout });
           const format = url.searchParams.get('format') ?? 'dot';

@@ -39,7 +39,10 @@ function discoveredJSON(m: ReadonlyMap<string, Endpoint>): string | null {
  * nothing changed. last-seen is refreshed only when it is nearly an interval old, so an
  * unchanged node costs about one patch per interval.
  */
-export function annotationPatch(current: Readonly<Record<string, string>>, facts: LocalFacts): Record<string, string | null> | null {
+export function annotationPatch(
+  current: Readonly<Record<string, string>>,
+  facts: LocalFacts,
+): Record<string, string | null> | null {
   const want: Record<string, string | null> = {
     [Annotation.key]: facts.publicKey,
     [Annotation.internalIP]: facts.internalIP ? facts.internalIP.toString() : '',
@@ -55,7 +58,8 @@ export function annotationPatch(current: Readonly<Record<string, string>>, facts
   // The timer ticks every interval, a fraction of a second after the previous write: with "older
   // than the interval" a tick would often find 29 s and skip, leaving last-seen ~60 s old, at the
   // edge of readiness. The slack makes every tick refresh.
-  if (!(facts.now - lastSeen < lastSeenIntervalSeconds - lastSeenSlackSeconds)) want[Annotation.lastSeen] = String(facts.now);
+  if (!(facts.now - lastSeen < lastSeenIntervalSeconds - lastSeenSlackSeconds))
+    want[Annotation.lastSeen] = String(facts.now);
 
   const patch: Record<string, string | null> = {};
   for (const [k, v] of Object.entries(want)) {

@@ -9,5 +9,8 @@ const pinoLevel = (level: LogLevel): string => (level === 'all' ? 'trace' : leve
 
 /** Structured JSON logs on stderr (stdout stays free for command output). */
 export function createLogger(level: LogLevel): Logger & { child(bindings: object): Logger } {
-  return pino({ level: pinoLevel(level), base: { component: 'kg' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination(2));
+  return pino(
+    { level: pinoLevel(level), base: { component: 'kg' }, timestamp: pino.stdTimeFunctions.isoTime },
+    pino.destination(2),
+  );
 }

@@ -4,12 +4,36 @@ import type { WireGuardState } from '../dataplane/types.js';
 /** Kilo's metric names, so existing dashboards keep working, plus per-peer WireGuard figures. */
 export class AgentMetrics {
   readonly registry = new Registry();
-  readonly nodes = new Gauge({ name: 'kilo_nodes', help: 'Number of ready nodes in the mesh.', registers: [this.registry] });
-  readonly peers = new Gauge({ name: 'kilo_peers', help: 'Number of ready Peers in the mesh.', registers: [this.registry] });
-  readonly leader = new Gauge({ name: 'kilo_leader', help: 'Leadership status of the node (1 = leader).', registers: [this.registry] });
-  readonly errors = new Counter({ name: 'kilo_errors_total', help: 'Number of errors that occurred while reconciling.', registers: [this.registry] });
-  readonly reconciles = new Counter({ name: 'kilo_reconciles_total', help: 'Number of reconciliation attempts.', registers: [this.registry] });
-  readonly writes = new Counter({ name: 'kilo_dataplane_writes_total', help: 'Write operations made on the dataplane.', registers: [this.registry] });
+  readonly nodes = new Gauge({
+    name: 'kilo_nodes',
+    help: 'Number of ready nodes in the mesh.',
+    registers: [this.registry],
+  });
+  readonly peers = new Gauge({
+    name: 'kilo_peers',
+    help: 'Number of ready Peers in the mesh.',
+    registers: [this.registry],
+  });
+  readonly leader = new Gauge({
+    name: 'kilo_leader',
+    help: 'Leadership status of the node (1 = leader).',
+    registers: [this.registry],
+  });
+  readonly errors = new Counter({
+    name: 'kilo_errors_total',
+    help: 'Number of errors that occurred while reconciling.',
+    registers: [this.registry],
+  });
+  readonly reconciles = new Counter({
+    name: 'kilo_reconciles_total',
+    help: 'Number of reconciliation attempts.',
+    registers: [this.registry],
+  });
+  readonly writes = new Counter({
+    name: 'kilo_dataplane_writes_total',
+    help: 'Write operations made on the dataplane.',
+    registers: [this.registry],
+  });
   readonly dropped = new Counter({
     name: 'kilo_invalid_objects_total',
     help: 'Objects dropped from the mesh for a malformed value, counted once per distinct problem.',

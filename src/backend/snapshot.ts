@@ -12,7 +12,9 @@ export function loadSnapshot(path: string): KubeObject[] {
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    throw new UsageError(`cannot read cluster file ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new UsageError(
+      `cannot read cluster file ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
   }
   return parseSnapshot(text, path);
 }
@@ -22,7 +24,9 @@ export function parseSnapshot(text: string, source: string): KubeObject[] {
   const objects: KubeObject[] = [];
   for (const doc of docs) {
     if (doc.errors.length > 0) {
-      throw new UsageError(`cluster file ${source} is not valid YAML or JSON: ${doc.errors[0]!.message.split('\n')[0]}`);
+      throw new UsageError(
+        `cluster file ${source} is not valid YAML or JSON: ${doc.errors[0]!.message.split('\n')[0]}`,
+      );
     }
     collect(doc.toJS() as unknown, objects, source);
   }

@@ -28,20 +28,33 @@ export type Compatibility = (typeof compatibilities)[number];
 export function addAgentFlags(cmd: Command): Command {
   addMeshFlags(cmd, { allowAuto: false });
   return cmd
-    .addOption(new Option('--hostname <name>', 'name of this node in the cluster').default(process.env['NODE_NAME'] ?? undefined, '$NODE_NAME'))
+    .addOption(
+      new Option('--hostname <name>', 'name of this node in the cluster').default(
+        process.env['NODE_NAME'] ?? undefined,
+        '$NODE_NAME',
+      ),
+    )
     .addOption(new Option('--kubeconfig <path>', 'kubeconfig file (default: in-cluster)'))
     .addOption(new Option('--master <url>', 'API server address (overrides the kubeconfig)'))
     .addOption(new Option('--interface <name>', 'the WireGuard interface').default('kilo0'))
     .addOption(
       new Option('--compatibility <cni>', 'run beside a CNI: flannel or cilium').choices(['flannel', 'cilium']),
     )
-    .addOption(new Option('--cni-path <path>', 'the CNI config Kilo keeps in step with spec.podCIDR').default('/etc/cni/net.d/10-kilo.conflist'))
+    .addOption(
+      new Option('--cni-path <path>', 'the CNI config Kilo keeps in step with spec.podCIDR').default(
+        '/etc/cni/net.d/10-kilo.conflist',
+      ),
+    )
     .addOption(
       new Option('--internal-cidr <cidr>', 'look for the internal IP only inside this CIDR (repeatable)')
         .argParser((v: string, prev: Cidr[] = []) => [...prev, parseCidrFlag('internal-cidr')(v)])
         .default([], 'any private address'),
     )
-    .addOption(new Option('--resync-period <duration>', 'full reconcile at least this often').argParser(parseDuration('resync-period')).default(30_000, '30s'))
+    .addOption(
+      new Option('--resync-period <duration>', 'full reconcile at least this often')
+        .argParser(parseDuration('resync-period'))
+        .default(30_000, '30s'),
+    )
     .addOption(boolOption('clean-up', 'remove Kilo routes, rules and iptables on exit', true))
     .addOption(boolOption('clean-up-interface', 'also remove the WireGuard interface on exit', false))
     .addOption(boolOption('create-interface', 'create the WireGuard interface (false: adopt an existing one)', true))
@@ -49,9 +62,15 @@ export function addAgentFlags(cmd: Command): Command {
     .addOption(boolOption('prioritise-private-addresses', 'prefer a private address as the endpoint', false))
     .addOption(new Option('--listen <addr>', 'address for /health, /metrics and /graph').default(':1107'))
     .addOption(new Option('--log-level <level>', 'how much to log').choices(logLevels).default('info'))
-    .addOption(new Option('--backend <backend>', 'where the cluster is read from (Kilo\'s flag; only kubernetes)').choices(['kubernetes']).default('kubernetes'))
     .addOption(
-      new Option('--wireguard <implementation>', 'kilo-ts: kernel, userspace (wireguard-go) or auto').choices(['auto', 'kernel', 'userspace']).default('auto'),
+      new Option('--backend <backend>', "where the cluster is read from (Kilo's flag; only kubernetes)")
+        .choices(['kubernetes'])
+        .default('kubernetes'),
+    )
+    .addOption(
+      new Option('--wireguard <implementation>', 'kilo-ts: kernel, userspace (wireguard-go) or auto')
+        .choices(['auto', 'kernel', 'userspace'])
+        .default('auto'),
     );
 }
 

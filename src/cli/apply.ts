@@ -57,19 +57,46 @@ export function applyCommand(): Command {
 
     const applyOnce = async (): Promise<ReconcileResult> => {
       const cluster = parseCluster(source.objects(), { topologyLabel: flags.topologyLabel });
-      for (const e of cluster.errors) log.warn({ object: e.object, field: e.field, value: e.value }, `dropping object from the mesh: ${e.reason}`);
+      for (const e of cluster.errors)
+        log.warn({ object: e.object, field: e.field, value: e.value }, `dropping object from the mesh: ${e.reason}`);
       const granularity = resolveGranularity(flags.meshGranularity, cluster.nodes, hostname);
       const options = { ...meshOptionsFrom(flags, granularity), privateKeyPath: flags.keyFile };
       if (flags.compatibility) Object.assign(options, { local: false, compatibility: flags.compatibility });
       const plan = planOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
       const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip.text ?? null;
-      tunnel ??= options.encapsulate === 'never' ? null : await (flags.compatibility === 'cilium' ? ciliumTunnel(exec) : ipipTunnel(exec));
+      tunnel ??=
+        options.encapsulate === 'never'
+          ? null
+          : await (flags.compatibility === 'cilium' ? ciliumTunnel(exec) : ipipTunnel(exec));
       const privateInterface =
-        flags.compatibility === 'flannel' ? flannelInterface : internalIP ? await findPrivateInterface(exec, internalIP) : null;
+        flags.compatibility === 'flannel'
+          ? flannelInterface
+          : internalIP
+            ? await findPrivateInterface(exec, internalIP)
+            : null;
       if (internalIP && !privateInterface)
-        log.warn({ node: hostname, internalIP }, 'no interface holds the internal IP: routes over the private network cannot be installed');
-      const result = await reconcile(dataplane, { plan, privateKey, mtu, devices: { kilo: flags.interface, private: privateInterface, tunnel } });
-      log.info({ node: hostname, granularity, writes: result.writes, wireGuard: result.wireGuard, routes: result.routes.writes, firewall: result.firewall.writes, links: result.links.writes }, 'applied');
+        log.warn(
+          { node: hostname, internalIP },
+          'no interface holds the internal IP: routes over the private network cannot be installed',
+        );
+      const result = await reconcile(dataplane, {
+        plan,
+        privateKey,
+        mtu,
+        devices: { kilo: flags.interface, private: privateInterface, tunnel },
+      });
+      log.info(
+        {
+          node: hostname,
+          granularity,
+          writes: result.writes,
+          wireGuard: result.wireGuard,
+          routes: result.routes.writes,
+          firewall: result.firewall.writes,
+          links: result.links.writes,
+        },
+        'applied',
+      );
       for (const e of result.errors) {
         log.error({ err: e.message }, 'apply step failed');
         // The summary shows a few failures; each object that failed also gets a line of its own.
@@ -95,7 +122,9 @@ export function applyCommand(): Command {
     });
     await chain;
     await source.stop();
-    if (flags.cleanUp) for (const e of await cleanUp(dataplane, { interface: flags.cleanUpInterface })) log.error({ err: e.message }, 'clean-up failed');
+    if (flags.cleanUp)
+      for (const e of await cleanUp(dataplane, { interface: flags.cleanUpInterface }))
+        log.error({ err: e.message }, 'clean-up failed');
     else await (dataplane.device as { detach?: () => Promise<void> }).detach?.();
   });
 }

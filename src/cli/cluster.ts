@@ -38,7 +38,9 @@ export async function loadCluster(flags: ClusterFlags, hostname?: string): Promi
     throw new UsageError('no cluster: pass --cluster FILE (a snapshot of Nodes and Peers) or --kubeconfig FILE');
   // The Kubernetes client takes seconds to import: only a live read pays for it.
   const objects = live
-    ? await import('./live-cluster.js').then(({ readLiveCluster, liveKubeConfig }) => readLiveCluster(liveKubeConfig(flags)))
+    ? await import('./live-cluster.js').then(({ readLiveCluster, liveKubeConfig }) =>
+        readLiveCluster(liveKubeConfig(flags)),
+      )
     : loadSnapshot(flags.cluster!);
   const cluster = parseCluster(objects, { topologyLabel: flags.topologyLabel });
   for (const e of cluster.errors) process.stderr.write(`warning: ignoring ${e.message}\n`);

@@ -105,15 +105,32 @@ export function addMeshFlags(cmd: Command, opts: { allowAuto: boolean }): Comman
   const gran = opts.allowAuto ? [...granularities, 'auto' as const] : granularities;
   return cmd
     .addOption(
-      new Option('--mesh-granularity <granularity>', `location, full, cross, subnet${opts.allowAuto ? ' or auto (what the nodes announce)' : ''}`)
+      new Option(
+        '--mesh-granularity <granularity>',
+        `location, full, cross, subnet${opts.allowAuto ? ' or auto (what the nodes announce)' : ''}`,
+      )
         .argParser(oneOf('mesh-granularity', gran))
         .default(opts.allowAuto ? 'auto' : 'location'),
     )
-    .addOption(new Option('--subnet <cidr>', 'the WireGuard subnet').argParser(parseCidrFlag('subnet')).default(defaultMeshOptions.subnet, '10.4.0.0/16'))
-    .addOption(new Option('--port <port>', 'WireGuard listen port when the endpoint names none').argParser(parseIntFlag('port', 1, 65535)).default(51820))
-    .addOption(new Option('--encapsulate <strategy>', 'never, crosssubnet or always').argParser(oneOf('encapsulate', encapsulations)).default('always'))
+    .addOption(
+      new Option('--subnet <cidr>', 'the WireGuard subnet')
+        .argParser(parseCidrFlag('subnet'))
+        .default(defaultMeshOptions.subnet, '10.4.0.0/16'),
+    )
+    .addOption(
+      new Option('--port <port>', 'WireGuard listen port when the endpoint names none')
+        .argParser(parseIntFlag('port', 1, 65535))
+        .default(51820),
+    )
+    .addOption(
+      new Option('--encapsulate <strategy>', 'never, crosssubnet or always')
+        .argParser(oneOf('encapsulate', encapsulations))
+        .default('always'),
+    )
     .addOption(boolOption('local', 'route inside a location in the clear over the private network', true))
-    .addOption(boolOption('cni', 'Kilo manages the CNI: the pod subnet in the --cni-path conflist and pod masquerade', true))
+    .addOption(
+      boolOption('cni', 'Kilo manages the CNI: the pod subnet in the --cni-path conflist and pod masquerade', true),
+    )
     .addOption(boolOption('iptables-forward-rules', 'accept forwarded pod traffic in FORWARD', false))
     .addOption(
       boolOption(
@@ -127,8 +144,14 @@ export function addMeshFlags(cmd: Command, opts: { allowAuto: boolean }): Comman
         .argParser((v: string, prev: Cidr[] = []) => [...prev, parseCidrFlag('service-cidr')(v)])
         .default([], 'none'),
     )
-    .addOption(new Option('--topology-label <label>', 'node label that holds the location').default(defaultTopologyLabel))
-    .addOption(new Option('--now <seconds>', 'the time readiness is judged at (default: newest last-seen)').argParser(parseIntFlag('now', 0, Number.MAX_SAFE_INTEGER)));
+    .addOption(
+      new Option('--topology-label <label>', 'node label that holds the location').default(defaultTopologyLabel),
+    )
+    .addOption(
+      new Option('--now <seconds>', 'the time readiness is judged at (default: newest last-seen)').argParser(
+        parseIntFlag('now', 0, Number.MAX_SAFE_INTEGER),
+      ),
+    );
 }
 
 export interface MeshFlagValues {
@@ -147,7 +170,11 @@ export interface MeshFlagValues {
 }
 
 /** `auto`: the granularity the named node announces, else the most common among the nodes. */
-export function resolveGranularity(flag: Granularity | 'auto', nodes: readonly KiloNode[], hostname?: string): Granularity {
+export function resolveGranularity(
+  flag: Granularity | 'auto',
+  nodes: readonly KiloNode[],
+  hostname?: string,
+): Granularity {
   if (flag !== 'auto') return flag;
   const valid = (g: string | null): g is Granularity => !!g && (granularities as readonly string[]).includes(g);
   const own = nodes.find((n) => n.name === hostname)?.granularity ?? null;

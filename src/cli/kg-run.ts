@@ -25,15 +25,27 @@ export function runCommand(): Command {
     const mtu = parseMTU(flags.mtu);
     const log = createLogger(flags.logLevel);
     const exec = hostExec();
-    const mesh = { ...meshOptionsFrom(flags, flags.meshGranularity === 'auto' ? 'location' : flags.meshGranularity), privateKeyPath: flags.keyFile };
+    const mesh = {
+      ...meshOptionsFrom(flags, flags.meshGranularity === 'auto' ? 'location' : flags.meshGranularity),
+      privateKeyPath: flags.keyFile,
+    };
     // In add-on mode the CNI routes inside the location: Kilo adds WireGuard (and, beside Cilium,
     // IPIP between a leader and its followers through Cilium's overlay).
     if (flags.compatibility) Object.assign(mesh, { local: false, compatibility: flags.compatibility });
     const cilium = flags.compatibility === 'cilium' ? new CiliumHost(exec) : null;
     const privateKey = loadOrCreateKey(flags.keyFile);
-    const host = await discoverHost(exec, { interfaceName: flags.interface, subnet: mesh.subnet, internalCIDRs: flags.internalCidr, prioritisePrivate: flags.prioritisePrivateAddresses });
+    const host = await discoverHost(exec, {
+      interfaceName: flags.interface,
+      subnet: mesh.subnet,
+      internalCIDRs: flags.internalCidr,
+      prioritisePrivate: flags.prioritisePrivateAddresses,
+    });
     log.info(
-      { internalIP: host.internalIP?.toString() ?? null, endpoint: host.endpointIP, ...(cilium ? { ciliumInternalIP: (await cilium.internalIP())?.text ?? null } : {}) },
+      {
+        internalIP: host.internalIP?.toString() ?? null,
+        endpoint: host.endpointIP,
+        ...(cilium ? { ciliumInternalIP: (await cilium.internalIP())?.text ?? null } : {}),
+      },
       'discovered host addresses',
     );
     const metrics = new AgentMetrics();
@@ -60,7 +72,11 @@ export function runCommand(): Command {
       ...(cilium && mesh.encapsulate !== 'never' ? { resolveTunnel: () => cilium.tunnel() } : {}),
       ...(cilium ? { ciliumInternalIP: () => cilium.internalIP() } : {}),
       watchRouting: (onEvent) =>
-        startRoutingMonitor(exec, { protocol: kiloRouteProtocol, priority: kiloRulePriority, interfaces: [flags.interface] }, onEvent),
+        startRoutingMonitor(
+          exec,
+          { protocol: kiloRouteProtocol, priority: kiloRulePriority, interfaces: [flags.interface] },
+          onEvent,
+        ),
       options: {
         hostname,
         mesh,
@@ -75,7 +91,12 @@ export function runCommand(): Command {
         cniPath: flags.cni ? flags.cniPath : null,
       },
     });
-    const server = createAgentServer({ agent, source, metrics, staleAfterMs: Math.max(3 * flags.resyncPeriod, 120_000) });
+    const server = createAgentServer({
+      agent,
+      source,
+      metrics,
+      staleAfterMs: Math.max(3 * flags.resyncPeriod, 120_000),
+    });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(listen.port, listen.host, resolve);
@@ -85,7 +106,11 @@ export function runCommand(): Command {
 }
 
 /** Runs the agent until SIGTERM or SIGINT, then stops it (cleaning up per --clean-up). */
-export async function runUntilSignal(agent: { start(): Promise<void>; stop(): Promise<void> }, close: () => void, log: { info(o: object, m: string): void }): Promise<void> {
+export async function runUntilSignal(
+  agent: { start(): Promise<void>; stop(): Promise<void> },
+  close: () => void,
+  log: { info(o: object, m: string): void },
+): Promise<void> {
   let stopping: Promise<void> | null = null;
   const done = new Promise<void>((resolve) => {
     const stop = (signal: string) => {

@@ -10,7 +10,9 @@ export function planCommand(): Command {
     .description('print exactly what the agent on NODE would program')
     .argument('<node>', 'the node name')
     .option('--cluster <file>', 'cluster snapshot (Kubernetes List or multi-document YAML)')
-    .addOption(new Option('-o, --output <format>', 'json, yaml or text').choices(['json', 'yaml', 'text']).default('json'));
+    .addOption(
+      new Option('-o, --output <format>', 'json, yaml or text').choices(['json', 'yaml', 'text']).default('json'),
+    );
   addLiveFlags(addMeshFlags(cmd, { allowAuto: true }));
   return cmd.action(async (node: string, flags: MeshFlagValues & { cluster?: string; output: string }) => {
     const { cluster, now, options } = await loadCluster(flags, node);

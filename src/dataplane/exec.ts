@@ -38,7 +38,11 @@ export interface Exec {
   readonly wireGuardRunDir: string;
 }
 
-async function runWith(prefix: readonly string[], argv: readonly string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<ExecResult> {
+async function runWith(
+  prefix: readonly string[],
+  argv: readonly string[],
+  opts: { input?: string; timeoutMs?: number } = {},
+): Promise<ExecResult> {
   const full = [...prefix, ...argv];
   let r: SpawnResult;
   try {
@@ -53,7 +57,10 @@ async function runWith(prefix: readonly string[], argv: readonly string[], opts:
 
 function spawnDirect(full: readonly string[], opts: { input?: string; timeoutMs?: number }): Promise<SpawnResult> {
   return new Promise((resolve) => {
-    const child = spawn(full[0]!, full.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], timeout: opts.timeoutMs ?? 30_000 });
+    const child = spawn(full[0]!, full.slice(1), {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      timeout: opts.timeoutMs ?? 30_000,
+    });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let done = false;
@@ -65,7 +72,9 @@ function spawnDirect(full: readonly string[], opts: { input?: string; timeoutMs?
     child.stdout.on('data', (d: Buffer) => out.push(d));
     child.stderr.on('data', (d: Buffer) => err.push(d));
     child.on('error', (e) => finish({ code: null, stdout: '', stderr: e.message }));
-    child.on('close', (code) => finish({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }));
+    child.on('close', (code) =>
+      finish({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }),
+    );
     child.stdin.on('error', () => {});
     child.stdin.end(opts.input ?? '');
   });
@@ -100,7 +109,16 @@ export function hostExec(): Exec {
  * process where the mount takes four, which is most of what a small change costs in a namespace.
  */
 export function netnsExec(ns: string, runDir: string): Exec {
-  const withRunDir = ['ip', 'netns', 'exec', ns, 'sh', '-c', 'mkdir -p /var/run/wireguard && mount --bind "$0" /var/run/wireguard && exec "$@"', runDir];
+  const withRunDir = [
+    'ip',
+    'netns',
+    'exec',
+    ns,
+    'sh',
+    '-c',
+    'mkdir -p /var/run/wireguard && mount --bind "$0" /var/run/wireguard && exec "$@"',
+    runDir,
+  ];
   const netOnly = ['nsenter', `--net=/var/run/netns/${ns}`];
   return {
     run: (argv, opts) => runWith(argv[0] === 'wg' ? withRunDir : netOnly, argv, opts),

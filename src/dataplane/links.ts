@@ -115,7 +115,12 @@ export class LinuxLinks implements Links {
     checkDesired(device, state);
     const remembered = options.trustLastWrite ? this.known.get(device) : undefined;
     this.known.delete(device);
-    if (remembered && remembered.address === state.address && remembered.up === state.up && remembered.mtu === state.mtu) {
+    if (
+      remembered &&
+      remembered.address === state.address &&
+      remembered.up === state.up &&
+      remembered.mtu === state.mtu
+    ) {
       this.known.set(device, remembered);
       return { writes: 0, details: [] };
     }

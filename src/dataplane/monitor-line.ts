@@ -31,7 +31,13 @@ export type RoutingEvent =
       family: Family | null;
     }
   | { kind: 'link'; name: string; deleted: boolean; up: boolean; mtu: number | null }
-  | { kind: 'address'; name: string; deleted: boolean; family: Family; /** "10.4.0.1/16", host bits kept. */ cidr: string }
+  | {
+      kind: 'address';
+      name: string;
+      deleted: boolean;
+      family: Family;
+      /** "10.4.0.1/16", host bits kept. */ cidr: string;
+    }
   /** The monitor was blind for a while (its `ip monitor` exited, or netlink dropped events): read everything. */
   | { kind: 'lost'; reason: string }
   /** A monitor is subscribed again: what happens from now on is reported; a full read now misses nothing. */
@@ -48,9 +54,60 @@ export interface MonitorFilter {
 const tableNames: Record<string, number> = { main: mainTableId, local: 255, default: 253, unspec: 0 };
 const protocolNames: Record<string, number> = { unspec: 0, redirect: 1, kernel: 2, boot: 3, static: 4 };
 const protocolByNumber: readonly string[] = ['unspec', 'redirect', 'kernel', 'boot', 'static'];
-const routeTypes = new Set(['unicast', 'local', 'broadcast', 'anycast', 'multicast', 'blackhole', 'unreachable', 'prohibit', 'throw', 'nat', 'xresolve']);
+const routeTypes = new Set([
+  'unicast',
+  'local',
+  'broadcast',
+  'anycast',
+  'multicast',
+  'blackhole',
+  'unreachable',
+  'prohibit',
+  'throw',
+  'nat',
+  'xresolve',
+]);
 // Route attributes that are followed by a value; the others seen in a route line are flags.
-const withValue = new Set(['via', 'dev', 'table', 'proto', 'metric', 'src', 'scope', 'tos', 'dsfield', 'mtu', 'expires', 'pref', 'nhid', 'realms', 'error', 'advmss', 'rtt', 'rttvar', 'reordering', 'window', 'cwnd', 'ssthresh', 'initcwnd', 'initrwnd', 'features', 'quickack', 'congctl', 'fastopen_no_cookie', 'hoplimit', 'rto_min', 'ttl-propagate', 'as', 'from', 'iif', 'oif', 'uid', 'mark', 'cache']);
+const withValue = new Set([
+  'via',
+  'dev',
+  'table',
+  'proto',
+  'metric',
+  'src',
+  'scope',
+  'tos',
+  'dsfield',
+  'mtu',
+  'expires',
+  'pref',
+  'nhid',
+  'realms',
+  'error',
+  'advmss',
+  'rtt',
+  'rttvar',
+  'reordering',
+  'window',
+  'cwnd',
+  'ssthresh',
+  'initcwnd',
+  'initrwnd',
+  'features',
+  'quickack',
+  'congctl',
+  'fastopen_no_cookie',
+  'hoplimit',
+  'rto_min',
+  'ttl-propagate',
+  'as',
+  'from',
+  'iif',
+  'oif',
+  'uid',
+  'mark',
+  'cache',
+]);
 
 const linkLine = /^(\d+): ([^:\s]+): <([^>]*)>(?:.* mtu (\d+))?/;
 const addressLine = /^\d+: (\S+)\s+(inet6?) (\S+)(?: peer (\S+))?/;
@@ -240,7 +297,20 @@ function routeEvent(line: string, deleted: boolean, filter: MonitorFilter): Rout
 }
 
 // The numbers `-N` prints for route types (linux/rtnetlink.h RTN_*).
-const routeTypeNumbers = ['unspec', 'unicast', 'local', 'broadcast', 'anycast', 'multicast', 'blackhole', 'unreachable', 'prohibit', 'throw', 'nat', 'xresolve'];
+const routeTypeNumbers = [
+  'unspec',
+  'unicast',
+  'local',
+  'broadcast',
+  'anycast',
+  'multicast',
+  'blackhole',
+  'unreachable',
+  'prohibit',
+  'throw',
+  'nat',
+  'xresolve',
+];
 
 function routeTypeName(word: string): string {
   return /^\d+$/.test(word) ? (routeTypeNumbers[Number(word)] ?? word) : word;

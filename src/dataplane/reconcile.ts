@@ -1,6 +1,15 @@
 import type { Plan } from '../mesh/types.js';
 import { PartialApplyError } from './routes/errors.js';
-import type { DeviceNames, FirewallTables, Links, Ops, PeerChanges, ReconcileOptions, RoutingTables, WireGuardDevice } from './types.js';
+import type {
+  DeviceNames,
+  FirewallTables,
+  Links,
+  Ops,
+  PeerChanges,
+  ReconcileOptions,
+  RoutingTables,
+  WireGuardDevice,
+} from './types.js';
 
 /** The node's dataplane: one implementation per concern, real or fake. */
 export interface Dataplane {
@@ -39,11 +48,26 @@ const noOps = (): Ops => ({ writes: 0, details: [] });
  * WireGuard peers, routes and the firewall are independent of each other once the interface is
  * up, so they are written at the same time; errors are still reported in step order.
  */
-export async function reconcile(dp: Dataplane, input: ReconcileInput, options: ReconcileOptions = {}): Promise<ReconcileResult> {
+export async function reconcile(
+  dp: Dataplane,
+  input: ReconcileInput,
+  options: ReconcileOptions = {},
+): Promise<ReconcileResult> {
   const { plan } = input;
-  const result: ReconcileResult = { wireGuard: noChanges(), links: noOps(), routes: noOps(), firewall: noOps(), writes: 0, errors: [] };
+  const result: ReconcileResult = {
+    wireGuard: noChanges(),
+    links: noOps(),
+    routes: noOps(),
+    firewall: noOps(),
+    writes: 0,
+    errors: [],
+  };
   // `partly`: what a step that failed for some objects did write still counts (the log must not say 0).
-  const step = async <T>(name: string, f: () => Promise<T>, partly?: (e: PartialApplyError) => T): Promise<{ value: T | null; error?: Error }> => {
+  const step = async <T>(
+    name: string,
+    f: () => Promise<T>,
+    partly?: (e: PartialApplyError) => T,
+  ): Promise<{ value: T | null; error?: Error }> => {
     try {
       return { value: await f() };
     } catch (e) {
@@ -66,7 +90,12 @@ export async function reconcile(dp: Dataplane, input: ReconcileInput, options: R
       report(
         await step(
           `interface ${input.devices.kilo}`,
-          () => dp.links.reconcile(input.devices.kilo, { address: plan.wireGuardIP, up: plan.interfaceUp, mtu: input.mtu }, options),
+          () =>
+            dp.links.reconcile(
+              input.devices.kilo,
+              { address: plan.wireGuardIP, up: plan.interfaceUp, mtu: input.mtu },
+              options,
+            ),
           written,
         ),
       ) ?? noOps();
@@ -74,19 +103,32 @@ export async function reconcile(dp: Dataplane, input: ReconcileInput, options: R
   const [wireGuard, routes, firewall] = await Promise.all([
     deviceReady
       ? step(`WireGuard peers of ${input.devices.kilo}`, () =>
-          dp.device.configure({ privateKey: input.privateKey, listenPort: plan.listenPort, fwmark: plan.fwmark ?? 0, peers: plan.peers }, options),
+          dp.device.configure(
+            { privateKey: input.privateKey, listenPort: plan.listenPort, fwmark: plan.fwmark ?? 0, peers: plan.peers },
+            options,
+          ),
         )
       : Promise.resolve({ value: null }),
     // The routes' diff is the most CPU of the three (thousands of routes): it waits one turn of the
     // event loop so that the firewall's and WireGuard's writes are already on their way meanwhile.
-    step('routes', () => nextTurn().then(() => dp.routes.reconcile(plan.routes, plan.rules, input.devices, options)), written),
+    step(
+      'routes',
+      () => nextTurn().then(() => dp.routes.reconcile(plan.routes, plan.rules, input.devices, options)),
+      written,
+    ),
     step('iptables', () => dp.firewall.reconcile(plan.firewall, options)),
   ]);
   result.wireGuard = report(wireGuard) ?? noChanges();
   result.routes = report(routes) ?? noOps();
   result.firewall = report(firewall) ?? noOps();
   const wg = result.wireGuard;
-  result.writes = result.links.writes + result.routes.writes + result.firewall.writes + wg.added.length + wg.removed.length + wg.updated.length;
+  result.writes =
+    result.links.writes +
+    result.routes.writes +
+    result.firewall.writes +
+    wg.added.length +
+    wg.removed.length +
+    wg.updated.length;
   return result;
 }
 

@@ -53,7 +53,9 @@ class Spawner {
   private ensure(): ChildProcess {
     if (this.child) return this.child;
     // spawn (not fork): the parent's loader flags (tsx in tests) must not reach the helper.
-    const child: ChildProcess = spawn(process.execPath, ['-e', helper], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const child: ChildProcess = spawn(process.execPath, ['-e', helper], {
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
     child.on('message', (m: SpawnResult & { id: number }) => {
       const p = this.pending.get(m.id);
       if (!p) return;
@@ -102,6 +104,11 @@ class Spawner {
 const shared = new Spawner();
 
 /** Runs `file args` to completion through the helper; rejects only when the helper itself fails. */
-export function spawnViaHelper(file: string, args: readonly string[], input: string, timeoutMs: number): Promise<SpawnResult> {
+export function spawnViaHelper(
+  file: string,
+  args: readonly string[],
+  input: string,
+  timeoutMs: number,
+): Promise<SpawnResult> {
   return shared.run(file, args, input, timeoutMs);
 }

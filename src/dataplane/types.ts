@@ -81,7 +81,12 @@ export interface WireGuardDevice {
 
 export interface RoutingTables {
   /** Makes Kilo's routes and rules equal to these; never touches what is not Kilo's. */
-  reconcile(routes: readonly PlanRoute[], rules: readonly PlanRule[], devices: DeviceNames, options?: ReconcileOptions): Promise<Ops>;
+  reconcile(
+    routes: readonly PlanRoute[],
+    rules: readonly PlanRule[],
+    devices: DeviceNames,
+    options?: ReconcileOptions,
+  ): Promise<Ops>;
   /** Removes every route and rule that is Kilo's. */
   cleanup(): Promise<Ops>;
   /**
@@ -99,5 +104,9 @@ export interface FirewallTables {
 
 export interface Links {
   /** Sets the interface's only address to `cidr` (or none), up/down and MTU; returns writes. */
-  reconcile(device: string, state: { address: string | null; up: boolean; mtu: number | null }, options?: ReconcileOptions): Promise<Ops>;
+  reconcile(
+    device: string,
+    state: { address: string | null; up: boolean; mtu: number | null },
+    options?: ReconcileOptions,
+  ): Promise<Ops>;
 }

@@ -22,7 +22,9 @@ export function topologyOf(cluster: ParsedCluster, hostname: string, options: Me
   if (!self) {
     const rejected = cluster.errors.find((e) => e.object === `Node ${JSON.stringify(hostname)}`);
     throw new TopologyError(
-      rejected ? `node ${JSON.stringify(hostname)} was rejected: ${rejected.message}` : `node ${JSON.stringify(hostname)} not found`,
+      rejected
+        ? `node ${JSON.stringify(hostname)} was rejected: ${rejected.message}`
+        : `node ${JSON.stringify(hostname)} not found`,
     );
   }
   const reason = notReadyReason(self, now);

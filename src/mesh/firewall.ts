@@ -20,22 +20,51 @@ export function planFirewall(t: Topology, options: MeshOptions): Firewall {
     ],
     rules: [],
   };
-  const add = (family: IPFamily, table: FirewallRule['table'], chain: string, args: string[], comment: string, position: FirewallRule['position'] = 'append') =>
-    fw.rules.push({ family, table, chain, args, comment, position });
+  const add = (
+    family: IPFamily,
+    table: FirewallRule['table'],
+    chain: string,
+    args: string[],
+    comment: string,
+    position: FirewallRule['position'] = 'append',
+  ) => fw.rules.push({ family, table, chain, args, comment, position });
   const fam = (c: Cidr): IPFamily => c.family;
   const self = t.local.node;
 
   if (options.cni && self.podCIDR) {
-    add(fam(self.podCIDR), 'nat', 'POSTROUTING', ['-s', self.podCIDR.networkText, '-j', natChain], 'Kilo: jump to KILO-NAT chain', 'prepend');
+    add(
+      fam(self.podCIDR),
+      'nat',
+      'POSTROUTING',
+      ['-s', self.podCIDR.networkText, '-j', natChain],
+      'Kilo: jump to KILO-NAT chain',
+      'prepend',
+    );
   }
   if (options.cni && options.iptablesForwardRules) {
     // Some distributions drop forwarded packets by default; a leader forwards for its whole segment.
     const cidrs = t.local.leader
       ? groupSegments(t).flatMap((s) => s.nodes.flatMap((n) => (n.podCIDR ? [n.podCIDR] : [])))
-      : self.podCIDR ? [self.podCIDR] : [];
+      : self.podCIDR
+        ? [self.podCIDR]
+        : [];
     for (const c of cidrs) {
-      add(fam(c), 'filter', 'FORWARD', ['-s', c.networkText, '-j', 'ACCEPT'], 'Kilo: forward packets from the pod subnet', 'prepend');
-      add(fam(c), 'filter', 'FORWARD', ['-d', c.networkText, '-j', 'ACCEPT'], 'Kilo: forward packets to the pod subnet', 'prepend');
+      add(
+        fam(c),
+        'filter',
+        'FORWARD',
+        ['-s', c.networkText, '-j', 'ACCEPT'],
+        'Kilo: forward packets from the pod subnet',
+        'prepend',
+      );
+      add(
+        fam(c),
+        'filter',
+        'FORWARD',
+        ['-d', c.networkText, '-j', 'ACCEPT'],
+        'Kilo: forward packets to the pod subnet',
+        'prepend',
+      );
     }
   }
   const ownGroup = t.local.segment.group;
@@ -43,7 +72,14 @@ export function planFirewall(t: Topology, options: MeshOptions): Firewall {
     // Replies from an allowed-location network (a printer LAN) must find their way back.
     if (s.group === ownGroup) {
       for (const c of s.allowedLocationIPs) {
-        add(fam(c), 'nat', 'POSTROUTING', ['-d', c.networkText, '-j', natChain], 'Kilo: jump to KILO-NAT chain', 'prepend');
+        add(
+          fam(c),
+          'nat',
+          'POSTROUTING',
+          ['-d', c.networkText, '-j', natChain],
+          'Kilo: jump to KILO-NAT chain',
+          'prepend',
+        );
       }
     }
   }
@@ -74,7 +110,11 @@ export function planFirewall(t: Topology, options: MeshOptions): Firewall {
   add(6, 'nat', natChain, ['-j', 'MASQUERADE'], 'Kilo: NAT remaining packets');
 
   // Beside Cilium, IPIP runs between a leader and its followers even without --local.
-  if (options.encapsulate !== 'never' && (options.local || options.compatibility === 'cilium') && options.compatibility !== 'flannel') {
+  if (
+    options.encapsulate !== 'never' &&
+    (options.local || options.compatibility === 'cilium') &&
+    options.compatibility !== 'flannel'
+  ) {
     fw.chains.push({ family: 4, table: 'filter', name: ipipChain }, { family: 6, table: 'filter', name: ipipChain });
     for (const family of [4, 6] as const) {
       add(family, 'filter', 'INPUT', ['-p', 'ipencap', '-j', ipipChain], 'Kilo: jump to IPIP chain');
@@ -88,7 +128,8 @@ export function planFirewall(t: Topology, options: MeshOptions): Firewall {
         add(fam(c), 'filter', ipipChain, ['-s', c.networkText, '-j', 'ACCEPT'], 'Kilo: allow IPIP traffic');
         // Through Cilium's overlay the outer source is the sender's cilium_host address.
         const cilium = options.compatibility === 'cilium' ? n.ciliumInternalIP?.toHostCidr() : undefined;
-        if (cilium) add(fam(cilium), 'filter', ipipChain, ['-s', cilium.networkText, '-j', 'ACCEPT'], 'Kilo: allow IPIP traffic');
+        if (cilium)
+          add(fam(cilium), 'filter', ipipChain, ['-s', cilium.networkText, '-j', 'ACCEPT'], 'Kilo: allow IPIP traffic');
       }
     }
     for (const family of [4, 6] as const) {

@@ -73,10 +73,7 @@ function isPublic(e: Endpoint | null): boolean {
 export function electLeader(nodes: readonly KiloNode[]): KiloNode {
   const annotated = nodes.filter((n) => n.wantsLeader);
   return (
-    annotated.find((n) => isPublic(n.endpoint)) ??
-    annotated[0] ??
-    nodes.find((n) => isPublic(n.endpoint)) ??
-    nodes[0]!
+    annotated.find((n) => isPublic(n.endpoint)) ?? annotated[0] ?? nodes.find((n) => isPublic(n.endpoint)) ?? nodes[0]!
   );
 }
 
@@ -131,7 +128,9 @@ export function buildTopology(
   }
   const keys = [...bySegment.keys()].sort(byString);
   if (BigInt(keys.length) >= subnet.size() - 1n) {
-    throw new TopologyError(`the WireGuard subnet ${subnet.networkText} has too few addresses for ${keys.length} segments`);
+    throw new TopologyError(
+      `the WireGuard subnet ${subnet.networkText} has too few addresses for ${keys.length} segments`,
+    );
   }
 
   const segments: Segment[] = keys.map((key, i) => {
@@ -226,4 +225,3 @@ export function remoteSegments(t: Topology): Segment[] {
 export function groupSegments(t: Topology): Segment[] {
   return t.segments.filter((s) => s.group === t.local.segment.group);
 }
-

@@ -77,7 +77,8 @@ export function isWireGuardKey(value: string): boolean {
   return base64Key.test(value) && Buffer.from(value, 'base64').length === 32;
 }
 
-const dnsName = /^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*\.?$/;
+const dnsName =
+  /^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*\.?$/;
 
 function parsePort(text: string): number | null {
   if (!/^\d{1,5}$/.test(text)) return null;
@@ -146,7 +147,9 @@ export function parseNode(obj: KubeObject, options: ParseOptions = {}): Parsed<K
   }
 
   const key = a[Annotation.key] ? r.key(field(Annotation.key), a[Annotation.key]) : null;
-  const lastSeen = a[Annotation.lastSeen] ? r.seconds(field(Annotation.lastSeen), a[Annotation.lastSeen], Number.MAX_SAFE_INTEGER) : null;
+  const lastSeen = a[Annotation.lastSeen]
+    ? r.seconds(field(Annotation.lastSeen), a[Annotation.lastSeen], Number.MAX_SAFE_INTEGER)
+    : null;
   const podCIDRValue = obj.spec?.['podCIDR'];
   const podCIDR = podCIDRValue ? r.cidr('spec.podCIDR', podCIDRValue, false) : null;
   const persistentKeepalive = a[Annotation.persistentKeepalive]
@@ -212,7 +215,8 @@ function parseDiscoveredEndpoints(r: Reader, field: string, text: string, into: 
     }
     const e = v as { IP?: unknown; Port?: unknown } | null;
     const ip = typeof e?.IP === 'string' ? IP.tryParse(e.IP) : null;
-    const port = typeof e?.Port === 'number' && Number.isInteger(e.Port) && e.Port >= 1 && e.Port <= 65535 ? e.Port : null;
+    const port =
+      typeof e?.Port === 'number' && Number.isInteger(e.Port) && e.Port >= 1 && e.Port <= 65535 ? e.Port : null;
     if (!ip || !port) {
       r.fail(`${field}[${JSON.stringify(key)}]`, v, 'not an endpoint {"IP": "<ip>", "Port": <1-65535>}');
       continue;
@@ -244,7 +248,8 @@ export function parsePeer(obj: KubeObject): Parsed<KiloPeer> {
   let endpoint: Endpoint | null = null;
   const ep = spec['endpoint'] as { dnsOrIP?: { dns?: string; ip?: string }; port?: unknown } | undefined | null;
   if (ep) {
-    const port = typeof ep.port === 'number' && Number.isInteger(ep.port) && ep.port >= 1 && ep.port <= 65535 ? ep.port : null;
+    const port =
+      typeof ep.port === 'number' && Number.isInteger(ep.port) && ep.port >= 1 && ep.port <= 65535 ? ep.port : null;
     if (!port) r.fail('spec.endpoint.port', ep.port ?? null, 'not a port (1-65535)');
     const dnsOrIP = ep.dnsOrIP ?? {};
     if (dnsOrIP.ip) {

@@ -33,7 +33,11 @@ function blocksOf(cidrs: readonly Cidr[], family: Family): Block[] {
   const full = width(family);
   return cidrs
     .filter((c) => c.family === family)
-    .map((c) => ({ start: toBigInt(c.network.bytes), bits: full - c.prefix, cidr: c.ip.text === c.network.text ? c : undefined }))
+    .map((c) => ({
+      start: toBigInt(c.network.bytes),
+      bits: full - c.prefix,
+      cidr: c.ip.text === c.network.text ? c : undefined,
+    }))
     .sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : b.bits - a.bits));
 }
 

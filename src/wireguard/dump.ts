@@ -48,9 +48,11 @@ export function parseDump(text: string): ParsedDump {
   const head = lines[0];
   if (head === undefined) throw new DumpParseError(1, 'interface', null, 'empty output');
   const iface = head.split('\t');
-  if (iface.length !== 4) throw new DumpParseError(1, 'interface', null, `expected 4 tab-separated columns, got ${iface.length}`);
+  if (iface.length !== 4)
+    throw new DumpParseError(1, 'interface', null, `expected 4 tab-separated columns, got ${iface.length}`);
   const [privateKey, pub, port, mark] = iface as [string, string, string, string];
-  if (privateKey !== none && !isKey(privateKey)) throw new DumpParseError(1, 'private-key', null, 'not a base64 WireGuard key');
+  if (privateKey !== none && !isKey(privateKey))
+    throw new DumpParseError(1, 'private-key', null, 'not a base64 WireGuard key');
   let fwmark = 0;
   if (mark !== 'off') {
     if (!/^(0x[0-9a-fA-F]+|\d+)$/.test(mark)) throw new DumpParseError(1, 'fwmark', mark, 'not a number or "off"');
@@ -66,8 +68,18 @@ export function parseDump(text: string): ParsedDump {
   lines.slice(1).forEach((l, i) => {
     const n = i + 2;
     const cols = l.split('\t');
-    if (cols.length !== 8) throw new DumpParseError(n, 'peer', null, `expected 8 tab-separated columns, got ${cols.length}`);
-    const [key, psk, endpoint, allowed, handshake, rx, tx, keepalive] = cols as [string, string, string, string, string, string, string, string];
+    if (cols.length !== 8)
+      throw new DumpParseError(n, 'peer', null, `expected 8 tab-separated columns, got ${cols.length}`);
+    const [key, psk, endpoint, allowed, handshake, rx, tx, keepalive] = cols as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     const peer: WireGuardPeerState = {
       publicKey: publicKey(key, n, 'public-key'),
       endpoint: endpoint === none ? null : endpoint,

@@ -1,5 +1,16 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
-import { chmodSync, closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /** Where Kilo keeps the node's private key. */
@@ -30,7 +41,10 @@ export function generatePrivateKey(): string {
 export function publicKeyOf(privateKey: string): string {
   if (!isKey(privateKey)) throw new TypeError('not a WireGuard private key (expected base64 of 32 bytes)');
   const der = Buffer.concat([pkcs8Prefix, Buffer.from(privateKey, 'base64')]);
-  const spki = createPublicKey(createPrivateKey({ key: der, format: 'der', type: 'pkcs8' })).export({ format: 'der', type: 'spki' });
+  const spki = createPublicKey(createPrivateKey({ key: der, format: 'der', type: 'pkcs8' })).export({
+    format: 'der',
+    type: 'spki',
+  });
   if (spki.length !== spkiLength) throw new Error(`unexpected X25519 SPKI length ${spki.length}`);
   return spki.subarray(spki.length - 32).toString('base64');
 }
@@ -48,7 +62,8 @@ export class KeyFileError extends Error {
 
 function readKey(path: string): string {
   const text = readFileSync(path, 'utf8').trim();
-  if (!isKey(text)) throw new KeyFileError(path, 'not a WireGuard private key (expected one line of base64 of 32 bytes)');
+  if (!isKey(text))
+    throw new KeyFileError(path, 'not a WireGuard private key (expected one line of base64 of 32 bytes)');
   return text;
 }
 

@@ -26,13 +26,24 @@ describe('local node: the cilium-internal-ip annotation', () => {
   const current = { [Annotation.lastSeen]: String(NOW) };
 
   test('is the address when known, "" otherwise (not beside Cilium, or cilium_host has none yet)', () => {
-    assert.equal(annotationPatch(current, { ...facts, ciliumInternalIP: IP.parse('10.42.0.180') })?.[Annotation.ciliumInternalIP], '10.42.0.180');
+    assert.equal(
+      annotationPatch(current, { ...facts, ciliumInternalIP: IP.parse('10.42.0.180') })?.[Annotation.ciliumInternalIP],
+      '10.42.0.180',
+    );
     assert.equal(annotationPatch(current, { ...facts, ciliumInternalIP: null })?.[Annotation.ciliumInternalIP], '');
     assert.equal(annotationPatch(current, facts)?.[Annotation.ciliumInternalIP], '');
   });
 
   test('an unchanged address is not written again', () => {
-    const published = { ...current, [Annotation.key]: 'k', [Annotation.internalIP]: '', [Annotation.wireGuardIP]: '', [Annotation.granularity]: 'location', [Annotation.ciliumInternalIP]: '10.42.0.180', [Annotation.cniCompatibilityIP]: '10.42.0.180' };
+    const published = {
+      ...current,
+      [Annotation.key]: 'k',
+      [Annotation.internalIP]: '',
+      [Annotation.wireGuardIP]: '',
+      [Annotation.granularity]: 'location',
+      [Annotation.ciliumInternalIP]: '10.42.0.180',
+      [Annotation.cniCompatibilityIP]: '10.42.0.180',
+    };
     assert.equal(annotationPatch(published, { ...facts, ciliumInternalIP: IP.parse('10.42.0.180') }), null);
     // Kilo's name and the contract's (SEMANTICS.md) carry the same address.
     assert.deepEqual(annotationPatch(published, { ...facts, ciliumInternalIP: IP.parse('10.42.0.181') }), {
@@ -54,7 +65,9 @@ function seedCilium(h: { addNode(n: ReturnType<typeof node>): void; addPeer(p: R
       annotations: { [Annotation.ciliumInternalIP]: '10.42.1.180' },
     }),
   );
-  h.addNode(node('c', { location: 'us', endpoint: '203.0.113.3:51820', internalIP: '192.168.1.3/24', podCIDR: '10.42.2.0/24' }));
+  h.addNode(
+    node('c', { location: 'us', endpoint: '203.0.113.3:51820', internalIP: '192.168.1.3/24', podCIDR: '10.42.2.0/24' }),
+  );
 }
 
 describe('agent: --compatibility=cilium', () => {
@@ -70,7 +83,11 @@ describe('agent: --compatibility=cilium', () => {
     });
     h.machine.addLink('cilium_tunl', {});
     await h.agent.start();
-    await waitUntil('the agent planned and applied', () => h.agent.status.plan !== null && h.agent.status.lastReconcileOk, 10_000);
+    await waitUntil(
+      'the agent planned and applied',
+      () => h.agent.status.plan !== null && h.agent.status.lastReconcileOk,
+      10_000,
+    );
     await settled(h);
     assert.equal(kilo(h, 'a')[Annotation.ciliumInternalIP], '', 'nothing known yet: ""');
     const routes = h.machine.routes.map((r) => `${r.dst} via ${r.gw} dev ${r.dev}${r.onlink ? ' onlink' : ''}`);

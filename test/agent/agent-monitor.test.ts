@@ -30,7 +30,9 @@ const kiloRoute = (h: Harness, dst: string) => h.machine.routes.find((r) => r.pr
 /** A cluster event the agent must act on: a new Peer, then wait until it is configured. */
 async function clusterEvent(h: Harness, name: string, ip: string): Promise<void> {
   h.api.addPeer(peer(name, { allowedIPs: [ip], endpoint: '192.0.2.7:51820' }));
-  await eventually(`${name} is configured`, async () => (await h.device.read()).peers.some((p) => p.publicKey === wgKey(name)));
+  await eventually(`${name} is configured`, async () =>
+    (await h.device.read()).peers.some((p) => p.publicKey === wgKey(name)),
+  );
   await settled(h);
 }
 
@@ -57,7 +59,10 @@ describe('agent: trusting the last write', () => {
     assert.equal(kiloRoute(h, '10.42.2.0/24'), undefined, 'the pass trusted its last write: it did not look');
 
     m.emit(routeEvent(route, true));
-    await eventually('the monitor’s report makes a pass read and restore the route', () => kiloRoute(h, '10.42.2.0/24') !== undefined);
+    await eventually(
+      'the monitor’s report makes a pass read and restore the route',
+      () => kiloRoute(h, '10.42.2.0/24') !== undefined,
+    );
     await settled(h);
 
     // The echo of the agent's own writes is no reason to read.

@@ -5,7 +5,13 @@ export interface ExpectedPlan {
   leader: boolean;
   wireGuardIP: string | null;
   listenPort: number;
-  peers: { publicKey: string; endpoint: string | null; allowedIPs: string[]; persistentKeepalive: number; presharedKey: string | null }[];
+  peers: {
+    publicKey: string;
+    endpoint: string | null;
+    allowedIPs: string[];
+    persistentKeepalive: number;
+    presharedKey: string | null;
+  }[];
   routes: { dst: string; gw: string | null; dev: string; table: string | number; onlink: boolean }[];
   rules: { src: string | null; dst: string | null; table: number; iif: string | null }[];
 }

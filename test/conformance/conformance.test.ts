@@ -17,7 +17,11 @@ test('conformance vectors are present', () => {
   assert.ok(readdirSync(dir).filter((f) => f.endsWith('.json')).length > 0);
 });
 
-for (const file of existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.json')).sort() : []) {
+for (const file of existsSync(dir)
+  ? readdirSync(dir)
+      .filter((f) => f.endsWith('.json'))
+      .sort()
+  : []) {
   const v = JSON.parse(readFileSync(join(dir, file), 'utf8'));
   test(`conformance ${file} ${v.name}`, () => {
     const cluster = parseCluster(v.cluster.items);

@@ -7,7 +7,10 @@ import { spawnViaHelper } from '../../src/dataplane/spawner.js';
 // the results must be exactly those of a direct spawn.
 test('through the helper: stdout, stdin, exit codes and a missing program, as a direct spawn gives them', async () => {
   const exec = hostExec();
-  assert.deepEqual(await exec.run(['sh', '-c', 'cat; echo err >&2'], { input: 'in\n' }), { stdout: 'in\n', stderr: 'err\n' });
+  assert.deepEqual(await exec.run(['sh', '-c', 'cat; echo err >&2'], { input: 'in\n' }), {
+    stdout: 'in\n',
+    stderr: 'err\n',
+  });
   const failed = await exec.run(['sh', '-c', 'echo out; echo bad >&2; exit 3']).then(
     () => assert.fail('exit 3 must reject'),
     (e: unknown) => e,

@@ -9,7 +9,11 @@ import { describe, test } from 'node:test';
 import { ExecError, type Exec } from '../../src/dataplane/exec.js';
 import { FakeNetfilter } from '../../src/dataplane/iptables/fake.js';
 import { ipv6Demand, ipv6Unusable } from '../../src/dataplane/iptables/ipv6.js';
-import { IPv6UnavailableError, LinuxFirewallTables, type IptablesBackend } from '../../src/dataplane/iptables/tables.js';
+import {
+  IPv6UnavailableError,
+  LinuxFirewallTables,
+  type IptablesBackend,
+} from '../../src/dataplane/iptables/tables.js';
 import { reconcile, type Dataplane } from '../../src/dataplane/reconcile.js';
 import { FakeLinks, FakeMachine, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
 import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
@@ -22,7 +26,8 @@ import { clusterObjects, firewallOf, planA } from './firewall-plans.js';
 /** What iptables 1.8.9 prints on such hosts (legacy ones reproduced with socket()/getsockopt() failing). */
 const said = {
   legacySaveNoAF: 'ip6tables-save v1.8.9 (legacy): Cannot initialize: Address family not supported by protocol\n',
-  legacySaveNoTable: 'ip6tables-save v1.8.9 (legacy): Cannot initialize: Table does not exist (do you need to insmod?)\n',
+  legacySaveNoTable:
+    'ip6tables-save v1.8.9 (legacy): Cannot initialize: Table does not exist (do you need to insmod?)\n',
   legacyCommandNoAF:
     "ip6tables v1.8.9 (legacy): can't initialize ip6tables table `nat': Address family not supported by protocol\n" +
     'Perhaps ip6tables or your kernel needs to be upgraded.\n',
@@ -30,7 +35,8 @@ const said = {
     "ip6tables-restore v1.8.9 (legacy): ip6tables-restore: unable to initialize table 'nat'\n" +
     'Error occurred at line: 1\n' +
     "Try `ip6tables-restore -h' or 'ip6tables-restore --help' for more information.\n",
-  nftRestoreNoAF: 'ip6tables-nft-restore v1.8.9 (nf_tables): \nline 2: RULE_APPEND failed (Address family not supported by protocol): rule in chain KILO-NAT\n',
+  nftRestoreNoAF:
+    'ip6tables-nft-restore v1.8.9 (nf_tables): \nline 2: RULE_APPEND failed (Address family not supported by protocol): rule in chain KILO-NAT\n',
 };
 
 /**
@@ -47,7 +53,10 @@ interface Host {
   ip6: Ip6Host;
 }
 
-function host(ip6: Ip6Host, backend: IptablesBackend = ip6 === 'nft without IPv6' || ip6 === 'lock busy once' ? 'nft' : 'legacy'): Host {
+function host(
+  ip6: Ip6Host,
+  backend: IptablesBackend = ip6 === 'nft without IPv6' || ip6 === 'lock busy once' ? 'nft' : 'legacy',
+): Host {
   const netfilter = new FakeNetfilter(backend);
   const inner = netfilter.exec();
   const h: Host = {
@@ -73,7 +82,10 @@ function host(ip6: Ip6Host, backend: IptablesBackend = ip6 === 'nft without IPv6
             return save ? inner.run(argv, opts) : fail(4, said.nftRestoreNoAF);
           case 'lock busy once':
             h.ip6 = 'ok';
-            return fail(4, 'Another app is currently holding the xtables lock. Perhaps you want to use the -w option?\n');
+            return fail(
+              4,
+              'Another app is currently holding the xtables lock. Perhaps you want to use the -w option?\n',
+            );
         }
       },
     },
@@ -103,7 +115,10 @@ describe('which IPv6 rules need IPv6 netfilter', () => {
     const fw = ipv4Only();
     const v6 = fw.rules.filter((r) => r.family === 6);
     assert.ok(v6.length >= 3, 'the plan still declares the IPv6 scaffolding');
-    assert.ok(fw.chains.some((c) => c.family === 6 && c.name === 'KILO-IPIP'), 'encapsulation is on: KILO-IPIP is in the plan');
+    assert.ok(
+      fw.chains.some((c) => c.family === 6 && c.name === 'KILO-IPIP'),
+      'encapsulation is on: KILO-IPIP is in the plan',
+    );
     assert.equal(ipv6Demand(fw), null);
   });
 
@@ -130,23 +145,63 @@ describe('which IPv6 rules need IPv6 netfilter', () => {
       'ip6tables-legacy-save: Cannot initialize: Address family not supported by protocol',
     );
     assert.match(ipv6Unusable(err(['ip6tables-legacy-save'], 1, said.legacySaveNoTable)) ?? '', /Table does not exist/);
-    assert.match(ipv6Unusable(err(['ip6tables-legacy'], 3, said.legacyCommandNoAF)) ?? '', /can't initialize ip6tables table `nat'/);
+    assert.match(
+      ipv6Unusable(err(['ip6tables-legacy'], 3, said.legacyCommandNoAF)) ?? '',
+      /can't initialize ip6tables table `nat'/,
+    );
     assert.equal(
       ipv6Unusable(err(['ip6tables-legacy-restore'], 2, said.legacyRestore)),
       "ip6tables-legacy-restore: unable to initialize table 'nat'",
     );
-    assert.match(ipv6Unusable(err(['ip6tables-nft-restore'], 4, said.nftRestoreNoAF)) ?? '', /RULE_APPEND failed \(Address family/);
     assert.match(
-      ipv6Unusable(err(['ip6tables-nft-restore'], 4, 'ip6tables-nft-restore v1.8.9 (nf_tables): \nline 3: CHAIN_ADD failed (Operation not supported): chain INPUT\n')) ?? '',
+      ipv6Unusable(err(['ip6tables-nft-restore'], 4, said.nftRestoreNoAF)) ?? '',
+      /RULE_APPEND failed \(Address family/,
+    );
+    assert.match(
+      ipv6Unusable(
+        err(
+          ['ip6tables-nft-restore'],
+          4,
+          'ip6tables-nft-restore v1.8.9 (nf_tables): \nline 3: CHAIN_ADD failed (Operation not supported): chain INPUT\n',
+        ),
+      ) ?? '',
       /CHAIN_ADD/,
     );
-    assert.equal(ipv6Unusable(err(['ip6tables-nft-save'], null, 'spawn ip6tables-nft-save ENOENT')), 'ip6tables-nft-save not found');
+    assert.equal(
+      ipv6Unusable(err(['ip6tables-nft-save'], null, 'spawn ip6tables-nft-save ENOENT')),
+      'ip6tables-nft-save not found',
+    );
     // Failures that say nothing about the family stay ordinary errors.
-    assert.equal(ipv6Unusable(err(['ip6tables-nft-restore'], 4, 'ip6tables-nft-restore v1.8.9 (nf_tables): \nline 2: RULE_APPEND failed (Invalid argument): rule in chain INPUT\n')), null);
-    assert.equal(ipv6Unusable(err(['ip6tables-nft-restore'], 4, 'ip6tables-nft-restore v1.8.9 (nf_tables): \nline 4: CHAIN_ADD failed (No such file or directory): chain KILO-NAT\n')), null);
-    assert.equal(ipv6Unusable(err(['ip6tables-nft-restore'], 4, 'Another app is currently holding the xtables lock.\n')), null);
+    assert.equal(
+      ipv6Unusable(
+        err(
+          ['ip6tables-nft-restore'],
+          4,
+          'ip6tables-nft-restore v1.8.9 (nf_tables): \nline 2: RULE_APPEND failed (Invalid argument): rule in chain INPUT\n',
+        ),
+      ),
+      null,
+    );
+    assert.equal(
+      ipv6Unusable(
+        err(
+          ['ip6tables-nft-restore'],
+          4,
+          'ip6tables-nft-restore v1.8.9 (nf_tables): \nline 4: CHAIN_ADD failed (No such file or directory): chain KILO-NAT\n',
+        ),
+      ),
+      null,
+    );
+    assert.equal(
+      ipv6Unusable(err(['ip6tables-nft-restore'], 4, 'Another app is currently holding the xtables lock.\n')),
+      null,
+    );
     assert.equal(ipv6Unusable(err(['ip6tables-nft-save'], null, '')), null, 'killed by the timeout');
-    assert.equal(ipv6Unusable(new Error('Address family not supported by protocol')), null, 'only a command failure counts');
+    assert.equal(
+      ipv6Unusable(new Error('Address family not supported by protocol')),
+      null,
+      'only a command failure counts',
+    );
   });
 });
 
@@ -166,7 +221,10 @@ describe('a host without IPv6 netfilter', () => {
       assert.doesNotMatch(dump(h.netfilter, 6), /KILO/, 'nothing reached IPv6');
       assert.match(tables.ipv6Unavailable() ?? '', /Address family not supported|unable to initialize table/);
       assert.equal(logged.length, 1);
-      assert.match(logged[0]!, /IPv6 netfilter is not usable on this host \(ip6tables-\S+: .+\); the plan names no IPv6 address/);
+      assert.match(
+        logged[0]!,
+        /IPv6 netfilter is not usable on this host \(ip6tables-\S+: .+\); the plan names no IPv6 address/,
+      );
 
       const before = ip6Runs(h);
       const restores = h.netfilter.restoreRuns();
@@ -231,7 +289,10 @@ describe('a host without IPv6 netfilter', () => {
     const v6Plan: Plan = { ...ipv4Plan, firewall: planA() };
     const failed = await reconcile(dp, input(v6Plan));
     assert.equal(failed.errors.length, 1);
-    assert.match(failed.errors[0]!.message, /^iptables: IPv6 firewall update failed: this host has no usable IPv6 netfilter/);
+    assert.match(
+      failed.errors[0]!.message,
+      /^iptables: IPv6 firewall update failed: this host has no usable IPv6 netfilter/,
+    );
   });
 });
 
@@ -272,7 +333,10 @@ describe('finding out again', () => {
     const tables = new LinuxFirewallTables(h.exec);
     await tables.reconcile(ipv4Only());
     const skipped = ip6Runs(h);
-    await assert.rejects(tables.reconcile(planA()), /IPv6 firewall update failed: .*RULE_APPEND failed \(Address family not supported by protocol\)/);
+    await assert.rejects(
+      tables.reconcile(planA()),
+      /IPv6 firewall update failed: .*RULE_APPEND failed \(Address family not supported by protocol\)/,
+    );
     assert.ok(ip6Runs(h) > skipped);
     // Back to IPv4 only: skipped again without asking.
     const asked = ip6Runs(h);
@@ -286,9 +350,19 @@ function dataplane(firewall: LinuxFirewallTables): Dataplane {
   machine.addLink('kilo0', { mtu: 1420, up: false });
   machine.addLink('eth0', { addresses: ['10.1.0.1/24'] });
   machine.addLink('tunl0', { up: true });
-  return { device: new FakeWireGuardDevice('kilo0'), links: new FakeLinks(machine), routes: fakeRoutingTables(machine), firewall };
+  return {
+    device: new FakeWireGuardDevice('kilo0'),
+    links: new FakeLinks(machine),
+    routes: fakeRoutingTables(machine),
+    firewall,
+  };
 }
 
 function input(plan: Plan) {
-  return { plan, privateKey: generatePrivateKey(), mtu: 1420, devices: { kilo: 'kilo0', private: 'eth0', tunnel: 'tunl0' } };
+  return {
+    plan,
+    privateKey: generatePrivateKey(),
+    mtu: 1420,
+    devices: { kilo: 'kilo0', private: 'eth0', tunnel: 'tunl0' },
+  };
 }

@@ -30,7 +30,10 @@ function route(fields: Partial<Extract<RoutingEvent, { kind: 'route' }>>): Routi
 // Link lines are shortened after the MAC address; the parser reads only their start.
 
 test('IPv4 routes of Kilo: via, host route, table 1107, onlink, default, metric, src', () => {
-  assert.deepEqual(parse('10.42.3.0/24 via 10.4.0.2 dev kilo0 proto 107 '), route({ dst: '10.42.3.0/24', gateway: '10.4.0.2' }));
+  assert.deepEqual(
+    parse('10.42.3.0/24 via 10.4.0.2 dev kilo0 proto 107 '),
+    route({ dst: '10.42.3.0/24', gateway: '10.4.0.2' }),
+  );
   assert.deepEqual(parse('10.42.4.7 dev kilo0 proto 107 scope 253 '), route({ dst: '10.42.4.7/32' }));
   assert.deepEqual(
     parse('10.42.5.0/24 via 10.4.0.3 dev kilo0 table 1107 proto 107 '),
@@ -48,7 +51,10 @@ test('IPv4 routes of Kilo: via, host route, table 1107, onlink, default, metric,
     parse('default dev kilo0 table 1107 proto 107 scope 253 linkdown '),
     route({ dst: '0.0.0.0/0', table: 1107 }),
   );
-  assert.deepEqual(parse('0.0.0.0/1 via 10.4.0.2 dev kilo0 proto 107 '), route({ dst: '0.0.0.0/1', gateway: '10.4.0.2' }));
+  assert.deepEqual(
+    parse('0.0.0.0/1 via 10.4.0.2 dev kilo0 proto 107 '),
+    route({ dst: '0.0.0.0/1', gateway: '10.4.0.2' }),
+  );
   assert.deepEqual(
     parse('10.42.8.0/24 via 10.4.0.3 dev kilo0 proto 107 metric 5 '),
     route({ dst: '10.42.8.0/24', gateway: '10.4.0.3', metric: 5 }),
@@ -57,10 +63,7 @@ test('IPv4 routes of Kilo: via, host route, table 1107, onlink, default, metric,
     parse('10.42.11.0/24 via 10.4.0.2 dev kilo0 proto 107 src 10.4.0.1 mtu 1400 '),
     route({ dst: '10.42.11.0/24', gateway: '10.4.0.2', src: '10.4.0.1' }),
   );
-  assert.deepEqual(
-    parse('10.42.21.0/24 dev kilo0 proto 107 scope 253 linkdown '),
-    route({ dst: '10.42.21.0/24' }),
-  );
+  assert.deepEqual(parse('10.42.21.0/24 dev kilo0 proto 107 scope 253 linkdown '), route({ dst: '10.42.21.0/24' }));
   // RFC 5549: an IPv4 route through an IPv6 next hop.
   assert.deepEqual(
     parse('10.42.20.0/24 via inet6 fe80::1 dev kilo0 proto 107 '),
@@ -73,7 +76,10 @@ test('deleted routes carry the same key as the added ones', () => {
     parse('Deleted 10.42.3.0/24 via 10.4.0.2 dev kilo0 proto 107 '),
     route({ deleted: true, dst: '10.42.3.0/24', gateway: '10.4.0.2' }),
   );
-  assert.deepEqual(parse('Deleted 10.42.4.7 dev kilo0 proto 107 scope 253 '), route({ deleted: true, dst: '10.42.4.7/32' }));
+  assert.deepEqual(
+    parse('Deleted 10.42.4.7 dev kilo0 proto 107 scope 253 '),
+    route({ deleted: true, dst: '10.42.4.7/32' }),
+  );
   assert.deepEqual(
     parse('Deleted 10.42.5.0/24 via 10.4.0.3 dev kilo0 table 1107 proto 107 '),
     route({ deleted: true, dst: '10.42.5.0/24', gateway: '10.4.0.3', table: 1107 }),
@@ -123,11 +129,16 @@ test('route types under -N are numbers before the destination; multipath has no 
     route({ family: 6, dst: '::/0', dev: 'lo', table: 1108, metric: 1024, type: 'unreachable' }),
   );
   assert.deepEqual(
-    parse('10.42.10.0/24 proto 107 \\\tnexthop via 10.4.0.2 dev kilo0 weight 1 \\\tnexthop via 10.9.0.2 dev dum weight 1 '),
+    parse(
+      '10.42.10.0/24 proto 107 \\\tnexthop via 10.4.0.2 dev kilo0 weight 1 \\\tnexthop via 10.9.0.2 dev dum weight 1 ',
+    ),
     route({ dst: '10.42.10.0/24', dev: null }),
   );
   // Without -N (plain `ip -o monitor`): names instead of numbers.
-  assert.deepEqual(parse('blackhole 10.42.9.0/24 proto 107 '), route({ dst: '10.42.9.0/24', dev: null, type: 'blackhole' }));
+  assert.deepEqual(
+    parse('blackhole 10.42.9.0/24 proto 107 '),
+    route({ dst: '10.42.9.0/24', dev: null, type: 'blackhole' }),
+  );
 });
 
 test('routes of other protocols are not reported, however alike', () => {
@@ -159,12 +170,20 @@ test('rules at Kilo priority, with the family their selectors tell', () => {
   assert.deepEqual(parse('1107:\tfrom fd00:42::/48 lookup 1107'), { kind: 'rule', deleted: false, family: 6 });
   assert.deepEqual(parse('Deleted 1107:\tfrom fd00:42::/48 lookup 1107'), { kind: 'rule', deleted: true, family: 6 });
   assert.deepEqual(parse('1107:\tfrom all to fd00:1::/64 lookup 1107'), { kind: 'rule', deleted: false, family: 6 });
-  assert.deepEqual(parse('1107:\tnot from 10.0.0.0/8 iif kilo0 lookup 254'), { kind: 'rule', deleted: false, family: 4 });
+  assert.deepEqual(parse('1107:\tnot from 10.0.0.0/8 iif kilo0 lookup 254'), {
+    kind: 'rule',
+    deleted: false,
+    family: 4,
+  });
   // "from all" looks the same in both families.
   assert.deepEqual(parse('1107:\tfrom all lookup 1107'), { kind: 'rule', deleted: false, family: null });
   assert.deepEqual(parse('Deleted 1107:\tfrom all lookup 1107'), { kind: 'rule', deleted: true, family: null });
   assert.deepEqual(parse('1107:\tfrom all fwmark 0x453 lookup 1107'), { kind: 'rule', deleted: false, family: null });
-  assert.deepEqual(parse('1107:\tnot from all fwmark 0x1/0xff lookup 254'), { kind: 'rule', deleted: false, family: null });
+  assert.deepEqual(parse('1107:\tnot from all fwmark 0x1/0xff lookup 254'), {
+    kind: 'rule',
+    deleted: false,
+    family: null,
+  });
   assert.equal(parse('1200:\tfrom all lookup 1107'), null);
   assert.equal(parse('32766:\tfrom all lookup 254'), null);
 });
@@ -175,21 +194,31 @@ test('links named in the filter: up, down, MTU, deleted; a veth peer suffix is n
     parse(`3: kilo0@kpeer: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP group 0${mac}`),
     { kind: 'link', name: 'kilo0', deleted: false, up: true, mtu: 1500 },
   );
+  assert.deepEqual(parse(`3: kilo0@kpeer: <BROADCAST,MULTICAST> mtu 1500 qdisc noqueue state DOWN group 0${mac}`), {
+    kind: 'link',
+    name: 'kilo0',
+    deleted: false,
+    up: false,
+    mtu: 1500,
+  });
   assert.deepEqual(
-    parse(`3: kilo0@kpeer: <BROADCAST,MULTICAST> mtu 1500 qdisc noqueue state DOWN group 0${mac}`),
-    { kind: 'link', name: 'kilo0', deleted: false, up: false, mtu: 1500 },
-  );
-  assert.deepEqual(
-    parse(`3: kilo0@kpeer: <NO-CARRIER,BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1420 qdisc noqueue state LOWERLAYERDOWN group 0${mac}`),
+    parse(
+      `3: kilo0@kpeer: <NO-CARRIER,BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1420 qdisc noqueue state LOWERLAYERDOWN group 0${mac}`,
+    ),
     { kind: 'link', name: 'kilo0', deleted: false, up: true, mtu: 1420 },
   );
-  assert.deepEqual(
-    parse(`Deleted 3: kilo0@NONE: <BROADCAST,MULTICAST> mtu 1420 qdisc noop state DOWN group 0${mac}`),
-    { kind: 'link', name: 'kilo0', deleted: true, up: false, mtu: 1420 },
-  );
+  assert.deepEqual(parse(`Deleted 3: kilo0@NONE: <BROADCAST,MULTICAST> mtu 1420 qdisc noop state DOWN group 0${mac}`), {
+    kind: 'link',
+    name: 'kilo0',
+    deleted: true,
+    up: false,
+    mtu: 1420,
+  });
   // wireguard-go's TUN device has no peer suffix.
   assert.deepEqual(
-    parse('2: kilo0: <POINTOPOINT,MULTICAST,NOARP,UP,LOWER_UP> mtu 1380 qdisc pfifo_fast state UNKNOWN group 0 \\    link/[65534] '),
+    parse(
+      '2: kilo0: <POINTOPOINT,MULTICAST,NOARP,UP,LOWER_UP> mtu 1380 qdisc pfifo_fast state UNKNOWN group 0 \\    link/[65534] ',
+    ),
     { kind: 'link', name: 'kilo0', deleted: false, up: true, mtu: 1380 },
   );
   assert.deepEqual(
@@ -197,12 +226,21 @@ test('links named in the filter: up, down, MTU, deleted; a veth peer suffix is n
     { kind: 'link', name: 'kilo0', deleted: true, up: false, mtu: 1380 },
   );
   // "M-DOWN" (the veth peer is down) is not "UP".
-  assert.deepEqual(
-    parse(`3: kilo0@kpeer: <BROADCAST,MULTICAST,M-DOWN> mtu 1500 qdisc noop state DOWN group 0${mac}`),
-    { kind: 'link', name: 'kilo0', deleted: false, up: false, mtu: 1500 },
+  assert.deepEqual(parse(`3: kilo0@kpeer: <BROADCAST,MULTICAST,M-DOWN> mtu 1500 qdisc noop state DOWN group 0${mac}`), {
+    kind: 'link',
+    name: 'kilo0',
+    deleted: false,
+    up: false,
+    mtu: 1500,
+  });
+  assert.equal(
+    parse(`2: kpeer@kilo0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP group 0${mac}`),
+    null,
   );
-  assert.equal(parse(`2: kpeer@kilo0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP group 0${mac}`), null);
-  assert.equal(parse(`4: kilo00: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP group 0${mac}`), null);
+  assert.equal(
+    parse(`4: kilo00: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP group 0${mac}`),
+    null,
+  );
 });
 
 test('addresses of the named interfaces; kernel-made IPv6 link-local ones are left out', () => {

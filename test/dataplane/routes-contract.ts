@@ -216,37 +216,46 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       assert.equal(c.applies(), 2, 'an unchanged plan sends nothing to the machine');
     });
 
-    withMachine('trusting the last write: a change of routes alone reads nothing and leaves the machine as a read would', async (_h, c) => {
-      await c.tables.reconcile(planA.routes, planA.rules, devices);
-      const reads = c.reads();
-      const routesOnly = await c.tables.reconcile(planB.routes, planA.rules, devices, { trustLastWrite: true });
-      assert.equal(c.reads(), reads, 'no read: the last write is trusted');
-      assert.deepEqual([...routesOnly.details].sort(), [
-        'add route 10.42.5.0/24 via 192.168.1.5 dev priv0 onlink',
-        'del route 10.42.4.0/24 via 192.168.1.4 dev priv0',
-        'replace route 10.42.3.0/24 via 192.168.1.5 dev priv0 onlink',
-      ]);
-      assert.deepEqual((await shown(c.tables)).routes, routesB);
-      // Memory and kernel agree: a full read finds nothing to do.
-      assert.deepEqual(await c.tables.reconcile(planB.routes, planA.rules, devices), { writes: 0, details: [] });
+    withMachine(
+      'trusting the last write: a change of routes alone reads nothing and leaves the machine as a read would',
+      async (_h, c) => {
+        await c.tables.reconcile(planA.routes, planA.rules, devices);
+        const reads = c.reads();
+        const routesOnly = await c.tables.reconcile(planB.routes, planA.rules, devices, { trustLastWrite: true });
+        assert.equal(c.reads(), reads, 'no read: the last write is trusted');
+        assert.deepEqual([...routesOnly.details].sort(), [
+          'add route 10.42.5.0/24 via 192.168.1.5 dev priv0 onlink',
+          'del route 10.42.4.0/24 via 192.168.1.4 dev priv0',
+          'replace route 10.42.3.0/24 via 192.168.1.5 dev priv0 onlink',
+        ]);
+        assert.deepEqual((await shown(c.tables)).routes, routesB);
+        // Memory and kernel agree: a full read finds nothing to do.
+        assert.deepEqual(await c.tables.reconcile(planB.routes, planA.rules, devices), { writes: 0, details: [] });
 
-      // Rules changing: which rule a delete hits depends on the kernel's order, so it reads.
-      const before = c.reads();
-      const b = await c.tables.reconcile(planB.routes, planB.rules, devices, { trustLastWrite: true });
-      assert.equal(c.reads() - before, 1);
-      assert.equal(b.writes, 2, b.details.join('\n'));
-      assert.deepEqual(await shown(c.tables), { routes: routesB, rules: rulesB });
-    });
+        // Rules changing: which rule a delete hits depends on the kernel's order, so it reads.
+        const before = c.reads();
+        const b = await c.tables.reconcile(planB.routes, planB.rules, devices, { trustLastWrite: true });
+        assert.equal(c.reads() - before, 1);
+        assert.equal(b.writes, 2, b.details.join('\n'));
+        assert.deepEqual(await shown(c.tables), { routes: routesB, rules: rulesB });
+      },
+    );
 
-    withMachine('trusting the last write misses a route someone deleted; the next full read puts it back', async (h, c) => {
-      await c.tables.reconcile(planA.routes, planA.rules, devices);
-      const gone = (await c.tables.read()).routes.find((x) => x.dst === '10.42.4.0/24')!;
-      await h.deleteRoute(gone);
-      assert.deepEqual(await c.tables.reconcile(planA.routes, planA.rules, devices, { trustLastWrite: true }), { writes: 0, details: [] });
-      const full = await c.tables.reconcile(planA.routes, planA.rules, devices);
-      assert.deepEqual(full.details, [`add ${describeRoute(gone)}`]);
-      assert.deepEqual(await shown(c.tables), { routes: routesA, rules: rulesA });
-    });
+    withMachine(
+      'trusting the last write misses a route someone deleted; the next full read puts it back',
+      async (h, c) => {
+        await c.tables.reconcile(planA.routes, planA.rules, devices);
+        const gone = (await c.tables.read()).routes.find((x) => x.dst === '10.42.4.0/24')!;
+        await h.deleteRoute(gone);
+        assert.deepEqual(await c.tables.reconcile(planA.routes, planA.rules, devices, { trustLastWrite: true }), {
+          writes: 0,
+          details: [],
+        });
+        const full = await c.tables.reconcile(planA.routes, planA.rules, devices);
+        assert.deepEqual(full.details, [`add ${describeRoute(gone)}`]);
+        assert.deepEqual(await shown(c.tables), { routes: routesA, rules: rulesA });
+      },
+    );
 
     withMachine('foreign routes and rules survive apply, re-apply and cleanup', async (h, c) => {
       for (const x of foreignRoutes) await h.addRoute(x);

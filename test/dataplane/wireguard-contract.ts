@@ -49,7 +49,11 @@ function view(state: WireGuardState) {
  * The behaviour every WireGuardDevice has, fake or real: configure applies exactly the
  * difference and says which peers it touched; an unchanged config touches nothing.
  */
-export function wireGuardContract(label: string, make: () => Promise<ContractSubject>, skip: string | false = false): void {
+export function wireGuardContract(
+  label: string,
+  make: () => Promise<ContractSubject>,
+  skip: string | false = false,
+): void {
   const privateKey = generatePrivateKey();
   const p1 = peer('node-1', { endpoint: '192.0.2.1:51820', allowedIPs: ['10.4.0.1/32', '10.42.1.0/24'] });
   const p2 = peer('node-2', {
@@ -84,31 +88,79 @@ export function wireGuardContract(label: string, make: () => Promise<ContractSub
       assert.equal(s.publicKey, publicKeyOf(privateKey));
       assert.equal(s.listenPort, 51820);
       assert.equal(s.fwmark, 0);
-      assert.deepEqual(view(s), [
-        { publicKey: p1.publicKey, endpoint: '192.0.2.1:51820', allowedIPs: ['10.4.0.1/32', '10.42.1.0/24'], persistentKeepalive: 0, hasPresharedKey: false },
-        { publicKey: p2.publicKey, endpoint: '[2001:db8::2]:51820', allowedIPs: ['10.4.0.2/32', '10.42.2.0/24', 'fd42:2::/64'], persistentKeepalive: 25, hasPresharedKey: true },
-        { publicKey: p3.publicKey, endpoint: '192.0.2.3:51821', allowedIPs: ['10.4.0.3/32'], persistentKeepalive: 0, hasPresharedKey: false },
-      ].sort((a, b) => (a.publicKey < b.publicKey ? -1 : 1)));
+      assert.deepEqual(
+        view(s),
+        [
+          {
+            publicKey: p1.publicKey,
+            endpoint: '192.0.2.1:51820',
+            allowedIPs: ['10.4.0.1/32', '10.42.1.0/24'],
+            persistentKeepalive: 0,
+            hasPresharedKey: false,
+          },
+          {
+            publicKey: p2.publicKey,
+            endpoint: '[2001:db8::2]:51820',
+            allowedIPs: ['10.4.0.2/32', '10.42.2.0/24', 'fd42:2::/64'],
+            persistentKeepalive: 25,
+            hasPresharedKey: true,
+          },
+          {
+            publicKey: p3.publicKey,
+            endpoint: '192.0.2.3:51821',
+            allowedIPs: ['10.4.0.3/32'],
+            persistentKeepalive: 0,
+            hasPresharedKey: false,
+          },
+        ].sort((a, b) => (a.publicKey < b.publicKey ? -1 : 1)),
+      );
     });
 
     await t.test('configure A again: no changes', async () => {
       assert.deepEqual(await d.configure(configA), noChanges);
       // Allowed IPs are a set: order and host bits are not changes.
-      const shuffled = { ...configA, peers: [{ ...p2, allowedIPs: ['fd42:2::1/64', '10.42.2.7/24', '10.4.0.2/32'] }, p3, p1] };
+      const shuffled = {
+        ...configA,
+        peers: [{ ...p2, allowedIPs: ['fd42:2::1/64', '10.42.2.7/24', '10.4.0.2/32'] }, p3, p1],
+      };
       assert.deepEqual(await d.configure(shuffled), noChanges);
     });
 
     await t.test('configure B: exactly the difference', async () => {
       const before = await d.read();
-      assert.deepEqual(await d.configure(configB), changes({ added: [p4.publicKey], removed: [p3.publicKey], updated: [p1.publicKey, p2.publicKey] }));
+      assert.deepEqual(
+        await d.configure(configB),
+        changes({ added: [p4.publicKey], removed: [p3.publicKey], updated: [p1.publicKey, p2.publicKey] }),
+      );
       const s = await d.read();
       assert.equal(s.fwmark, 0x1107);
       assert.equal(s.listenPort, before.listenPort);
-      assert.deepEqual(view(s), [
-        { publicKey: p1.publicKey, endpoint: '192.0.2.1:51820', allowedIPs: ['10.4.0.1/32', '10.42.1.0/24', '10.42.11.0/24'], persistentKeepalive: 0, hasPresharedKey: false },
-        { publicKey: p2.publicKey, endpoint: '[2001:db8::2]:51820', allowedIPs: ['10.4.0.2/32', '10.42.2.0/24', 'fd42:2::/64'], persistentKeepalive: 25, hasPresharedKey: true },
-        { publicKey: p4.publicKey, endpoint: null, allowedIPs: ['10.4.0.4/32'], persistentKeepalive: 0, hasPresharedKey: false },
-      ].sort((a, b) => (a.publicKey < b.publicKey ? -1 : 1)));
+      assert.deepEqual(
+        view(s),
+        [
+          {
+            publicKey: p1.publicKey,
+            endpoint: '192.0.2.1:51820',
+            allowedIPs: ['10.4.0.1/32', '10.42.1.0/24', '10.42.11.0/24'],
+            persistentKeepalive: 0,
+            hasPresharedKey: false,
+          },
+          {
+            publicKey: p2.publicKey,
+            endpoint: '[2001:db8::2]:51820',
+            allowedIPs: ['10.4.0.2/32', '10.42.2.0/24', 'fd42:2::/64'],
+            persistentKeepalive: 25,
+            hasPresharedKey: true,
+          },
+          {
+            publicKey: p4.publicKey,
+            endpoint: null,
+            allowedIPs: ['10.4.0.4/32'],
+            persistentKeepalive: 0,
+            hasPresharedKey: false,
+          },
+        ].sort((a, b) => (a.publicKey < b.publicKey ? -1 : 1)),
+      );
     });
 
     await t.test('configure B again: no changes', async () => {
@@ -118,10 +170,16 @@ export function wireGuardContract(label: string, make: () => Promise<ContractSub
     await t.test('trusting the last write: the same changes as a read, and a read afterwards agrees', async () => {
       const trust = { trustLastWrite: true };
       const all = [p1.publicKey, p2.publicKey];
-      assert.deepEqual(await d.configure(configA, trust), changes({ added: [p3.publicKey], removed: [p4.publicKey], updated: all }));
+      assert.deepEqual(
+        await d.configure(configA, trust),
+        changes({ added: [p3.publicKey], removed: [p4.publicKey], updated: all }),
+      );
       assert.deepEqual(await d.configure(configA), noChanges);
       assert.deepEqual(await d.configure(configA, trust), noChanges);
-      assert.deepEqual(await d.configure(configB, trust), changes({ added: [p4.publicKey], removed: [p3.publicKey], updated: all }));
+      assert.deepEqual(
+        await d.configure(configB, trust),
+        changes({ added: [p4.publicKey], removed: [p3.publicKey], updated: all }),
+      );
       assert.deepEqual(await d.configure(configB), noChanges);
       assert.equal((await d.read()).fwmark, 0x1107);
     });
@@ -129,7 +187,11 @@ export function wireGuardContract(label: string, make: () => Promise<ContractSub
     await t.test('endpoint, keepalive and preshared-key removal are updates', async () => {
       const c: WireGuardConfig = {
         ...configB,
-        peers: [{ ...configB.peers[0]!, endpoint: '198.51.100.1:51820', persistentKeepalive: 10 }, { ...configB.peers[1]!, presharedKey: null }, p4],
+        peers: [
+          { ...configB.peers[0]!, endpoint: '198.51.100.1:51820', persistentKeepalive: 10 },
+          { ...configB.peers[1]!, presharedKey: null },
+          p4,
+        ],
       };
       assert.deepEqual(await d.configure(c), changes({ updated: [p1.publicKey, p2.publicKey] }));
       const byKey = new Map((await d.read()).peers.map((p) => [p.publicKey, p]));

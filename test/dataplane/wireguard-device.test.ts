@@ -4,7 +4,11 @@ import { tmpdir } from 'node:os';
 import { test } from 'node:test';
 import type { Exec } from '../../src/dataplane/exec.js';
 import type { WireGuardConfig } from '../../src/dataplane/types.js';
-import { createWireGuardDevice, type LinuxWireGuardDevice, type WireGuardDeviceOptions } from '../../src/dataplane/wireguard/device.js';
+import {
+  createWireGuardDevice,
+  type LinuxWireGuardDevice,
+  type WireGuardDeviceOptions,
+} from '../../src/dataplane/wireguard/device.js';
 import type { PlanPeer } from '../../src/mesh/types.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
 import { createNamespace, skipNoNetns, type TestNamespace } from '../helpers/netns.js';
@@ -69,21 +73,24 @@ function setup(
 }
 
 test('wireguard device on Linux', { skip: skipNoNetns }, async (t) => {
-  await t.test('without kernel WireGuard, auto starts wireguard-go; destroy stops that PID and the link goes', async (t) => {
-    const { ns, device } = setup(t);
-    await device.ensure();
-    const kernel = device.implementation === 'kernel';
-    if (!kernel) {
-      assert.equal(device.implementation, 'userspace');
-      assert.ok(device.pid !== null && alive(device.pid));
-    }
-    assert.match(ns.sh('ip link show kilo0'), /kilo0/);
-    await device.ensure(); // idempotent: no second wireguard-go
-    const pid = device.pid;
-    await device.destroy();
-    if (pid !== null) assert.equal(alive(pid), false, 'wireguard-go we started is stopped');
-    assert.throws(() => ns.sh('ip link show kilo0 2>/dev/null'));
-  });
+  await t.test(
+    'without kernel WireGuard, auto starts wireguard-go; destroy stops that PID and the link goes',
+    async (t) => {
+      const { ns, device } = setup(t);
+      await device.ensure();
+      const kernel = device.implementation === 'kernel';
+      if (!kernel) {
+        assert.equal(device.implementation, 'userspace');
+        assert.ok(device.pid !== null && alive(device.pid));
+      }
+      assert.match(ns.sh('ip link show kilo0'), /kilo0/);
+      await device.ensure(); // idempotent: no second wireguard-go
+      const pid = device.pid;
+      await device.destroy();
+      if (pid !== null) assert.equal(alive(pid), false, 'wireguard-go we started is stopped');
+      assert.throws(() => ns.sh('ip link show kilo0 2>/dev/null'));
+    },
+  );
 
   await t.test('a crashed wireguard-go is restarted and gets its config back', async (t) => {
     let restarted!: () => void;
@@ -95,11 +102,17 @@ test('wireguard device on Linux', { skip: skipNoNetns }, async (t) => {
     const first = supervised.pid!;
     process.kill(first, 'SIGKILL');
     // A guard against hanging forever, not a timing assertion.
-    await Promise.race([restart, new Promise((_, reject) => setTimeout(() => reject(new Error('wireguard-go was not restarted')), 30_000).unref())]);
+    await Promise.race([
+      restart,
+      new Promise((_, reject) => setTimeout(() => reject(new Error('wireguard-go was not restarted')), 30_000).unref()),
+    ]);
     assert.ok(supervised.pid !== null && supervised.pid !== first && alive(supervised.pid));
     const s = await supervised.read();
     assert.equal(s.publicKey, publicKeyOf(config.privateKey));
-    assert.deepEqual(s.peers.map((p) => p.publicKey), config.peers.map((p) => p.publicKey).sort());
+    assert.deepEqual(
+      s.peers.map((p) => p.publicKey),
+      config.peers.map((p) => p.publicKey).sort(),
+    );
     assert.deepEqual(await supervised.configure(config), { added: [], removed: [], updated: [] });
   });
 
@@ -132,42 +145,62 @@ test('wireguard device on Linux', { skip: skipNoNetns }, async (t) => {
       (e: Error) => e,
     );
     assert.match(err.message, /wg set kilo0/);
-    const texts = [JSON.stringify(exec.calls), log.join('\n'), JSON.stringify(device.lastOps), err.message, String(err.stack)];
+    const texts = [
+      JSON.stringify(exec.calls),
+      log.join('\n'),
+      JSON.stringify(device.lastOps),
+      err.message,
+      String(err.stack),
+    ];
     assert.ok(device.lastOps.writes > 0);
     for (const text of texts) {
       assert.ok(!text.includes(privateKey), 'private key leaked');
       assert.ok(!text.includes(psk), 'preshared key leaked');
     }
-    assert.deepEqual(readdirSync(tmpdir()).filter((f) => f.startsWith('kilo-wg-')), before);
+    assert.deepEqual(
+      readdirSync(tmpdir()).filter((f) => f.startsWith('kilo-wg-')),
+      before,
+    );
   });
 
-  await t.test('a DNS endpoint is resolved before comparing: unchanged means no write; unresolvable keeps the current one', async (t) => {
-    const log: string[] = [];
-    let address = '192.0.2.9';
-    const { device } = setup(t, {
-      log: (l) => log.push(l),
-      resolve: async (host) => {
-        if (host !== 'node-b.example') throw new Error(`no such host ${host}`);
-        return address;
-      },
-    });
-    await device.ensure();
-    const [p] = peers(1, { endpoint: 'node-b.example:51820' }) as [PlanPeer];
-    const config: WireGuardConfig = { privateKey: generatePrivateKey(), listenPort: 51820, peers: [p] };
-    await device.configure(config);
-    assert.equal((await device.read()).peers[0]!.endpoint, '192.0.2.9:51820');
-    assert.deepEqual(await device.configure(config), { added: [], removed: [], updated: [] });
-    address = '192.0.2.10';
-    assert.deepEqual(await device.configure(config), { added: [], removed: [], updated: [p.publicKey] });
-    assert.deepEqual(await device.configure({ ...config, peers: [{ ...p, endpoint: 'gone.example:51820' }] }), { added: [], removed: [], updated: [] });
-    assert.equal((await device.read()).peers[0]!.endpoint, '192.0.2.10:51820');
-    assert.ok(log.some((l) => /cannot resolve endpoint gone\.example:51820/.test(l)));
-  });
+  await t.test(
+    'a DNS endpoint is resolved before comparing: unchanged means no write; unresolvable keeps the current one',
+    async (t) => {
+      const log: string[] = [];
+      let address = '192.0.2.9';
+      const { device } = setup(t, {
+        log: (l) => log.push(l),
+        resolve: async (host) => {
+          if (host !== 'node-b.example') throw new Error(`no such host ${host}`);
+          return address;
+        },
+      });
+      await device.ensure();
+      const [p] = peers(1, { endpoint: 'node-b.example:51820' }) as [PlanPeer];
+      const config: WireGuardConfig = { privateKey: generatePrivateKey(), listenPort: 51820, peers: [p] };
+      await device.configure(config);
+      assert.equal((await device.read()).peers[0]!.endpoint, '192.0.2.9:51820');
+      assert.deepEqual(await device.configure(config), { added: [], removed: [], updated: [] });
+      address = '192.0.2.10';
+      assert.deepEqual(await device.configure(config), { added: [], removed: [], updated: [p.publicKey] });
+      assert.deepEqual(await device.configure({ ...config, peers: [{ ...p, endpoint: 'gone.example:51820' }] }), {
+        added: [],
+        removed: [],
+        updated: [],
+      });
+      assert.equal((await device.read()).peers[0]!.endpoint, '192.0.2.10:51820');
+      assert.ok(log.some((l) => /cannot resolve endpoint gone\.example:51820/.test(l)));
+    },
+  );
 
   await t.test('1,000 peers in one wg set; an unchanged reconcile writes nothing', async (t) => {
     const { device, exec } = setup(t, { socket: false });
     await device.ensure();
-    const config: WireGuardConfig = { privateKey: generatePrivateKey(), listenPort: 51820, peers: peers(1000, { persistentKeepalive: 25 }) };
+    const config: WireGuardConfig = {
+      privateKey: generatePrivateKey(),
+      listenPort: 51820,
+      peers: peers(1000, { persistentKeepalive: 25 }),
+    };
     const wgSets = () => exec.calls.filter((c) => c[0] === 'wg' && c[1] === 'set').length;
     let t0 = performance.now();
     const changes = await device.configure(config);
@@ -186,6 +219,8 @@ test('wireguard device on Linux', { skip: skipNoNetns }, async (t) => {
     const small = performance.now() - t0;
     assert.equal(delta.added.length + delta.removed.length, 20);
     assert.equal(wgSets(), 2);
-    t.diagnostic(`1000 peers: configure ${full.toFixed(0)} ms, unchanged ${unchanged.toFixed(0)} ms, 10 out/10 in ${small.toFixed(0)} ms`);
+    t.diagnostic(
+      `1000 peers: configure ${full.toFixed(0)} ms, unchanged ${unchanged.toFixed(0)} ms, 10 out/10 in ${small.toFixed(0)} ms`,
+    );
   });
 });

@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { WireGuardConfig, WireGuardPeerState, WireGuardState } from '../../src/dataplane/types.js';
-import { describeDiff, diffWireGuard, isEmptyDiff, peerChangesOf, WireGuardConfigError } from '../../src/dataplane/wireguard/diff.js';
+import {
+  describeDiff,
+  diffWireGuard,
+  isEmptyDiff,
+  peerChangesOf,
+  WireGuardConfigError,
+} from '../../src/dataplane/wireguard/diff.js';
 import { wgSetCommands } from '../../src/dataplane/wireguard/wg-set.js';
 import type { PlanPeer } from '../../src/mesh/types.js';
 import { presharedKeyDigest } from '../../src/wireguard/dump.js';
@@ -9,14 +15,38 @@ import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
 
 const privateKey = generatePrivateKey();
 const psk = generatePrivateKey();
-const [k1, k2, k3, k4] = Array.from({ length: 4 }, () => publicKeyOf(generatePrivateKey())).sort() as [string, string, string, string];
+const [k1, k2, k3, k4] = Array.from({ length: 4 }, () => publicKeyOf(generatePrivateKey())).sort() as [
+  string,
+  string,
+  string,
+  string,
+];
 
 function have(key: string, over: Partial<WireGuardPeerState> = {}): WireGuardPeerState {
-  return { publicKey: key, endpoint: null, allowedIPs: [], persistentKeepalive: 0, hasPresharedKey: false, latestHandshake: 0, rxBytes: 0, txBytes: 0, ...over };
+  return {
+    publicKey: key,
+    endpoint: null,
+    allowedIPs: [],
+    persistentKeepalive: 0,
+    hasPresharedKey: false,
+    latestHandshake: 0,
+    rxBytes: 0,
+    txBytes: 0,
+    ...over,
+  };
 }
 
 function want(key: string, over: Partial<PlanPeer> = {}): PlanPeer {
-  return { kind: 'segment', names: [key.slice(0, 4)], publicKey: key, endpoint: null, allowedIPs: [], persistentKeepalive: 0, presharedKey: null, ...over };
+  return {
+    kind: 'segment',
+    names: [key.slice(0, 4)],
+    publicKey: key,
+    endpoint: null,
+    allowedIPs: [],
+    persistentKeepalive: 0,
+    presharedKey: null,
+    ...over,
+  };
 }
 
 function state(peers: WireGuardPeerState[], over: Partial<WireGuardState> = {}): WireGuardState {
@@ -29,22 +59,41 @@ function config(peers: PlanPeer[], over: Partial<WireGuardConfig> = {}): WireGua
 
 test('an unchanged device needs nothing, whatever the order, host bits or IPv6 spelling', () => {
   const current = state([
-    have(k1, { endpoint: '[2001:db8::2]:51820', allowedIPs: ['10.42.1.0/24', '10.4.0.1/32', 'fd42::/64'], persistentKeepalive: 25, hasPresharedKey: true }),
+    have(k1, {
+      endpoint: '[2001:db8::2]:51820',
+      allowedIPs: ['10.42.1.0/24', '10.4.0.1/32', 'fd42::/64'],
+      persistentKeepalive: 25,
+      hasPresharedKey: true,
+    }),
     have(k2, { endpoint: '192.0.2.2:51820', allowedIPs: ['10.4.0.2/32'] }),
   ]);
   const desired = config([
     want(k2, { endpoint: '192.0.2.2:51820', allowedIPs: ['10.4.0.2/32'] }),
-    want(k1, { endpoint: '[2001:0db8:0::0002]:51820', allowedIPs: ['fd42::1/64', '10.4.0.1/32', '10.42.1.7/24', '10.4.0.1/32'], persistentKeepalive: 25, presharedKey: psk }),
+    want(k1, {
+      endpoint: '[2001:0db8:0::0002]:51820',
+      allowedIPs: ['fd42::1/64', '10.4.0.1/32', '10.42.1.7/24', '10.4.0.1/32'],
+      persistentKeepalive: 25,
+      presharedKey: psk,
+    }),
   ]);
   const diff = diffWireGuard(current, desired, new Map([[k1, presharedKeyDigest(psk)]]));
   assert.ok(isEmptyDiff(diff), JSON.stringify(describeDiff('kilo0', diff)));
 });
 
 test('adds, removes and updates, removes first and adds last, each with only what changed', () => {
-  const current = state([have(k1, { endpoint: '192.0.2.1:1', allowedIPs: ['10.4.0.1/32'] }), have(k2, { allowedIPs: ['10.4.0.2/32'] }), have(k4, { allowedIPs: ['10.4.0.4/32'] })]);
+  const current = state([
+    have(k1, { endpoint: '192.0.2.1:1', allowedIPs: ['10.4.0.1/32'] }),
+    have(k2, { allowedIPs: ['10.4.0.2/32'] }),
+    have(k4, { allowedIPs: ['10.4.0.4/32'] }),
+  ]);
   const desired = config([
     want(k4, { allowedIPs: ['10.4.0.4/32'] }),
-    want(k3, { endpoint: '192.0.2.3:51820', allowedIPs: ['10.4.0.3/32', '10.42.3.0/24'], persistentKeepalive: 5, presharedKey: psk }),
+    want(k3, {
+      endpoint: '192.0.2.3:51820',
+      allowedIPs: ['10.4.0.3/32', '10.42.3.0/24'],
+      persistentKeepalive: 5,
+      presharedKey: psk,
+    }),
     want(k1, { endpoint: '192.0.2.1:2', allowedIPs: ['10.4.0.1/32'] }),
   ]);
   const diff = diffWireGuard(current, desired);
@@ -52,7 +101,16 @@ test('adds, removes and updates, removes first and adds last, each with only wha
   assert.deepEqual(diff.peers, [
     { kind: 'remove', publicKey: k2 },
     { kind: 'update', publicKey: k1, set: { endpoint: '192.0.2.1:2' } },
-    { kind: 'add', publicKey: k3, set: { endpoint: '192.0.2.3:51820', allowedIPs: ['10.4.0.3/32', '10.42.3.0/24'], persistentKeepalive: 5, presharedKey: psk } },
+    {
+      kind: 'add',
+      publicKey: k3,
+      set: {
+        endpoint: '192.0.2.3:51820',
+        allowedIPs: ['10.4.0.3/32', '10.42.3.0/24'],
+        persistentKeepalive: 5,
+        presharedKey: psk,
+      },
+    },
   ]);
   assert.deepEqual(peerChangesOf(diff), { added: [k3], removed: [k2], updated: [k1] });
 });
@@ -60,14 +118,22 @@ test('adds, removes and updates, removes first and adds last, each with only wha
 test('allowed IPs, keepalive and preshared-key presence are compared', () => {
   const current = state([have(k1, { allowedIPs: ['10.4.0.1/32'], persistentKeepalive: 25, hasPresharedKey: true })]);
   const diff = diffWireGuard(current, config([want(k1, { allowedIPs: ['10.4.0.1/32', '10.42.1.0/24'] })]));
-  assert.deepEqual(diff.peers, [{ kind: 'update', publicKey: k1, set: { allowedIPs: ['10.4.0.1/32', '10.42.1.0/24'], persistentKeepalive: 0, presharedKey: null } }]);
+  assert.deepEqual(diff.peers, [
+    {
+      kind: 'update',
+      publicKey: k1,
+      set: { allowedIPs: ['10.4.0.1/32', '10.42.1.0/24'], persistentKeepalive: 0, presharedKey: null },
+    },
+  ]);
 });
 
 test('a changed preshared key is seen through digests; without them only presence counts', () => {
   const current = state([have(k1, { hasPresharedKey: true })]);
   const desired = config([want(k1, { presharedKey: psk })]);
   const old = new Map([[k1, presharedKeyDigest(generatePrivateKey())]]);
-  assert.deepEqual(diffWireGuard(current, desired, old).peers, [{ kind: 'update', publicKey: k1, set: { presharedKey: psk } }]);
+  assert.deepEqual(diffWireGuard(current, desired, old).peers, [
+    { kind: 'update', publicKey: k1, set: { presharedKey: psk } },
+  ]);
   assert.ok(isEmptyDiff(diffWireGuard(current, desired)));
   assert.ok(isEmptyDiff(diffWireGuard(current, desired, new Map([[k1, presharedKeyDigest(psk)]]))));
 });
@@ -99,7 +165,13 @@ test('two desired peers with one key are a config error naming both', () => {
 
 test('describeDiff names every change and no secret', () => {
   const other = generatePrivateKey();
-  const diff = diffWireGuard(state([have(k2, { hasPresharedKey: true })]), config([want(k1, { presharedKey: psk, allowedIPs: ['10.4.0.1/32'] }), want(k2)], { privateKey: other, fwmark: 0x1107 }));
+  const diff = diffWireGuard(
+    state([have(k2, { hasPresharedKey: true })]),
+    config([want(k1, { presharedKey: psk, allowedIPs: ['10.4.0.1/32'] }), want(k2)], {
+      privateKey: other,
+      fwmark: 0x1107,
+    }),
+  );
   const lines = describeDiff('kilo0', diff);
   assert.deepEqual(lines, [
     `wireguard kilo0: fwmark 0x1107 private-key changed (public key ${publicKeyOf(other)})`,
@@ -112,7 +184,16 @@ test('describeDiff names every change and no secret', () => {
 test('wg set: one invocation, interface first, secrets only as file paths', () => {
   const other = generatePrivateKey();
   const current = state([have(k1, { hasPresharedKey: true, persistentKeepalive: 5 }), have(k2)], { listenPort: 1 });
-  const diff = diffWireGuard(current, config([want(k1), want(k3, { endpoint: '[2001:db8::3]:51820', allowedIPs: ['10.4.0.3/32', 'fd42::/64'], presharedKey: psk })], { privateKey: other, fwmark: 0x10 }));
+  const diff = diffWireGuard(
+    current,
+    config(
+      [
+        want(k1),
+        want(k3, { endpoint: '[2001:db8::3]:51820', allowedIPs: ['10.4.0.3/32', 'fd42::/64'], presharedKey: psk }),
+      ],
+      { privateKey: other, fwmark: 0x10 },
+    ),
+  );
   const files = new Map<string, string>();
   const cmds = wgSetCommands('kilo0', diff, (secret) => {
     const path = `/private/k${files.size}`;
@@ -120,10 +201,34 @@ test('wg set: one invocation, interface first, secrets only as file paths', () =
     return path;
   });
   assert.deepEqual(cmds, [
-    ['wg', 'set', 'kilo0', 'listen-port', '51820', 'fwmark', '0x10', 'private-key', '/private/k0',
-      'peer', k2, 'remove',
-      'peer', k1, 'persistent-keepalive', 'off', 'preshared-key', '/dev/null',
-      'peer', k3, 'endpoint', '[2001:db8::3]:51820', 'allowed-ips', '10.4.0.3/32,fd42::/64', 'preshared-key', '/private/k1'],
+    [
+      'wg',
+      'set',
+      'kilo0',
+      'listen-port',
+      '51820',
+      'fwmark',
+      '0x10',
+      'private-key',
+      '/private/k0',
+      'peer',
+      k2,
+      'remove',
+      'peer',
+      k1,
+      'persistent-keepalive',
+      'off',
+      'preshared-key',
+      '/dev/null',
+      'peer',
+      k3,
+      'endpoint',
+      '[2001:db8::3]:51820',
+      'allowed-ips',
+      '10.4.0.3/32,fd42::/64',
+      'preshared-key',
+      '/private/k1',
+    ],
   ]);
   assert.deepEqual([...files.values()], [other, psk]);
   assert.ok(!cmds.flat().some((a) => a.includes(other) || a.includes(psk)));
@@ -136,6 +241,9 @@ test('wg set: an argv over budget splits into ordered invocations, each a comple
   assert.ok(cmds.length > 1);
   for (const c of cmds) assert.deepEqual(c.slice(0, 3), ['wg', 'set', 'kilo0']);
   const peers = cmds.flatMap((c) => c.filter((_, i) => c[i - 1] === 'peer'));
-  assert.deepEqual(peers, diff.peers.map((p) => p.publicKey));
+  assert.deepEqual(
+    peers,
+    diff.peers.map((p) => p.publicKey),
+  );
   assert.deepEqual(wgSetCommands('kilo0', diff, () => '/unused').length, 1);
 });

@@ -11,8 +11,22 @@ test('fake: an untouched peer keeps its session; the record of writes never hold
   await d.ensure();
   const privateKey = generatePrivateKey();
   const psk = generatePrivateKey();
-  const talking = { kind: 'segment' as const, names: ['a'], publicKey: publicKeyOf(generatePrivateKey()), endpoint: '192.0.2.1:51820', allowedIPs: ['10.4.0.1/32'], persistentKeepalive: 0, presharedKey: psk };
-  const other = { ...talking, names: ['b'], publicKey: publicKeyOf(generatePrivateKey()), allowedIPs: ['10.4.0.2/32'], presharedKey: null };
+  const talking = {
+    kind: 'segment' as const,
+    names: ['a'],
+    publicKey: publicKeyOf(generatePrivateKey()),
+    endpoint: '192.0.2.1:51820',
+    allowedIPs: ['10.4.0.1/32'],
+    persistentKeepalive: 0,
+    presharedKey: psk,
+  };
+  const other = {
+    ...talking,
+    names: ['b'],
+    publicKey: publicKeyOf(generatePrivateKey()),
+    allowedIPs: ['10.4.0.2/32'],
+    presharedKey: null,
+  };
   await d.configure({ privateKey, listenPort: 51820, peers: [talking] });
   d.handshake(talking.publicKey, 1_700_000_000);
   await d.configure({ privateKey, listenPort: 51820, peers: [talking, other] });
@@ -28,11 +42,23 @@ test('fake: an allowed IP claimed by a new peer leaves the old one, as in WireGu
   const d = new FakeWireGuardDevice();
   await d.ensure();
   const privateKey = generatePrivateKey();
-  const a = { kind: 'segment' as const, names: ['a'], publicKey: publicKeyOf(generatePrivateKey()), endpoint: null, allowedIPs: ['10.4.0.1/32', '10.42.0.0/24'], persistentKeepalive: 0, presharedKey: null };
+  const a = {
+    kind: 'segment' as const,
+    names: ['a'],
+    publicKey: publicKeyOf(generatePrivateKey()),
+    endpoint: null,
+    allowedIPs: ['10.4.0.1/32', '10.42.0.0/24'],
+    persistentKeepalive: 0,
+    presharedKey: null,
+  };
   const b = { ...a, names: ['b'], publicKey: publicKeyOf(generatePrivateKey()), allowedIPs: ['10.42.0.0/24'] };
   await d.configure({ privateKey, listenPort: 51820, peers: [a] });
   // Desired state moves 10.42.0.0/24 from a to b.
-  const changes = await d.configure({ privateKey, listenPort: 51820, peers: [{ ...a, allowedIPs: ['10.4.0.1/32'] }, b] });
+  const changes = await d.configure({
+    privateKey,
+    listenPort: 51820,
+    peers: [{ ...a, allowedIPs: ['10.4.0.1/32'] }, b],
+  });
   assert.deepEqual(changes, { added: [b.publicKey], removed: [], updated: [a.publicKey] });
   const byKey = new Map((await d.read()).peers.map((p) => [p.publicKey, p.allowedIPs]));
   assert.deepEqual(byKey.get(a.publicKey), ['10.4.0.1/32']);

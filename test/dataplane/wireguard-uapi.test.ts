@@ -6,7 +6,11 @@ import { presharedKeyDigest } from '../../src/wireguard/dump.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
 
 const hex = (b64: string) => Buffer.from(b64, 'base64').toString('hex');
-const [a, b, c] = [publicKeyOf(generatePrivateKey()), publicKeyOf(generatePrivateKey()), publicKeyOf(generatePrivateKey())];
+const [a, b, c] = [
+  publicKeyOf(generatePrivateKey()),
+  publicKeyOf(generatePrivateKey()),
+  publicKeyOf(generatePrivateKey()),
+];
 
 test('set: interface first, then each peer: remove, update only, add; allowed IPs replaced, a removed preshared key is zeros', () => {
   const privateKey = generatePrivateKey();
@@ -15,8 +19,16 @@ test('set: interface first, then each peer: remove, update only, add; allowed IP
     interface: { privateKey, listenPort: 51821, fwmark: 0x453 },
     peers: [
       { kind: 'remove', publicKey: a },
-      { kind: 'update', publicKey: b, set: { endpoint: '[2001:db8::2]:51820', persistentKeepalive: 0, presharedKey: null } },
-      { kind: 'add', publicKey: c, set: { endpoint: '192.0.2.3:51820', presharedKey: psk, allowedIPs: ['10.4.0.3/32', '10.42.3.0/24'] } },
+      {
+        kind: 'update',
+        publicKey: b,
+        set: { endpoint: '[2001:db8::2]:51820', persistentKeepalive: 0, presharedKey: null },
+      },
+      {
+        kind: 'add',
+        publicKey: c,
+        set: { endpoint: '192.0.2.3:51820', presharedKey: psk, allowedIPs: ['10.4.0.3/32', '10.42.3.0/24'] },
+      },
     ],
   };
   assert.equal(
@@ -46,7 +58,10 @@ test('set: interface first, then each peer: remove, update only, add; allowed IP
 });
 
 test('the socket takes addresses only: a DNS endpoint goes through wg, which resolves it', () => {
-  const withEndpoint = (endpoint: string): WireGuardDiff => ({ interface: {}, peers: [{ kind: 'add', publicKey: a, set: { endpoint } }] });
+  const withEndpoint = (endpoint: string): WireGuardDiff => ({
+    interface: {},
+    peers: [{ kind: 'add', publicKey: a, set: { endpoint } }],
+  });
   assert.equal(uapiCanSet(withEndpoint('192.0.2.1:51820')), true);
   assert.equal(uapiCanSet(withEndpoint('[fd00::1]:51820')), true);
   assert.equal(uapiCanSet(withEndpoint('node-b.example:51820')), false);
@@ -89,8 +104,26 @@ test('get: the state wg show dump gives; the private key becomes its public key,
     listenPort: 51820,
     fwmark: 1107,
     peers: [
-      { publicKey: first, endpoint: '192.0.2.2:51820', allowedIPs: ['10.4.0.2/32', '10.42.2.0/24'], persistentKeepalive: 25, hasPresharedKey: true, latestHandshake: 1764662400, rxBytes: 200, txBytes: 100 },
-      { publicKey: second, endpoint: null, allowedIPs: ['10.4.0.3/32'], persistentKeepalive: 0, hasPresharedKey: false, latestHandshake: 0, rxBytes: 0, txBytes: 0 },
+      {
+        publicKey: first,
+        endpoint: '192.0.2.2:51820',
+        allowedIPs: ['10.4.0.2/32', '10.42.2.0/24'],
+        persistentKeepalive: 25,
+        hasPresharedKey: true,
+        latestHandshake: 1764662400,
+        rxBytes: 200,
+        txBytes: 100,
+      },
+      {
+        publicKey: second,
+        endpoint: null,
+        allowedIPs: ['10.4.0.3/32'],
+        persistentKeepalive: 0,
+        hasPresharedKey: false,
+        latestHandshake: 0,
+        rxBytes: 0,
+        txBytes: 0,
+      },
     ],
   });
   assert.deepEqual([...presharedKeyDigests], [[first, presharedKeyDigest(psk)]]);

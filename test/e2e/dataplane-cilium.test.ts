@@ -16,10 +16,23 @@ import type { KubeObject } from '../../src/model/parse.js';
 import { planFor, wgKey } from '../helpers/cluster.js';
 import { skipNoNetns, type TestNamespace } from '../helpers/netns.js';
 import { settled, startHarness } from '../agent/agent-harness.js';
-import { Lab, assertMachineIs, privateInterface, readMachine, twoLocationNodes, until, type LabNode } from './dataplane-lab.js';
+import {
+  Lab,
+  assertMachineIs,
+  privateInterface,
+  readMachine,
+  twoLocationNodes,
+  until,
+  type LabNode,
+} from './dataplane-lab.js';
 
 const flags = ['--compatibility', 'cilium', '--mesh-granularity', 'location', '--encapsulate', 'crosssubnet'];
-const options = { compatibility: 'cilium' as const, local: false, granularity: 'location' as const, encapsulate: 'crosssubnet' as const };
+const options = {
+  compatibility: 'cilium' as const,
+  local: false,
+  granularity: 'location' as const,
+  encapsulate: 'crosssubnet' as const,
+};
 
 /** eu-1 leads eu; eu-2 (the node under test) follows it; both published their Cilium internal IPs. */
 function cluster(eu2: LabNode): KubeObject[] {
@@ -39,8 +52,10 @@ function veth(ns: TestNamespace, name: string, address?: string): void {
   ns.sh(`ip link add ${name} type veth peer name ${name}p${address ? ` && ip addr add ${address} dev ${name}` : ''}`);
 }
 
-const isUp = (ns: TestNamespace, dev: string) => (JSON.parse(ns.sh(`ip -j link show dev ${dev}`)) as { flags: string[] }[])[0]!.flags.includes('UP');
-const hasLink = (ns: TestNamespace, dev: string) => spawnSync('ip', ['-n', ns.name, 'link', 'show', 'dev', dev]).status === 0;
+const isUp = (ns: TestNamespace, dev: string) =>
+  (JSON.parse(ns.sh(`ip -j link show dev ${dev}`)) as { flags: string[] }[])[0]!.flags.includes('UP');
+const hasLink = (ns: TestNamespace, dev: string) =>
+  spawnSync('ip', ['-n', ns.name, 'link', 'show', 'dev', dev]).status === 0;
 
 test('--compatibility=cilium on a namespaced node', { skip: skipNoNetns }, async (t) => {
   const lab = new Lab();
@@ -48,7 +63,7 @@ test('--compatibility=cilium on a namespaced node', { skip: skipNoNetns }, async
   const eu2 = lab.node('eu-2');
   privateInterface(eu2.ns, 'lan0', '192.168.10.2/24');
 
-  await t.test('the Cilium internal IP is cilium_host\'s IPv4 address; none without cilium_host', async () => {
+  await t.test("the Cilium internal IP is cilium_host's IPv4 address; none without cilium_host", async () => {
     assert.equal(await ciliumHostIP(eu2.ns.exec), null);
     veth(eu2.ns, 'cilium_host', '10.42.2.180/32');
     eu2.ns.sh('ip addr add fd00:42:2::180/128 dev cilium_host && ip link set cilium_host up');
@@ -65,23 +80,44 @@ test('--compatibility=cilium on a namespaced node', { skip: skipNoNetns }, async
   const file = lab.writeCluster(cluster(eu2));
   const plan: Plan = planFor(cluster(eu2), 'eu-2', options);
   const tunnelRoutes = plan.routes.filter((r) => r.dev === 'tunnel');
-  assert.ok(tunnelRoutes.length > 0 && tunnelRoutes.length === plan.routes.length, 'a follower routes everything through the tunnel');
-  assert.ok(tunnelRoutes.every((r) => r.gw === '10.42.1.180'), 'to the leader\'s Cilium internal IP');
+  assert.ok(
+    tunnelRoutes.length > 0 && tunnelRoutes.length === plan.routes.length,
+    'a follower routes everything through the tunnel',
+  );
+  assert.ok(
+    tunnelRoutes.every((r) => r.gw === '10.42.1.180'),
+    "to the leader's Cilium internal IP",
+  );
 
-  await t.test('kg apply brings Cilium\'s cilium_tunl up and routes through it to the leader\'s Cilium internal IP', async () => {
-    veth(eu2.ns, 'cilium_tunl');
-    eu2.ns.sh('ip link set cilium_tunlp up');
-    assert.equal(isUp(eu2.ns, 'cilium_tunl'), false);
-    const run = await lab.apply(eu2, file, flags);
-    assert.equal(run.status, 0, run.stderr);
-    assert.deepEqual(run.errors, []);
-    assert.equal(isUp(eu2.ns, 'cilium_tunl'), true, 'cilium_tunl was set up');
-    const machine = assertMachineIs(eu2.ns, plan, { kilo: 'kilo0', private: 'lan0', tunnel: 'cilium_tunl' }, eu2.publicKey, 'cilium_tunl');
-    assert.ok(machine.routes.includes('10.42.3.0/24 via 10.42.1.180 dev cilium_tunl table main onlink'), machine.routes.join('\n'));
-    assert.ok(machine.firewall.some((l) => l.includes('KILO-IPIP') && l.includes('-s 10.42.1.180/32')), machine.firewall.join('\n'));
-  });
+  await t.test(
+    "kg apply brings Cilium's cilium_tunl up and routes through it to the leader's Cilium internal IP",
+    async () => {
+      veth(eu2.ns, 'cilium_tunl');
+      eu2.ns.sh('ip link set cilium_tunlp up');
+      assert.equal(isUp(eu2.ns, 'cilium_tunl'), false);
+      const run = await lab.apply(eu2, file, flags);
+      assert.equal(run.status, 0, run.stderr);
+      assert.deepEqual(run.errors, []);
+      assert.equal(isUp(eu2.ns, 'cilium_tunl'), true, 'cilium_tunl was set up');
+      const machine = assertMachineIs(
+        eu2.ns,
+        plan,
+        { kilo: 'kilo0', private: 'lan0', tunnel: 'cilium_tunl' },
+        eu2.publicKey,
+        'cilium_tunl',
+      );
+      assert.ok(
+        machine.routes.includes('10.42.3.0/24 via 10.42.1.180 dev cilium_tunl table main onlink'),
+        machine.routes.join('\n'),
+      );
+      assert.ok(
+        machine.firewall.some((l) => l.includes('KILO-IPIP') && l.includes('-s 10.42.1.180/32')),
+        machine.firewall.join('\n'),
+      );
+    },
+  );
 
-  await t.test('clean-up on SIGTERM removes Kilo\'s routes and leaves cilium_tunl alone: it is Cilium\'s', async () => {
+  await t.test("clean-up on SIGTERM removes Kilo's routes and leaves cilium_tunl alone: it is Cilium's", async () => {
     const watching = lab.start(eu2, file, [...flags, '--watch']);
     await until('kg apply --watch applied', () => watching.stderr().includes('"msg":"applied"'));
     watching.child.kill('SIGTERM');
@@ -91,30 +127,39 @@ test('--compatibility=cilium on a namespaced node', { skip: skipNoNetns }, async
     assert.ok(hasLink(eu2.ns, 'cilium_tunl') && isUp(eu2.ns, 'cilium_tunl'), 'cilium_tunl is still there and up');
   });
 
-  await t.test('without cilium_tunl and tunl0, each tunnel route is named with the reason; the next run with a tunnel converges', async () => {
-    eu2.ns.sh('ip link del cilium_tunl');
-    const run = await lab.apply(eu2, file, flags);
-    if (hasLink(eu2.ns, 'tunl0')) {
-      // A kernel with the ipip module: tunl0 is the tunnel, as in Kilo without enable-ipip-termination.
-      assert.equal(run.status, 0, run.stderr);
-      assertMachineIs(eu2.ns, plan, { kilo: 'kilo0', private: 'lan0', tunnel: 'tunl0' }, eu2.publicKey, 'tunl0');
-      return;
-    }
-    assert.equal(run.status, 1, run.stderr);
-    const named = run.errors.filter((e) => e.startsWith('not applied: '));
-    for (const r of tunnelRoutes) {
-      const line = named.find((e) => e.includes(`route ${r.dst} via ${r.gw} dev `));
-      assert.ok(line, `an error names route ${r.dst}:\n${run.errors.join('\n')}`);
-      assert.match(line, /IPIP tunnel has no interface/);
-    }
-    assert.equal(named.length, tunnelRoutes.length, run.errors.join('\n'));
+  await t.test(
+    'without cilium_tunl and tunl0, each tunnel route is named with the reason; the next run with a tunnel converges',
+    async () => {
+      eu2.ns.sh('ip link del cilium_tunl');
+      const run = await lab.apply(eu2, file, flags);
+      if (hasLink(eu2.ns, 'tunl0')) {
+        // A kernel with the ipip module: tunl0 is the tunnel, as in Kilo without enable-ipip-termination.
+        assert.equal(run.status, 0, run.stderr);
+        assertMachineIs(eu2.ns, plan, { kilo: 'kilo0', private: 'lan0', tunnel: 'tunl0' }, eu2.publicKey, 'tunl0');
+        return;
+      }
+      assert.equal(run.status, 1, run.stderr);
+      const named = run.errors.filter((e) => e.startsWith('not applied: '));
+      for (const r of tunnelRoutes) {
+        const line = named.find((e) => e.includes(`route ${r.dst} via ${r.gw} dev `));
+        assert.ok(line, `an error names route ${r.dst}:\n${run.errors.join('\n')}`);
+        assert.match(line, /IPIP tunnel has no interface/);
+      }
+      assert.equal(named.length, tunnelRoutes.length, run.errors.join('\n'));
 
-    veth(eu2.ns, 'cilium_tunl');
-    eu2.ns.sh('ip link set cilium_tunlp up');
-    const again = await lab.apply(eu2, file, flags);
-    assert.equal(again.status, 0, again.stderr);
-    assertMachineIs(eu2.ns, plan, { kilo: 'kilo0', private: 'lan0', tunnel: 'cilium_tunl' }, eu2.publicKey, 'converged');
-  });
+      veth(eu2.ns, 'cilium_tunl');
+      eu2.ns.sh('ip link set cilium_tunlp up');
+      const again = await lab.apply(eu2, file, flags);
+      assert.equal(again.status, 0, again.stderr);
+      assertMachineIs(
+        eu2.ns,
+        plan,
+        { kilo: 'kilo0', private: 'lan0', tunnel: 'cilium_tunl' },
+        eu2.publicKey,
+        'converged',
+      );
+    },
+  );
 
   await t.test('the tunnel lookup: cilium_tunl first, else tunl0 when the kernel has it', async () => {
     assert.equal(await ciliumTunnel(eu2.ns.exec), 'cilium_tunl');

@@ -592,7 +592,10 @@ export async function until(what: string, f: () => boolean, timeoutMs = 60_000, 
  * The two-location cluster the dataplane e2e tests share: eu-1 and eu-2 in eu (192.168.10.0/24),
  * us-1 (and, with `us2`, us-2) in us (192.168.20.0/24); keys given for the nodes a test runs.
  */
-export function twoLocationNodes(keys: { eu1: string; us1: string; us2?: string }, opts: { us2?: boolean } = {}): KubeObject[] {
+export function twoLocationNodes(
+  keys: { eu1: string; us1: string; us2?: string },
+  opts: { us2?: boolean } = {},
+): KubeObject[] {
   const at = (name: string, location: string, lan: string, host: number, pod: number, key?: string) =>
     node(name, {
       location,

@@ -81,20 +81,25 @@ describe('lab: nodes and Peers come and go, an agent crashes', { skip: skipLab, 
       await lab.converge(60_000);
     });
 
-    await t.test('a Kilo route deleted by hand: the routing monitor reports it and the agent puts it back at once', async () => {
-      const [node, remote] = [lab.node('loc1-n1'), lab.node('loc2-n1')];
-      const before = routesTo(lab, node.name, remote.podCIDR);
-      assert.match(before, /proto 107/, `${node.name} routes ${remote.podCIDR}`);
-      const offset = lab.agentLogSize(node.name);
-      run(['ip', '-n', node.ns, 'route', 'del', remote.podCIDR, 'proto', '107']);
-      assert.equal(routesTo(lab, node.name, remote.podCIDR), '', 'deleted');
-      // Not the resync timer (30 s): the monitor's report makes the next pass read the machine.
-      await eventually(`${node.name}'s agent noticed the foreign change and restored the route`, () => {
-        const log = readFileSync(`${lab.nodeDir(node.name)}/kg.log`).subarray(offset).toString('utf8');
-        return log.includes('routing changed outside kilo') && routesTo(lab, node.name, remote.podCIDR) === before;
-      });
-      await lab.converge(60_000);
-    });
+    await t.test(
+      'a Kilo route deleted by hand: the routing monitor reports it and the agent puts it back at once',
+      async () => {
+        const [node, remote] = [lab.node('loc1-n1'), lab.node('loc2-n1')];
+        const before = routesTo(lab, node.name, remote.podCIDR);
+        assert.match(before, /proto 107/, `${node.name} routes ${remote.podCIDR}`);
+        const offset = lab.agentLogSize(node.name);
+        run(['ip', '-n', node.ns, 'route', 'del', remote.podCIDR, 'proto', '107']);
+        assert.equal(routesTo(lab, node.name, remote.podCIDR), '', 'deleted');
+        // Not the resync timer (30 s): the monitor's report makes the next pass read the machine.
+        await eventually(`${node.name}'s agent noticed the foreign change and restored the route`, () => {
+          const log = readFileSync(`${lab.nodeDir(node.name)}/kg.log`)
+            .subarray(offset)
+            .toString('utf8');
+          return log.includes('routing changed outside kilo') && routesTo(lab, node.name, remote.podCIDR) === before;
+        });
+        await lab.converge(60_000);
+      },
+    );
 
     await t.test(
       'an agent killed (SIGKILL) and restarted with --clean-up=false loses at most 1 s of a ping across locations',

@@ -63,11 +63,15 @@ export function node(name: string, spec: NodeSpec = {}): KubeObject {
   const key = spec.key === undefined ? wgKey(name) : spec.key;
   if (key !== null) a[Annotation.key] = key;
   set(Annotation.persistentKeepalive, spec.keepalive === undefined ? undefined : String(spec.keepalive));
-  if (spec.leader !== undefined && spec.leader !== false) a[Annotation.leader] = spec.leader === true ? 'true' : spec.leader;
+  if (spec.leader !== undefined && spec.leader !== false)
+    a[Annotation.leader] = spec.leader === true ? 'true' : spec.leader;
   const alips = spec.allowedLocationIPs;
   set(Annotation.allowedLocationIPs, Array.isArray(alips) ? alips.join(',') : alips);
   const de = spec.discovered;
-  set(Annotation.discoveredEndpoints, typeof de === 'string' ? de : de === undefined ? undefined : JSON.stringify(withZone(de)));
+  set(
+    Annotation.discoveredEndpoints,
+    typeof de === 'string' ? de : de === undefined ? undefined : JSON.stringify(withZone(de)),
+  );
   const lastSeen = spec.lastSeen === undefined ? NOW : spec.lastSeen;
   if (lastSeen !== null) a[Annotation.lastSeen] = String(lastSeen);
   set(Annotation.wireGuardIP, spec.wireGuardIP);
@@ -117,7 +121,11 @@ export function peer(name: string, spec: PeerSpec = {}): KubeObject {
 /** Parses objects that must all be valid. */
 export function parsed(objects: readonly KubeObject[]): ParsedCluster {
   const c = parseCluster(objects);
-  assert.deepEqual(c.errors.map((e) => e.message), [], 'test cluster has invalid objects');
+  assert.deepEqual(
+    c.errors.map((e) => e.message),
+    [],
+    'test cluster has invalid objects',
+  );
   return c;
 }
 
@@ -138,7 +146,11 @@ export function meshOptions(overrides: Partial<MeshOptions> = {}): MeshOptions {
 }
 
 /** The topology of valid objects as `hostname` sees it at NOW. */
-export function topologyFor(objects: readonly KubeObject[], hostname: string, overrides: Partial<MeshOptions> = {}): Topology {
+export function topologyFor(
+  objects: readonly KubeObject[],
+  hostname: string,
+  overrides: Partial<MeshOptions> = {},
+): Topology {
   return topologyOf(parsed(objects), hostname, meshOptions(overrides), NOW);
 }
 
@@ -159,7 +171,8 @@ export function routeLines(plan: Plan): string[] {
 /** Plan rules as compact strings, e.g. "from 10.2.0.0/24 to 10.1.0.2/32 lookup 1107". */
 export function ruleLines(plan: Plan): string[] {
   return plan.rules.map(
-    (r) => `${r.iif ? `iif ${r.iif} ` : ''}${r.src ? `from ${r.src} ` : ''}${r.dst ? `to ${r.dst} ` : ''}lookup ${r.table}`,
+    (r) =>
+      `${r.iif ? `iif ${r.iif} ` : ''}${r.src ? `from ${r.src} ` : ''}${r.dst ? `to ${r.dst} ` : ''}lookup ${r.table}`,
   );
 }
 

@@ -41,9 +41,21 @@ export function createNamespace(prefix = 'kt'): TestNamespace {
     runDir,
     exec: netnsExec(name, runDir),
     sh: (cmd: string) =>
-      execFileSync('ip', ['netns', 'exec', name, 'sh', '-c', `mkdir -p /var/run/wireguard && mount --bind "$0" /var/run/wireguard && ${cmd}`, runDir], {
-        encoding: 'utf8',
-      }),
+      execFileSync(
+        'ip',
+        [
+          'netns',
+          'exec',
+          name,
+          'sh',
+          '-c',
+          `mkdir -p /var/run/wireguard && mount --bind "$0" /var/run/wireguard && ${cmd}`,
+          runDir,
+        ],
+        {
+          encoding: 'utf8',
+        },
+      ),
     destroy() {
       spawnSync('ip', ['netns', 'del', name]);
       rmSync(base, { recursive: true, force: true });

@@ -12,7 +12,8 @@ const cross = { granularity: 'cross' as const };
 describe('cross: a node without an internal IP', () => {
   // eu-c has no internal IP: it cannot be reached over eu's private network.
   const objs = () => twoLocations({ 'eu-c': { internalIP: '' } });
-  const wgIP = (name: string) => topologyFor(objs(), name, cross).segments.find((s) => s.key === `node:${name}`)!.wireGuardIP.text;
+  const wgIP = (name: string) =>
+    topologyFor(objs(), name, cross).segments.find((s) => s.key === `node:${name}`)!.wireGuardIP.text;
 
   test('every node computes a plan without crashing', () => {
     for (const host of ['eu-a', 'eu-b', 'eu-c', 'us-a', 'us-b']) {
@@ -27,8 +28,14 @@ describe('cross: a node without an internal IP', () => {
       const plan = planFor(objs(), host, cross);
       assert.ok(peerNames(plan).includes('eu-c'), `${host}: ${peerNames(plan).join(', ')}`);
       const lines = routeLines(plan);
-      assert.ok(lines.some((r) => r.startsWith(`10.2.3.0/24 via ${wgIP('eu-c')} dev kilo`)), lines.join('\n'));
-      assert.ok(!lines.some((r) => r.startsWith('10.2.3.0/24') && !r.includes('dev kilo')), 'no route in the clear to it');
+      assert.ok(
+        lines.some((r) => r.startsWith(`10.2.3.0/24 via ${wgIP('eu-c')} dev kilo`)),
+        lines.join('\n'),
+      );
+      assert.ok(
+        !lines.some((r) => r.startsWith('10.2.3.0/24') && !r.includes('dev kilo')),
+        'no route in the clear to it',
+      );
     }
   });
 
@@ -38,7 +45,10 @@ describe('cross: a node without an internal IP', () => {
     const lines = routeLines(plan);
     assert.ok(lines.includes(`10.2.1.0/24 via ${wgIP('eu-a')} dev kilo onlink`), lines.join('\n'));
     assert.ok(lines.includes(`10.2.2.0/24 via ${wgIP('eu-b')} dev kilo onlink`), lines.join('\n'));
-    assert.ok(lines.every((r) => r.includes('dev kilo')), 'nothing in the clear');
+    assert.ok(
+      lines.every((r) => r.includes('dev kilo')),
+      'nothing in the clear',
+    );
     assert.deepEqual(plan.rules, []);
   });
 
@@ -46,7 +56,11 @@ describe('cross: a node without an internal IP', () => {
     const plan = planFor(objs(), 'eu-a', { ...cross, encapsulate: 'never' });
     assert.ok(!peerNames(plan).includes('eu-b'));
     assert.ok(routeLines(plan).includes('10.2.2.0/24 via 10.1.0.2 dev private onlink'));
-    assert.ok(routeLines(planFor(objs(), 'eu-b', { ...cross, encapsulate: 'never' })).includes('10.2.1.0/24 via 10.1.0.1 dev private onlink'));
+    assert.ok(
+      routeLines(planFor(objs(), 'eu-b', { ...cross, encapsulate: 'never' })).includes(
+        '10.2.1.0/24 via 10.1.0.1 dev private onlink',
+      ),
+    );
   });
 
   test('other locations reach it directly over WireGuard', () => {
@@ -57,7 +71,9 @@ describe('cross: a node without an internal IP', () => {
 });
 
 const ipipAccepts = (plan: Plan) =>
-  plan.firewall.rules.filter((r) => r.chain === 'KILO-IPIP' && r.args.at(-1) === 'ACCEPT').map((r) => r.args[r.args.indexOf('-s') + 1] ?? '');
+  plan.firewall.rules
+    .filter((r) => r.chain === 'KILO-IPIP' && r.args.at(-1) === 'ACCEPT')
+    .map((r) => r.args[r.args.indexOf('-s') + 1] ?? '');
 
 describe('IPIP accept list', () => {
   test('cross: exactly the internal IPs of the other nodes of the own location', () => {
@@ -84,12 +100,20 @@ describe('IPIP accept list', () => {
   });
 
   test('the INPUT jump to KILO-IPIP comes before the DROP of other IPIP', () => {
-    const input = planFor(twoLocations(), 'eu-a', cross).firewall.rules.filter((r) => r.chain === 'INPUT' && r.family === 4);
-    assert.deepEqual(input.map((r) => `${r.args.join(' ')} ${r.position}`), ['-p ipencap -j KILO-IPIP append', '-p ipencap -j DROP append']);
+    const input = planFor(twoLocations(), 'eu-a', cross).firewall.rules.filter(
+      (r) => r.chain === 'INPUT' && r.family === 4,
+    );
+    assert.deepEqual(
+      input.map((r) => `${r.args.join(' ')} ${r.position}`),
+      ['-p ipencap -j KILO-IPIP append', '-p ipencap -j DROP append'],
+    );
   });
 
   test('no IPIP chain without encapsulation or without --local', () => {
-    for (const o of [{ encapsulate: 'never' as const, local: true }, { encapsulate: 'always' as const, local: false }]) {
+    for (const o of [
+      { encapsulate: 'never' as const, local: true },
+      { encapsulate: 'always' as const, local: false },
+    ]) {
       const fw = planFor(twoLocations(), 'eu-a', { ...cross, ...o }).firewall;
       assert.ok(!fw.chains.some((c) => c.name === 'KILO-IPIP'), JSON.stringify(o));
       assert.ok(!fw.rules.some((r) => r.chain === 'KILO-IPIP' || r.args.includes('ipencap')), JSON.stringify(o));
@@ -99,14 +123,19 @@ describe('IPIP accept list', () => {
 
 describe('firewall', () => {
   const services = [Cidr.parse('10.43.0.0/16'), Cidr.parse('fd43::/112')];
-  const objs = () => [...twoLocations({ 'eu-b': { allowedLocationIPs: '192.168.50.0/24' } }), peer('phone', { allowedIPs: ['10.5.0.2/32', 'fd05::2/128'] })];
+  const objs = () => [
+    ...twoLocations({ 'eu-b': { allowedLocationIPs: '192.168.50.0/24' } }),
+    peer('phone', { allowedIPs: ['10.5.0.2/32', 'fd05::2/128'] }),
+  ];
   const natReturns = (plan: Plan, family: 4 | 6) =>
     plan.firewall.rules.filter((r) => r.chain === 'KILO-NAT' && r.family === family).map((r) => `${r.args.join(' ')}`);
 
   test('cross: KILO-NAT returns WireGuard IPs, known IPs, Peer IPs, then services, each aggregated, then masquerades', () => {
     const plan = planFor(objs(), 'eu-a', { ...cross, serviceCIDRs: services });
     const returns = (family: 4 | 6) =>
-      plan.firewall.rules.filter((r) => r.chain === 'KILO-NAT' && r.family === family).map((r) => `${r.args.join(' ')} # ${r.comment}`);
+      plan.firewall.rules
+        .filter((r) => r.chain === 'KILO-NAT' && r.family === family)
+        .map((r) => `${r.args.join(' ')} # ${r.comment}`);
     const wg = '# Kilo: do not NAT packets destined for WireGuard IPs';
     const known = '# Kilo: do not NAT packets destined for known IPs';
     const peers = '# Kilo: do not NAT packets destined for peers';
@@ -137,33 +166,51 @@ describe('firewall', () => {
     const leader = planFor(objs(), 'eu-a', { serviceCIDRs: services });
     const follower = planFor(objs(), 'eu-b', { serviceCIDRs: services });
     assert.deepEqual(sorted(natReturns(follower, 4)), sorted(natReturns(leader, 4)));
-    const returned = new PrefixSet(follower.firewall.rules.filter((r) => r.chain === 'KILO-NAT' && r.args[0] === '-d').map((r) => Cidr.parse(r.args[1]!)));
+    const returned = new PrefixSet(
+      follower.firewall.rules
+        .filter((r) => r.chain === 'KILO-NAT' && r.args[0] === '-d')
+        .map((r) => Cidr.parse(r.args[1]!)),
+    );
     for (const c of ['10.2.9.0/24', '10.8.0.2/32', '10.4.0.2/32', '10.4.0.1/32', '192.168.50.0/24', '10.5.0.2/32']) {
       assert.ok(returned.covers(Cidr.parse(c)), c);
     }
     assert.equal(natReturns(follower, 4).at(-1), '-j MASQUERADE');
   });
 
-  test('POSTROUTING jumps: own pod CIDR (with --cni), Peer sources, own location\'s allowed-location IPs', () => {
+  test("POSTROUTING jumps: own pod CIDR (with --cni), Peer sources, own location's allowed-location IPs", () => {
     const jumps = (host: string, cni: boolean) =>
-      planFor(objs(), host, { ...cross, cni }).firewall.rules.filter((r) => r.chain === 'POSTROUTING').map((r) => `${r.args.join(' ')}`);
-    assert.deepEqual(sorted(jumps('eu-a', true)), sorted([
-      '-s 10.2.1.0/24 -j KILO-NAT',
-      '-d 192.168.50.0/24 -j KILO-NAT',
-      '-s 10.5.0.1/32 -j KILO-NAT',
-      '-s 10.5.0.2/32 -j KILO-NAT',
-      '-s fd05::2/128 -j KILO-NAT',
-    ]));
+      planFor(objs(), host, { ...cross, cni })
+        .firewall.rules.filter((r) => r.chain === 'POSTROUTING')
+        .map((r) => `${r.args.join(' ')}`);
+    assert.deepEqual(
+      sorted(jumps('eu-a', true)),
+      sorted([
+        '-s 10.2.1.0/24 -j KILO-NAT',
+        '-d 192.168.50.0/24 -j KILO-NAT',
+        '-s 10.5.0.1/32 -j KILO-NAT',
+        '-s 10.5.0.2/32 -j KILO-NAT',
+        '-s fd05::2/128 -j KILO-NAT',
+      ]),
+    );
     assert.ok(!jumps('eu-a', false).includes('-s 10.2.1.0/24 -j KILO-NAT'), 'no pod CIDR jump without --cni');
-    assert.ok(!jumps('us-a', true).includes('-d 192.168.50.0/24 -j KILO-NAT'), 'another location\'s allowed-location IP is not ours');
+    assert.ok(
+      !jumps('us-a', true).includes('-d 192.168.50.0/24 -j KILO-NAT'),
+      "another location's allowed-location IP is not ours",
+    );
   });
 
   test('every rule carries a comment starting with "Kilo:"', () => {
     for (const granularity of granularities) {
       for (const host of ['eu-a', 'eu-b', 'us-b']) {
-        const plan = planFor(objs(), host, { granularity, serviceCIDRs: services, iptablesForwardRules: true, cni: true });
+        const plan = planFor(objs(), host, {
+          granularity,
+          serviceCIDRs: services,
+          iptablesForwardRules: true,
+          cni: true,
+        });
         assert.ok(plan.firewall.rules.length > 0);
-        for (const r of plan.firewall.rules) assert.match(r.comment, /^Kilo: \S/, `${granularity} ${host}: ${r.chain} ${r.args.join(' ')}`);
+        for (const r of plan.firewall.rules)
+          assert.match(r.comment, /^Kilo: \S/, `${granularity} ${host}: ${r.chain} ${r.args.join(' ')}`);
       }
     }
   });
@@ -188,6 +235,9 @@ describe('an IPv6 destination in a mesh with an IPv4 WireGuard subnet', () => {
     const lines = routeLines(planFor(objs(), 'eu-a', cross));
     const v6 = lines.filter((l) => l.startsWith('fd'));
     assert.deepEqual(sorted(v6), ['fd05::1/128 dev kilo', 'fd42:9::/64 dev kilo']);
-    assert.ok(lines.some((l) => /^10\.2\.8\.0\/24 via 10\.4\.0\.\d+ dev kilo src 10\.1\.0\.1 onlink$/.test(l)), lines.join('\n'));
+    assert.ok(
+      lines.some((l) => /^10\.2\.8\.0\/24 via 10\.4\.0\.\d+ dev kilo src 10\.1\.0\.1 onlink$/.test(l)),
+      lines.join('\n'),
+    );
   });
 });

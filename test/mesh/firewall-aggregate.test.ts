@@ -22,7 +22,9 @@ const operand = (r: FirewallRule, flag: '-d' | '-s') => {
 const returned = (plan: Plan) =>
   plan.firewall.rules.filter((r) => r.chain === 'KILO-NAT' && r.args.at(-1) === 'RETURN').map((r) => operand(r, '-d')!);
 const peerSources = (plan: Plan) =>
-  plan.firewall.rules.flatMap((r) => (r.chain === 'POSTROUTING' ? [operand(r, '-s')] : [])).filter((c): c is Cidr => !!c);
+  plan.firewall.rules
+    .flatMap((r) => (r.chain === 'POSTROUTING' ? [operand(r, '-s')] : []))
+    .filter((c): c is Cidr => !!c);
 
 /** Both directions: every prefix of each list lies inside the other's addresses. */
 function assertSameAddresses(actual: Cidr[], expected: Cidr[], label: string) {
@@ -58,8 +60,14 @@ describe('KILO-NAT aggregation', () => {
           ...services,
         ];
         assertSameAddresses(returned(plan), destinations, `${granularity} ${host} RETURN`);
-        const jumps = peerSources(plan).filter((c) => !t.local.node.podCIDR || c.networkText !== t.local.node.podCIDR.networkText);
-        assertSameAddresses(jumps, t.peers.flatMap((p) => p.allowedIPs), `${granularity} ${host} POSTROUTING -s`);
+        const jumps = peerSources(plan).filter(
+          (c) => !t.local.node.podCIDR || c.networkText !== t.local.node.podCIDR.networkText,
+        );
+        assertSameAddresses(
+          jumps,
+          t.peers.flatMap((p) => p.allowedIPs),
+          `${granularity} ${host} POSTROUTING -s`,
+        );
       }
     }
   });
@@ -69,8 +77,14 @@ describe('KILO-NAT aggregation', () => {
     const peers = plan.firewall.rules.filter((r) => r.comment === 'Kilo: do not NAT packets destined for peers');
     // 10.5.0.1 is twoLocations' own Peer; it and 10.5.0.2/31 are neighbours, not halves of one prefix.
     const expected = ['10.5.0.1/32', '10.5.0.2/31', '10.6.0.0/24', 'fd05::2/127'];
-    assert.deepEqual(peers.map((r) => operand(r, '-d')!.networkText), expected);
-    assert.deepEqual(peerSources(plan).map((c) => c.networkText), expected);
+    assert.deepEqual(
+      peers.map((r) => operand(r, '-d')!.networkText),
+      expected,
+    );
+    assert.deepEqual(
+      peerSources(plan).map((c) => c.networkText),
+      expected,
+    );
   });
 
   test('within a comment group rules never overlap and run in address order', () => {
@@ -87,7 +101,10 @@ describe('KILO-NAT aggregation', () => {
         const next = cidrs[i + 1];
         if (!next) continue;
         assert.ok(!c.overlaps(next), `${group}: ${c.networkText} overlaps ${next.networkText}`);
-        assert.ok(Buffer.compare(c.network.bytes, next.network.bytes) < 0, `${group}: ${c.networkText} before ${next.networkText}`);
+        assert.ok(
+          Buffer.compare(c.network.bytes, next.network.bytes) < 0,
+          `${group}: ${c.networkText} before ${next.networkText}`,
+        );
       }
     }
   });
@@ -97,7 +114,9 @@ describe('KILO-NAT aggregation', () => {
   });
 
   test('consecutive pod CIDRs, internal IPs and WireGuard IPs collapse into a few rules', () => {
-    const nat = planFor(contiguous(), 'n-00', { granularity: 'cross' }).firewall.rules.filter((r) => r.chain === 'KILO-NAT' && r.family === 4);
+    const nat = planFor(contiguous(), 'n-00', { granularity: 'cross' }).firewall.rules.filter(
+      (r) => r.chain === 'KILO-NAT' && r.family === 4,
+    );
     const lines = nat.map((r) => r.args.join(' '));
     // 64 WireGuard IPs from 10.4.0.1: 1, 2-3, 4-7, ..., 32-63, 64; the same for internal IPs from 10.1.0.1.
     const powers = (net: string) =>
@@ -107,17 +126,37 @@ describe('KILO-NAT aggregation', () => {
 
   test('a node leaving changes a handful of rules, not a chain', () => {
     const nat = (objects: KubeObject[]) =>
-      new Set(planFor(objects, 'n-00', { granularity: 'cross' }).firewall.rules.filter((r) => r.chain === 'KILO-NAT').map((r) => `${r.chain} ${r.args.join(' ')}`));
+      new Set(
+        planFor(objects, 'n-00', { granularity: 'cross' })
+          .firewall.rules.filter((r) => r.chain === 'KILO-NAT')
+          .map((r) => `${r.chain} ${r.args.join(' ')}`),
+      );
     const before = nat(contiguous());
     const after = nat(contiguous(37));
     const gone = [...before].filter((k) => !after.has(k));
     const added = [...after].filter((k) => !before.has(k));
     // WireGuard IPs are numbered in sort order, so the last one (10.4.0.64) goes; the node's
     // internal IP 10.1.0.38 splits a /27 and its pod CIDR 10.42.37.0/24 the /18.
-    assert.deepEqual(gone.sort(), ['KILO-NAT -d 10.1.0.32/27 -j RETURN', 'KILO-NAT -d 10.4.0.64/32 -j RETURN', 'KILO-NAT -d 10.42.0.0/18 -j RETURN']);
-    assert.deepEqual(added.map((k) => k.split(' ')[2]), [
-      '10.1.0.32/30', '10.1.0.36/31', '10.1.0.39/32', '10.1.0.40/29', '10.1.0.48/28',
-      '10.42.0.0/19', '10.42.32.0/22', '10.42.36.0/24', '10.42.38.0/23', '10.42.40.0/21', '10.42.48.0/20',
+    assert.deepEqual(gone.sort(), [
+      'KILO-NAT -d 10.1.0.32/27 -j RETURN',
+      'KILO-NAT -d 10.4.0.64/32 -j RETURN',
+      'KILO-NAT -d 10.42.0.0/18 -j RETURN',
     ]);
+    assert.deepEqual(
+      added.map((k) => k.split(' ')[2]),
+      [
+        '10.1.0.32/30',
+        '10.1.0.36/31',
+        '10.1.0.39/32',
+        '10.1.0.40/29',
+        '10.1.0.48/28',
+        '10.42.0.0/19',
+        '10.42.32.0/22',
+        '10.42.36.0/24',
+        '10.42.38.0/23',
+        '10.42.40.0/21',
+        '10.42.48.0/20',
+      ],
+    );
   });
 });

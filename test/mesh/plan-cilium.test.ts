@@ -8,12 +8,23 @@ import { planFor, routeLines, twoLocations } from '../helpers/cluster.js';
 // eu-c (10.1.1.3, pods 10.2.3.0/24); us-a, us-b; a Peer. eu-a and eu-b have published their
 // Cilium internal IPs, eu-c has not (yet).
 const ciliumIPs = (ips: Record<string, string>) =>
-  twoLocations(Object.fromEntries(Object.entries(ips).map(([name, ip]) => [name, { annotations: { [Annotation.ciliumInternalIP]: ip } }])));
+  twoLocations(
+    Object.fromEntries(
+      Object.entries(ips).map(([name, ip]) => [name, { annotations: { [Annotation.ciliumInternalIP]: ip } }]),
+    ),
+  );
 const cluster = () => ciliumIPs({ 'eu-a': '10.2.1.180', 'eu-b': '10.2.2.180', 'eu-c': '' });
-const cilium = { granularity: 'location' as const, compatibility: 'cilium' as const, encapsulate: 'crosssubnet' as const, local: false };
+const cilium = {
+  granularity: 'location' as const,
+  compatibility: 'cilium' as const,
+  encapsulate: 'crosssubnet' as const,
+  local: false,
+};
 
 const ipipRules = (plan: Plan) =>
-  plan.firewall.rules.filter((r) => r.chain === 'KILO-IPIP' || r.args.includes('ipencap')).map((r) => `${r.family} ${r.chain} ${r.args.join(' ')}`);
+  plan.firewall.rules
+    .filter((r) => r.chain === 'KILO-IPIP' || r.args.includes('ipencap'))
+    .map((r) => `${r.family} ${r.chain} ${r.args.join(' ')}`);
 
 test("--compatibility=cilium: a non-leader sends everything remote by IPIP to its leader's Cilium internal IP", () => {
   const plan = planFor(cluster(), 'eu-b', cilium);
@@ -30,12 +41,18 @@ test('--compatibility=cilium: while the leader has not published its Cilium inte
   for (const line of routeLines(plan)) assert.match(line, / via 10\.2\.1\.0 dev tunnel onlink$/, line);
 });
 
-test('--compatibility=cilium: the leader returns its followers\' pod traffic by IPIP to their Cilium internal IPs', () => {
+test("--compatibility=cilium: the leader returns its followers' pod traffic by IPIP to their Cilium internal IPs", () => {
   const lines = routeLines(planFor(cluster(), 'eu-a', cilium));
   assert.ok(lines.includes('10.2.2.0/24 via 10.2.2.180 dev tunnel onlink'), lines.join('\n'));
-  assert.ok(lines.includes('10.2.3.0/24 via 10.2.3.0 dev tunnel onlink'), `unpublished: the pod CIDR network address\n${lines.join('\n')}`);
+  assert.ok(
+    lines.includes('10.2.3.0/24 via 10.2.3.0 dev tunnel onlink'),
+    `unpublished: the pod CIDR network address\n${lines.join('\n')}`,
+  );
   assert.ok(lines.includes('10.2.8.0/24 via 10.4.0.2 dev kilo src 10.1.0.1 onlink'), lines.join('\n'));
-  assert.ok(!lines.some((l) => l.startsWith('10.1.0.2/32') || l.startsWith('10.1.1.3/32')), 'location mates\' internal IPs are Cilium\'s and the LAN\'s');
+  assert.ok(
+    !lines.some((l) => l.startsWith('10.1.0.2/32') || l.startsWith('10.1.1.3/32')),
+    "location mates' internal IPs are Cilium's and the LAN's",
+  );
   assert.equal(lines.filter((l) => l.includes('dev tunnel')).length, 2, lines.join('\n'));
 });
 
@@ -62,9 +79,12 @@ test('--compatibility=cilium with --encapsulate=never: no IPIP rules and no retu
   assert.ok(!leader.some((l) => l.startsWith('10.2.2.0/24') || l.startsWith('10.2.3.0/24')), leader.join('\n'));
 });
 
-test('--compatibility=cilium with --local: location mates at their internal IPs (Kilo\'s local routes), no second route to their pods', () => {
+test("--compatibility=cilium with --local: location mates at their internal IPs (Kilo's local routes), no second route to their pods", () => {
   const lines = routeLines(planFor(cluster(), 'eu-a', { ...cilium, local: true, encapsulate: 'always' }));
-  assert.deepEqual(lines.filter((l) => l.startsWith('10.2.2.0/24')), ['10.2.2.0/24 via 10.1.0.2 dev tunnel onlink']);
+  assert.deepEqual(
+    lines.filter((l) => l.startsWith('10.2.2.0/24')),
+    ['10.2.2.0/24 via 10.1.0.2 dev tunnel onlink'],
+  );
 });
 
 test('without --compatibility=cilium the annotation changes nothing: a non-leader reaches its leader at its internal IP', () => {

@@ -22,7 +22,7 @@ describe('cross granularity: WireGuard', () => {
     });
   });
 
-  test('the listen port is the own endpoint\'s port', () => {
+  test("the listen port is the own endpoint's port", () => {
     assert.equal(planFor(twoLocations(), 'us-a', cross).listenPort, 51821);
   });
 });
@@ -38,35 +38,50 @@ describe('cross granularity: routes', () => {
 
   test('--encapsulate always: location mates through the tunnel; every node has the kilo rules', () => {
     const plan = planFor(twoLocations(), 'eu-b', { ...cross, encapsulate: 'always', local: true });
-    assert.deepEqual(sorted(routeLines(plan)), sorted([
-      ...remote,
-      '10.2.1.0/24 via 10.1.0.1 dev tunnel onlink',
-      '10.1.0.1/32 via 10.1.0.1 dev tunnel table 1107 onlink',
-      '10.2.3.0/24 via 10.1.1.3 dev tunnel onlink',
-      '10.1.1.3/32 via 10.1.1.3 dev tunnel table 1107 onlink',
-    ]));
-    assert.deepEqual(sorted(ruleLines(plan)), sorted([
-      'from 10.2.2.0/24 to 10.1.0.1/32 lookup 1107',
-      'iif kilo to 10.1.0.1/32 lookup 1107',
-      'from 10.2.2.0/24 to 10.1.1.3/32 lookup 1107',
-      'iif kilo to 10.1.1.3/32 lookup 1107',
-    ]));
+    assert.deepEqual(
+      sorted(routeLines(plan)),
+      sorted([
+        ...remote,
+        '10.2.1.0/24 via 10.1.0.1 dev tunnel onlink',
+        '10.1.0.1/32 via 10.1.0.1 dev tunnel table 1107 onlink',
+        '10.2.3.0/24 via 10.1.1.3 dev tunnel onlink',
+        '10.1.1.3/32 via 10.1.1.3 dev tunnel table 1107 onlink',
+      ]),
+    );
+    assert.deepEqual(
+      sorted(ruleLines(plan)),
+      sorted([
+        'from 10.2.2.0/24 to 10.1.0.1/32 lookup 1107',
+        'iif kilo to 10.1.0.1/32 lookup 1107',
+        'from 10.2.2.0/24 to 10.1.1.3/32 lookup 1107',
+        'iif kilo to 10.1.1.3/32 lookup 1107',
+      ]),
+    );
   });
 
   test('--encapsulate crosssubnet: only the mate in another subnet through the tunnel', () => {
     const plan = planFor(twoLocations(), 'eu-b', { ...cross, encapsulate: 'crosssubnet', local: true });
-    assert.deepEqual(sorted(routeLines(plan)), sorted([
-      ...remote,
-      '10.2.1.0/24 via 10.1.0.1 dev private onlink',
-      '10.2.3.0/24 via 10.1.1.3 dev tunnel onlink',
-      '10.1.1.3/32 via 10.1.1.3 dev tunnel table 1107 onlink',
-    ]));
-    assert.deepEqual(sorted(ruleLines(plan)), sorted(['from 10.2.2.0/24 to 10.1.1.3/32 lookup 1107', 'iif kilo to 10.1.1.3/32 lookup 1107']));
+    assert.deepEqual(
+      sorted(routeLines(plan)),
+      sorted([
+        ...remote,
+        '10.2.1.0/24 via 10.1.0.1 dev private onlink',
+        '10.2.3.0/24 via 10.1.1.3 dev tunnel onlink',
+        '10.1.1.3/32 via 10.1.1.3 dev tunnel table 1107 onlink',
+      ]),
+    );
+    assert.deepEqual(
+      sorted(ruleLines(plan)),
+      sorted(['from 10.2.2.0/24 to 10.1.1.3/32 lookup 1107', 'iif kilo to 10.1.1.3/32 lookup 1107']),
+    );
   });
 
   test('--encapsulate never: location mates over the private interface, no rules', () => {
     const plan = planFor(twoLocations(), 'eu-b', { ...cross, encapsulate: 'never', local: true });
-    assert.deepEqual(sorted(routeLines(plan)), sorted([...remote, '10.2.1.0/24 via 10.1.0.1 dev private onlink', '10.2.3.0/24 via 10.1.1.3 dev private onlink']));
+    assert.deepEqual(
+      sorted(routeLines(plan)),
+      sorted([...remote, '10.2.1.0/24 via 10.1.0.1 dev private onlink', '10.2.3.0/24 via 10.1.1.3 dev private onlink']),
+    );
     assert.deepEqual(plan.rules, []);
   });
 

@@ -17,7 +17,7 @@ describe('full granularity', () => {
     });
   });
 
-  test('a node\'s WireGuard peer carries its pod CIDR, internal IP and WireGuard IP', () => {
+  test("a node's WireGuard peer carries its pod CIDR, internal IP and WireGuard IP", () => {
     const plan = planFor(twoLocations(), 'eu-a', full);
     const euB = plan.peers.find((p) => p.names[0] === 'eu-b')!;
     assert.equal(euB.endpoint, '10.1.0.2:51820');
@@ -45,7 +45,10 @@ describe('full granularity', () => {
   }
 
   test('IPv6 and DNS endpoints are written as WireGuard expects them', () => {
-    const objs = twoLocations({ 'eu-b': { endpoint: '[2001:db8::2]:51822' }, 'eu-c': { forceEndpoint: 'eu-c.example.com:51823' } });
+    const objs = twoLocations({
+      'eu-b': { endpoint: '[2001:db8::2]:51822' },
+      'eu-c': { forceEndpoint: 'eu-c.example.com:51823' },
+    });
     const plan = planFor(objs, 'eu-a', full);
     assert.equal(plan.peers.find((p) => p.names[0] === 'eu-b')!.endpoint, '[2001:db8::2]:51822');
     assert.equal(plan.peers.find((p) => p.names[0] === 'eu-c')!.endpoint, 'eu-c.example.com:51823');
@@ -55,15 +58,21 @@ describe('full granularity', () => {
 
   test('a Peer without an endpoint is a WireGuard peer without one; its preshared key is carried', () => {
     const psk = wgKey('psk');
-    const objs = [...twoLocations().filter((o) => o.kind === 'Node'), peer('laptop', { allowedIPs: ['10.5.0.1/32'], presharedKey: psk })];
+    const objs = [
+      ...twoLocations().filter((o) => o.kind === 'Node'),
+      peer('laptop', { allowedIPs: ['10.5.0.1/32'], presharedKey: psk }),
+    ];
     const laptop = planFor(objs, 'us-b', full).peers.at(-1)!;
     assert.equal(laptop.kind, 'peer');
     assert.equal(laptop.endpoint, null);
     assert.equal(laptop.presharedKey, psk);
   });
 
-  test('a route\'s src is of the route\'s family: an IPv6 Peer IP gets no IPv4 source', () => {
-    const objs = [...twoLocations().filter((o) => o.kind === 'Node'), peer('phone', { allowedIPs: ['10.5.0.2/32', 'fd05::2/128'] })];
+  test("a route's src is of the route's family: an IPv6 Peer IP gets no IPv4 source", () => {
+    const objs = [
+      ...twoLocations().filter((o) => o.kind === 'Node'),
+      peer('phone', { allowedIPs: ['10.5.0.2/32', 'fd05::2/128'] }),
+    ];
     const lines = routeLines(planFor(objs, 'eu-a', full));
     assert.ok(lines.includes('10.5.0.2/32 dev kilo src 10.1.0.1'), lines.join('\n'));
     assert.ok(lines.includes('fd05::2/128 dev kilo'), lines.join('\n'));

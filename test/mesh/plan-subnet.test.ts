@@ -7,13 +7,16 @@ const subnet = { granularity: 'subnet' as const };
 describe('subnet granularity: groups', () => {
   test('nodes are grouped by location and internal-IP network', () => {
     const t = topologyFor(twoLocations(), 'eu-a', subnet);
-    assert.deepEqual(t.segments.map((s) => `${s.key} ${s.group}`), [
-      'node:eu-a subnet:eu/10.1.0.0/24',
-      'node:eu-b subnet:eu/10.1.0.0/24',
-      'node:eu-c subnet:eu/10.1.1.0/24',
-      'node:us-a subnet:us/10.8.0.0/24',
-      'node:us-b subnet:us/10.8.0.0/24',
-    ]);
+    assert.deepEqual(
+      t.segments.map((s) => `${s.key} ${s.group}`),
+      [
+        'node:eu-a subnet:eu/10.1.0.0/24',
+        'node:eu-b subnet:eu/10.1.0.0/24',
+        'node:eu-c subnet:eu/10.1.1.0/24',
+        'node:us-a subnet:us/10.8.0.0/24',
+        'node:us-b subnet:us/10.8.0.0/24',
+      ],
+    );
   });
 
   test('WireGuard peers: every node outside the own group, and every Peer', () => {
@@ -60,8 +63,18 @@ describe('subnet granularity: routes', () => {
 
   test('--encapsulate always: the group mate through the tunnel, with table 1107 and kilo rules', () => {
     const plan = planFor(twoLocations(), 'eu-a', { ...subnet, encapsulate: 'always', local: true });
-    assert.deepEqual(sorted(routeLines(plan)), sorted([...remote, '10.2.2.0/24 via 10.1.0.2 dev tunnel onlink', '10.1.0.2/32 via 10.1.0.2 dev tunnel table 1107 onlink']));
-    assert.deepEqual(sorted(ruleLines(plan)), sorted(['from 10.2.1.0/24 to 10.1.0.2/32 lookup 1107', 'iif kilo to 10.1.0.2/32 lookup 1107']));
+    assert.deepEqual(
+      sorted(routeLines(plan)),
+      sorted([
+        ...remote,
+        '10.2.2.0/24 via 10.1.0.2 dev tunnel onlink',
+        '10.1.0.2/32 via 10.1.0.2 dev tunnel table 1107 onlink',
+      ]),
+    );
+    assert.deepEqual(
+      sorted(ruleLines(plan)),
+      sorted(['from 10.2.1.0/24 to 10.1.0.2/32 lookup 1107', 'iif kilo to 10.1.0.2/32 lookup 1107']),
+    );
   });
 
   for (const encapsulate of ['never', 'crosssubnet'] as const) {

@@ -22,13 +22,20 @@ function n(name: string, spec: NodeSpec = {}): KubeObject {
 }
 
 const leaderOf = (objects: KubeObject[], location = 'eu') => {
-  const t = topologyFor(objects, (objects[0]!.metadata!.name)!);
+  const t = topologyFor(objects, objects[0]!.metadata!.name!);
   return t.segments.find((s) => s.key === `location:${location}`)!.leader.name;
 };
 
 describe('leader election (location granularity)', () => {
   test('annotated with a public endpoint beats annotated and public', () => {
-    assert.equal(leaderOf([n('a', { leader: true }), n('b', { endpoint: '198.51.100.2:51820' }), n('c', { leader: true, endpoint: '198.51.100.3:51820' })]), 'c');
+    assert.equal(
+      leaderOf([
+        n('a', { leader: true }),
+        n('b', { endpoint: '198.51.100.2:51820' }),
+        n('c', { leader: true, endpoint: '198.51.100.3:51820' }),
+      ]),
+      'c',
+    );
   });
 
   test('annotated beats public', () => {
@@ -49,8 +56,17 @@ describe('leader election (location granularity)', () => {
 
   test('a DNS endpoint counts as not public', () => {
     assert.equal(leaderOf([n('a'), n('b', { endpoint: 'b.example.com:51820' })]), 'a');
-    assert.equal(leaderOf([n('a', { leader: true, endpoint: 'a.example.com:51820' }), n('b', { leader: true, endpoint: '198.51.100.2:51820' })]), 'b');
-    assert.equal(leaderOf([n('a', { endpoint: 'a.example.com:51820' }), n('b'), n('c', { endpoint: '198.51.100.3:51820' })]), 'c');
+    assert.equal(
+      leaderOf([
+        n('a', { leader: true, endpoint: 'a.example.com:51820' }),
+        n('b', { leader: true, endpoint: '198.51.100.2:51820' }),
+      ]),
+      'b',
+    );
+    assert.equal(
+      leaderOf([n('a', { endpoint: 'a.example.com:51820' }), n('b'), n('c', { endpoint: '198.51.100.3:51820' })]),
+      'c',
+    );
   });
 
   const boundaries: Array<[string, boolean]> = [
@@ -80,12 +96,29 @@ describe('leader election (location granularity)', () => {
   test('a node that is not ready cannot lead', () => {
     const t = topologyFor([n('a'), n('b', { leader: true, endpoint: '198.51.100.2:51820', lastSeen: NOW - 61 })], 'a');
     assert.equal(t.segments[0]!.leader.name, 'a');
-    assert.deepEqual(t.segments[0]!.nodes.map((x) => x.name), ['a']);
+    assert.deepEqual(
+      t.segments[0]!.nodes.map((x) => x.name),
+      ['a'],
+    );
   });
 
   test('each location elects its own leader', () => {
-    const t = topologyFor([n('a', { location: 'x' }), n('b', { location: 'x', leader: true }), n('c', { location: 'y' }), n('d', { location: 'y', endpoint: '198.51.100.4:51820' })], 'a');
-    assert.deepEqual(t.segments.map((s) => [s.key, s.leader.name]), [['location:x', 'b'], ['location:y', 'd']]);
+    const t = topologyFor(
+      [
+        n('a', { location: 'x' }),
+        n('b', { location: 'x', leader: true }),
+        n('c', { location: 'y' }),
+        n('d', { location: 'y', endpoint: '198.51.100.4:51820' }),
+      ],
+      'a',
+    );
+    assert.deepEqual(
+      t.segments.map((s) => [s.key, s.leader.name]),
+      [
+        ['location:x', 'b'],
+        ['location:y', 'd'],
+      ],
+    );
     assert.equal(t.local.leader, false);
   });
 });
@@ -93,13 +126,27 @@ describe('leader election (location granularity)', () => {
 describe('WireGuard IP allocation', () => {
   test('location:… segments before node:… segments, each in string order', () => {
     // "0-alone" sorts first by name, but a node:… key comes after every location:… key.
-    const t = topologyFor([n('z', { location: 'b' }), n('0-alone', { location: 'a', internalIP: '' }), n('m', { location: 'a' }), n('y', { location: 'a' })], 'z');
-    assert.deepEqual(t.segments.map((s) => `${s.key}=${s.wireGuardIP.text}`), ['location:a=10.4.0.1', 'location:b=10.4.0.2', 'node:0-alone=10.4.0.3']);
+    const t = topologyFor(
+      [
+        n('z', { location: 'b' }),
+        n('0-alone', { location: 'a', internalIP: '' }),
+        n('m', { location: 'a' }),
+        n('y', { location: 'a' }),
+      ],
+      'z',
+    );
+    assert.deepEqual(
+      t.segments.map((s) => `${s.key}=${s.wireGuardIP.text}`),
+      ['location:a=10.4.0.1', 'location:b=10.4.0.2', 'node:0-alone=10.4.0.3'],
+    );
   });
 
   test('full: nodes in string order, not natural order', () => {
     const t = topologyFor([n('n2'), n('n10'), n('n1')], 'n2', { granularity: 'full' });
-    assert.deepEqual(t.segments.map((s) => `${s.key}=${s.wireGuardIP.text}`), ['node:n1=10.4.0.1', 'node:n10=10.4.0.2', 'node:n2=10.4.0.3']);
+    assert.deepEqual(
+      t.segments.map((s) => `${s.key}=${s.wireGuardIP.text}`),
+      ['node:n1=10.4.0.1', 'node:n10=10.4.0.2', 'node:n2=10.4.0.3'],
+    );
   });
 
   test('the interface address carries the mesh mask', () => {
@@ -112,7 +159,10 @@ describe('WireGuard IP allocation', () => {
     const objs = [n('a', { location: 'x' }), n('b', { location: 'y' }), n('c', { location: 'z' })];
     const subnet = Cidr.parse('10.4.0.0/30');
     assert.equal(topologyFor(objs.slice(0, 2), 'a', { subnet }).segments[1]!.wireGuardIP.text, '10.4.0.2');
-    assert.throws(() => topologyFor(objs, 'a', { subnet }), (e: unknown) => e instanceof TopologyError && e.message.includes('10.4.0.0/30'));
+    assert.throws(
+      () => topologyFor(objs, 'a', { subnet }),
+      (e: unknown) => e instanceof TopologyError && e.message.includes('10.4.0.0/30'),
+    );
   });
 });
 
@@ -120,26 +170,42 @@ describe('segment allowed IPs', () => {
   test('pod CIDRs and internal IPs of every member, the WireGuard IP, the allowed-location IPs', () => {
     const objs = [
       node('a', { location: 'eu', internalIP: '10.1.0.1/24', endpoint: '10.1.0.1:51820', podCIDR: '10.2.0.0/24' }),
-      node('b', { location: 'eu', internalIP: '10.1.0.2/24', endpoint: '10.1.0.2:51820', podCIDR: '10.2.1.0/24', allowedLocationIPs: '192.168.50.0/24' }),
+      node('b', {
+        location: 'eu',
+        internalIP: '10.1.0.2/24',
+        endpoint: '10.1.0.2:51820',
+        podCIDR: '10.2.1.0/24',
+        allowedLocationIPs: '192.168.50.0/24',
+      }),
       node('c', { location: 'us', internalIP: '10.9.0.1/24', endpoint: '198.51.100.9:51820', podCIDR: '10.2.9.0/24' }),
     ];
     const t = topologyFor(objs, 'c');
     const eu = t.segments.find((s) => s.key === 'location:eu')!;
-    assert.deepEqual(eu.allowedIPs.map((c) => c.networkText), ['10.2.0.0/24', '10.1.0.1/32', '10.2.1.0/24', '10.1.0.2/32', '10.4.0.1/32', '192.168.50.0/24']);
+    assert.deepEqual(
+      eu.allowedIPs.map((c) => c.networkText),
+      ['10.2.0.0/24', '10.1.0.1/32', '10.2.1.0/24', '10.1.0.2/32', '10.4.0.1/32', '192.168.50.0/24'],
+    );
     assert.deepEqual(eu.allowedLocationIPs.map(String), ['192.168.50.0/24']);
   });
 
   test('a node without an internal IP adds no /32', () => {
-    const t = topologyFor([n('a', { location: 'x', internalIP: '' , podCIDR: '10.2.77.0/24' })], 'a');
-    assert.deepEqual(t.segments[0]!.allowedIPs.map((c) => c.networkText), ['10.2.77.0/24', '10.4.0.1/32']);
+    const t = topologyFor([n('a', { location: 'x', internalIP: '', podCIDR: '10.2.77.0/24' })], 'a');
+    assert.deepEqual(
+      t.segments[0]!.allowedIPs.map((c) => c.networkText),
+      ['10.2.77.0/24', '10.4.0.1/32'],
+    );
   });
 });
 
 describe('allowed-location IP filtering', () => {
-  const eu = (name: string, alips: string, spec: NodeSpec = {}) => n(name, { location: 'eu', allowedLocationIPs: alips, ...spec });
-  const us = (name: string, alips: string, spec: NodeSpec = {}) => n(name, { location: 'us', allowedLocationIPs: alips, ...spec });
+  const eu = (name: string, alips: string, spec: NodeSpec = {}) =>
+    n(name, { location: 'eu', allowedLocationIPs: alips, ...spec });
+  const us = (name: string, alips: string, spec: NodeSpec = {}) =>
+    n(name, { location: 'us', allowedLocationIPs: alips, ...spec });
   const kept = (objs: KubeObject[], key: string, granularity: 'location' | 'cross' = 'location') =>
-    topologyFor(objs, objs[0]!.metadata!.name!, { granularity }).segments.find((s) => s.key === key)!.allowedLocationIPs.map(String);
+    topologyFor(objs, objs[0]!.metadata!.name!, { granularity })
+      .segments.find((s) => s.key === key)!
+      .allowedLocationIPs.map(String);
 
   test('an allowed-location IP overlapping a pod CIDR is dropped', () => {
     assert.deepEqual(kept([eu('a', '10.2.0.0/16,192.168.50.0/24'), us('b', '')], 'location:eu'), ['192.168.50.0/24']);
@@ -154,18 +220,24 @@ describe('allowed-location IP filtering', () => {
   });
 
   test('an allowed-location IP overlapping a Peer is dropped', () => {
-    const objs = [eu('a', '192.168.50.0/24,192.168.60.0/24'), us('b', ''), peer('p', { allowedIPs: ['192.168.60.7/32'] })];
+    const objs = [
+      eu('a', '192.168.50.0/24,192.168.60.0/24'),
+      us('b', ''),
+      peer('p', { allowedIPs: ['192.168.60.7/32'] }),
+    ];
     assert.deepEqual(kept(objs, 'location:eu'), ['192.168.50.0/24']);
   });
 
-  test('an allowed-location IP overlapping another location\'s is dropped from both', () => {
+  test("an allowed-location IP overlapping another location's is dropped from both", () => {
     const objs = [eu('a', '192.168.50.0/24,192.168.70.0/24'), us('b', '192.168.0.0/16,172.20.0.0/24')];
     assert.deepEqual(kept(objs, 'location:eu'), []);
     assert.deepEqual(kept(objs, 'location:us'), ['172.20.0.0/24']);
   });
 
   test('two nodes of one location naming the same prefix: kept once', () => {
-    assert.deepEqual(kept([eu('a', '192.168.50.0/24'), eu('b', '192.168.50.0/24'), us('c', '')], 'location:eu'), ['192.168.50.0/24']);
+    assert.deepEqual(kept([eu('a', '192.168.50.0/24'), eu('b', '192.168.50.0/24'), us('c', '')], 'location:eu'), [
+      '192.168.50.0/24',
+    ]);
   });
 
   test('cross: two nodes of one location naming the same prefix → exactly one WireGuard peer carries it', () => {
@@ -173,10 +245,16 @@ describe('allowed-location IP filtering', () => {
     const plan = planFor(objs, 'c', { granularity: 'cross' });
     const carriers = plan.peers.filter((p) => p.allowedIPs.includes('192.168.50.0/24')).map((p) => p.names.join());
     assert.deepEqual(carriers, ['a']);
-    assert.deepEqual(plan.peers.filter((p) => p.allowedIPs.includes('192.168.51.0/24')).map((p) => p.names.join()), ['b']);
+    assert.deepEqual(
+      plan.peers.filter((p) => p.allowedIPs.includes('192.168.51.0/24')).map((p) => p.names.join()),
+      ['b'],
+    );
     const routes = plan.routes.filter((r) => r.dst === '192.168.50.0/24');
     assert.equal(routes.length, 1);
-    assert.equal(routes[0]!.gw, topologyFor(objs, 'c', { granularity: 'cross' }).segments.find((s) => s.key === 'node:a')!.wireGuardIP.text);
+    assert.equal(
+      routes[0]!.gw,
+      topologyFor(objs, 'c', { granularity: 'cross' }).segments.find((s) => s.key === 'node:a')!.wireGuardIP.text,
+    );
   });
 });
 
@@ -188,35 +266,78 @@ describe('Peer allowed IPs', () => {
       peer('p-a', { allowedIPs: ['10.5.0.0/24', '10.7.0.1/32'] }),
     ];
     const t = topologyFor(objs, 'a');
-    assert.deepEqual(t.peers.map((p) => [p.name, p.allowedIPs.map(String)]), [
-      ['p-a', ['10.5.0.0/24', '10.7.0.1/32']],
-      ['p-b', ['10.6.0.0/24']],
-    ]);
+    assert.deepEqual(
+      t.peers.map((p) => [p.name, p.allowedIPs.map(String)]),
+      [
+        ['p-a', ['10.5.0.0/24', '10.7.0.1/32']],
+        ['p-b', ['10.6.0.0/24']],
+      ],
+    );
     const routes = planFor(objs, 'a').routes.filter((r) => r.dst === '10.5.0.0/24');
     assert.equal(routes.length, 1, 'one route per claimed prefix');
   });
 
   test('an invalid Peer does not claim anything', () => {
-    const cluster = parseCluster([n('a', { location: 'x' }), peer('p-a', { allowedIPs: ['10.5.0.0/24'], publicKey: 'bad' }), peer('p-b', { allowedIPs: ['10.5.0.0/24'] })]);
+    const cluster = parseCluster([
+      n('a', { location: 'x' }),
+      peer('p-a', { allowedIPs: ['10.5.0.0/24'], publicKey: 'bad' }),
+      peer('p-b', { allowedIPs: ['10.5.0.0/24'] }),
+    ]);
     assert.equal(cluster.errors.length, 1);
     const t = topologyOf(cluster, 'a', meshOptions(), NOW);
-    assert.deepEqual(t.peers.map((p) => [p.name, p.allowedIPs.map(String)]), [['p-b', ['10.5.0.0/24']]]);
+    assert.deepEqual(
+      t.peers.map((p) => [p.name, p.allowedIPs.map(String)]),
+      [['p-b', ['10.5.0.0/24']]],
+    );
   });
 });
 
 describe('endpoints behind NAT', () => {
   const roamerKey = wgKey('r');
   const peerKey = wgKey('p');
-  const seen = (ip: string, port: number) => ({ [roamerKey]: { IP: ip, Port: port }, [peerKey]: { IP: ip, Port: port + 1 } });
+  const seen = (ip: string, port: number) => ({
+    [roamerKey]: { IP: ip, Port: port },
+    [peerKey]: { IP: ip, Port: port + 1 },
+  });
   const cluster = (rKeepalive: number) => [
-    node('r', { location: 'r', internalIP: '10.9.0.1/24', endpoint: '198.51.100.9:51820', podCIDR: '10.2.9.0/24', keepalive: rKeepalive }),
+    node('r', {
+      location: 'r',
+      internalIP: '10.9.0.1/24',
+      endpoint: '198.51.100.9:51820',
+      podCIDR: '10.2.9.0/24',
+      keepalive: rKeepalive,
+    }),
     // Segment order is location order ("l1" < "l2"), the opposite of name order ("z" > "m").
-    node('z', { location: 'l1', internalIP: '10.1.0.1/24', endpoint: '198.51.100.1:51820', podCIDR: '10.2.1.0/24', discovered: seen('203.0.113.1', 1000) }),
-    node('m', { location: 'l2', internalIP: '10.1.1.1/24', endpoint: '198.51.100.2:51820', podCIDR: '10.2.2.0/24', discovered: seen('203.0.113.2', 2000) }),
-    node('q', { location: 'l3', internalIP: '10.1.3.1/24', endpoint: '198.51.100.3:51820', podCIDR: '10.2.3.0/24', keepalive: 7 }),
-    peer('p', { allowedIPs: ['10.5.0.1/32'], publicKey: peerKey, endpoint: '198.51.100.50:51820', keepalive: rKeepalive }),
+    node('z', {
+      location: 'l1',
+      internalIP: '10.1.0.1/24',
+      endpoint: '198.51.100.1:51820',
+      podCIDR: '10.2.1.0/24',
+      discovered: seen('203.0.113.1', 1000),
+    }),
+    node('m', {
+      location: 'l2',
+      internalIP: '10.1.1.1/24',
+      endpoint: '198.51.100.2:51820',
+      podCIDR: '10.2.2.0/24',
+      discovered: seen('203.0.113.2', 2000),
+    }),
+    node('q', {
+      location: 'l3',
+      internalIP: '10.1.3.1/24',
+      endpoint: '198.51.100.3:51820',
+      podCIDR: '10.2.3.0/24',
+      keepalive: 7,
+    }),
+    peer('p', {
+      allowedIPs: ['10.5.0.1/32'],
+      publicKey: peerKey,
+      endpoint: '198.51.100.50:51820',
+      keepalive: rKeepalive,
+    }),
   ];
-  const endpointOf = (objs: KubeObject[], host: string, key: string) => planFor(objs, host).peers.find((p) => p.publicKey === key)!.endpoint;
+  const endpointOf = (objs: KubeObject[], host: string, key: string) =>
+    planFor(objs, host).peers.find((p) => p.publicKey === key)!.endpoint;
 
   test('a keepalive target is dialled where the local node saw it', () => {
     assert.equal(endpointOf(cluster(25), 'm', roamerKey), '203.0.113.2:2000');
@@ -239,9 +360,15 @@ describe('endpoints behind NAT', () => {
     assert.equal(endpointOf(objs, 'q', roamerKey), '198.51.100.9:51820');
   });
 
-  test('every WireGuard peer gets the local node\'s keepalive, not the target\'s', () => {
-    assert.deepEqual(planFor(cluster(25), 'q').peers.map((p) => p.persistentKeepalive), [7, 7, 7, 7]);
-    assert.deepEqual(planFor(cluster(25), 'm').peers.map((p) => p.persistentKeepalive), [0, 0, 0, 0]);
+  test("every WireGuard peer gets the local node's keepalive, not the target's", () => {
+    assert.deepEqual(
+      planFor(cluster(25), 'q').peers.map((p) => p.persistentKeepalive),
+      [7, 7, 7, 7],
+    );
+    assert.deepEqual(
+      planFor(cluster(25), 'm').peers.map((p) => p.persistentKeepalive),
+      [0, 0, 0, 0],
+    );
   });
 });
 
@@ -259,12 +386,48 @@ function shuffled<T>(items: readonly T[], seed: number): T[] {
 
 describe('stable ordering', () => {
   const objs: KubeObject[] = [
-    node('eu-1', { location: 'eu', internalIP: '10.1.0.1/24', endpoint: '198.51.100.1:51820', podCIDR: '10.2.1.0/24', allowedLocationIPs: '192.168.50.0/24' }),
-    node('eu-2', { location: 'eu', internalIP: '10.1.0.2/24', endpoint: '10.1.0.2:51820', podCIDR: '10.2.2.0/24', leader: true }),
-    node('eu-3', { location: 'eu', internalIP: '10.1.1.3/24', endpoint: '10.1.1.3:51820', podCIDR: '10.2.3.0/24', allowedLocationIPs: '192.168.50.0/24' }),
-    node('us-1', { location: 'us', internalIP: '10.8.0.1/24', endpoint: '198.51.100.8:51820', podCIDR: '10.2.8.0/24', keepalive: 10 }),
-    node('us-2', { location: 'us', internalIP: '10.8.0.2/24', endpoint: '198.51.100.9:51820', podCIDR: '10.2.9.0/24', discovered: { [wgKey('office')]: { IP: '203.0.113.4', Port: 4000 } } }),
-    node('office', { location: 'office', forceInternalIP: '-', endpoint: '203.0.113.3:51820', podCIDR: '10.2.20.0/24', keepalive: 25 }),
+    node('eu-1', {
+      location: 'eu',
+      internalIP: '10.1.0.1/24',
+      endpoint: '198.51.100.1:51820',
+      podCIDR: '10.2.1.0/24',
+      allowedLocationIPs: '192.168.50.0/24',
+    }),
+    node('eu-2', {
+      location: 'eu',
+      internalIP: '10.1.0.2/24',
+      endpoint: '10.1.0.2:51820',
+      podCIDR: '10.2.2.0/24',
+      leader: true,
+    }),
+    node('eu-3', {
+      location: 'eu',
+      internalIP: '10.1.1.3/24',
+      endpoint: '10.1.1.3:51820',
+      podCIDR: '10.2.3.0/24',
+      allowedLocationIPs: '192.168.50.0/24',
+    }),
+    node('us-1', {
+      location: 'us',
+      internalIP: '10.8.0.1/24',
+      endpoint: '198.51.100.8:51820',
+      podCIDR: '10.2.8.0/24',
+      keepalive: 10,
+    }),
+    node('us-2', {
+      location: 'us',
+      internalIP: '10.8.0.2/24',
+      endpoint: '198.51.100.9:51820',
+      podCIDR: '10.2.9.0/24',
+      discovered: { [wgKey('office')]: { IP: '203.0.113.4', Port: 4000 } },
+    }),
+    node('office', {
+      location: 'office',
+      forceInternalIP: '-',
+      endpoint: '203.0.113.3:51820',
+      podCIDR: '10.2.20.0/24',
+      keepalive: 25,
+    }),
     peer('laptop', { allowedIPs: ['10.5.0.1/32', '10.5.0.2/32'] }),
     peer('phone', { allowedIPs: ['10.5.0.2/32', '10.5.0.3/32'], endpoint: '198.51.100.77:51820' }),
   ];
@@ -273,7 +436,11 @@ describe('stable ordering', () => {
       for (const host of ['eu-1', 'eu-2', 'eu-3', 'us-1', 'us-2', 'office']) {
         const want = JSON.stringify(planFor(objs, host, { granularity }));
         for (const seed of [1, 2, 3, 4, 5]) {
-          assert.equal(JSON.stringify(planFor(shuffled(objs, seed), host, { granularity })), want, `${host} seed ${seed}`);
+          assert.equal(
+            JSON.stringify(planFor(shuffled(objs, seed), host, { granularity })),
+            want,
+            `${host} seed ${seed}`,
+          );
         }
       }
     });
@@ -283,7 +450,10 @@ describe('stable ordering', () => {
 describe('the local node', () => {
   test('a rejected local node is an error that carries the validation message', () => {
     const cluster = parseCluster([n('a', { internalIP: 'bogus' }), n('b')]);
-    assert.throws(() => topologyOf(cluster, 'a', meshOptions(), NOW), (e: unknown) => e instanceof TopologyError && e.message.includes('"bogus"') && e.message.includes('internal-ip'));
+    assert.throws(
+      () => topologyOf(cluster, 'a', meshOptions(), NOW),
+      (e: unknown) => e instanceof TopologyError && e.message.includes('"bogus"') && e.message.includes('internal-ip'),
+    );
   });
 
   test('a missing local node is an error naming it', () => {
@@ -297,16 +467,31 @@ describe('the local node', () => {
     ['a stale last-seen', { lastSeen: NOW - 61 }],
   ] as const) {
     test(`a local node with ${what} is not ready, and the error says why`, () => {
-      const base: NodeSpec = { location: 'eu', internalIP: '10.1.0.1/24', endpoint: '10.1.0.1:51820', podCIDR: '10.2.0.0/24' };
+      const base: NodeSpec = {
+        location: 'eu',
+        internalIP: '10.1.0.1/24',
+        endpoint: '10.1.0.1:51820',
+        podCIDR: '10.2.0.0/24',
+      };
       const objs = [node('a', { ...base, ...(spec as NodeSpec) }), n('b')];
-      assert.throws(() => topologyFor(objs, 'a'), (e: unknown) => e instanceof TopologyError && /not ready: /.test(e.message));
+      assert.throws(
+        () => topologyFor(objs, 'a'),
+        (e: unknown) => e instanceof TopologyError && /not ready: /.test(e.message),
+      );
     });
   }
 
   test('nodes that are not ready take no part: no segment, no WireGuard IP, no peer', () => {
-    const objs = [n('a', { location: 'x' }), n('b', { location: 'y', lastSeen: NOW - 61 }), n('c', { location: 'z', key: null })];
+    const objs = [
+      n('a', { location: 'x' }),
+      n('b', { location: 'y', lastSeen: NOW - 61 }),
+      n('c', { location: 'z', key: null }),
+    ];
     const t = topologyFor(objs, 'a');
-    assert.deepEqual(t.segments.map((s) => s.key), ['location:x']);
+    assert.deepEqual(
+      t.segments.map((s) => s.key),
+      ['location:x'],
+    );
     assert.deepEqual(planFor(objs, 'a').peers, []);
   });
 });
@@ -318,5 +503,8 @@ test('a Peer reusing a node key or an earlier Peer key is left out (one WireGuar
   const p1 = kiloPeer('p1', { publicKey: wgKey('shared'), allowedIPs: ['10.5.0.1/32'] });
   const p2 = kiloPeer('p2', { publicKey: wgKey('shared'), allowedIPs: ['10.5.0.2/32'] });
   const p3 = kiloPeer('p3', { publicKey: wgKey('node-a'), allowedIPs: ['10.5.0.3/32'] });
-  assert.deepEqual(uniqueKeys([p1, p2, p3], [n]).map((p) => p.name), ['p1']);
+  assert.deepEqual(
+    uniqueKeys([p1, p2, p3], [n]).map((p) => p.name),
+    ['p1'],
+  );
 });

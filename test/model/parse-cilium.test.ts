@@ -4,14 +4,19 @@ import { Annotation } from '../../src/model/annotations.js';
 import { parseNode } from '../../src/model/parse.js';
 import { kiloNode, node, type NodeSpec } from '../helpers/cluster.js';
 
-const good: NodeSpec = { location: 'eu', internalIP: '10.1.0.5/24', endpoint: '198.51.100.1:51820', podCIDR: '10.2.1.0/24' };
+const good: NodeSpec = {
+  location: 'eu',
+  internalIP: '10.1.0.5/24',
+  endpoint: '198.51.100.1:51820',
+  podCIDR: '10.2.1.0/24',
+};
 const withCilium = (value: string) => ({ ...good, annotations: { [Annotation.ciliumInternalIP]: value } });
 
-test('the annotation is Kilo\'s kilo.squat.ai/cilium-internal-ip', () => {
+test("the annotation is Kilo's kilo.squat.ai/cilium-internal-ip", () => {
   assert.equal(Annotation.ciliumInternalIP, 'kilo.squat.ai/cilium-internal-ip');
 });
 
-test('cilium-internal-ip: a bare address, as Kilo writes it, is the node\'s Cilium internal IP', () => {
+test("cilium-internal-ip: a bare address, as Kilo writes it, is the node's Cilium internal IP", () => {
   assert.equal(kiloNode('x', withCilium('10.2.1.180')).ciliumInternalIP?.text, '10.2.1.180');
   assert.equal(kiloNode('x', withCilium(' fd00:2::1 ')).ciliumInternalIP?.text, 'fd00:2::1');
 });
@@ -36,7 +41,7 @@ for (const bad of ['10.2.1.180/32', '10.2.1.256', 'cilium_host', '10.2.1']) {
   });
 }
 
-test('the contract\'s name, kilo.squat.ai/cni-compatibility-ip, is read too; Kilo\'s wins when both are set', () => {
+test("the contract's name, kilo.squat.ai/cni-compatibility-ip, is read too; Kilo's wins when both are set", () => {
   const both = (kilo: string, contract: string) => ({
     ...good,
     annotations: { [Annotation.ciliumInternalIP]: kilo, [Annotation.cniCompatibilityIP]: contract },

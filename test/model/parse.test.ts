@@ -34,19 +34,25 @@ function assertRejected(obj: KubeObject, object: string, field: string, value: u
   return e;
 }
 
-const rejectedNode = (spec: NodeSpec, field: string, value: unknown) => assertRejected(node('x', { ...good, ...spec }), 'Node "x"', field, value);
+const rejectedNode = (spec: NodeSpec, field: string, value: unknown) =>
+  assertRejected(node('x', { ...good, ...spec }), 'Node "x"', field, value);
 const rejectNode = (spec: NodeSpec, field: string, value: unknown): void => void rejectedNode(spec, field, value);
 
 describe('parseNode rejects malformed values', () => {
   const bad = ['10.1.0.5', '10.1.0.5/33', '10.1.0/24', 'fd00::1/129', 'nonsense', '10.1.0.5/24/1', '1/8'];
   for (const v of bad) {
     test(`internal-ip ${JSON.stringify(v)}`, () => rejectNode({ internalIP: v }, Annotation.internalIP, v));
-    test(`force-internal-ip ${JSON.stringify(v)}`, () => rejectNode({ forceInternalIP: v }, Annotation.forceInternalIP, v));
+    test(`force-internal-ip ${JSON.stringify(v)}`, () =>
+      rejectNode({ forceInternalIP: v }, Annotation.forceInternalIP, v));
     test(`podCIDR ${JSON.stringify(v)}`, () => rejectNode({ podCIDR: v }, 'spec.podCIDR', v));
   }
 
   test('one bad allowed-location IP among good ones', () => {
-    rejectNode({ allowedLocationIPs: '192.168.5.0/24,192.168.300.0/24,10.9.0.0/16' }, Annotation.allowedLocationIPs, '192.168.300.0/24');
+    rejectNode(
+      { allowedLocationIPs: '192.168.5.0/24,192.168.300.0/24,10.9.0.0/16' },
+      Annotation.allowedLocationIPs,
+      '192.168.300.0/24',
+    );
   });
 
   test('key that is not base64', () => rejectNode({ key: 'not a key!' }, Annotation.key, 'not a key!'));
@@ -57,23 +63,42 @@ describe('parseNode rejects malformed values', () => {
     rejectNode({ key: k }, Annotation.key, k);
   });
 
-  for (const v of ['198.51.100.1', '198.51.100.1:0', '198.51.100.1:70000', '[::1]', '[::1]51820', '1.2.3:51820', '::1:51820', 'host:', ':51820', '198.51.100.1:port', '[10.0.0.1]:51820']) {
+  for (const v of [
+    '198.51.100.1',
+    '198.51.100.1:0',
+    '198.51.100.1:70000',
+    '[::1]',
+    '[::1]51820',
+    '1.2.3:51820',
+    '::1:51820',
+    'host:',
+    ':51820',
+    '198.51.100.1:port',
+    '[10.0.0.1]:51820',
+  ]) {
     test(`endpoint ${JSON.stringify(v)}`, () => rejectNode({ endpoint: v }, Annotation.endpoint, v));
     test(`force-endpoint ${JSON.stringify(v)}`, () => rejectNode({ forceEndpoint: v }, Annotation.forceEndpoint, v));
   }
 
   for (const v of ['-1', 'abc', '1.5', '86401']) {
-    test(`persistent-keepalive ${JSON.stringify(v)}`, () => rejectNode({ keepalive: v }, Annotation.persistentKeepalive, v));
+    test(`persistent-keepalive ${JSON.stringify(v)}`, () =>
+      rejectNode({ keepalive: v }, Annotation.persistentKeepalive, v));
   }
 
   test('last-seen that is not a number', () => rejectNode({ lastSeen: 'yesterday' }, Annotation.lastSeen, 'yesterday'));
 
-  test('discovered-endpoints that is not JSON', () => rejectNode({ discovered: '{"a":' }, Annotation.discoveredEndpoints, '{"a":'));
+  test('discovered-endpoints that is not JSON', () =>
+    rejectNode({ discovered: '{"a":' }, Annotation.discoveredEndpoints, '{"a":'));
   for (const v of ['[]', '"x"', '42', 'null']) {
-    test(`discovered-endpoints of wrong shape ${v}`, () => rejectNode({ discovered: v }, Annotation.discoveredEndpoints, v));
+    test(`discovered-endpoints of wrong shape ${v}`, () =>
+      rejectNode({ discovered: v }, Annotation.discoveredEndpoints, v));
   }
   test('discovered-endpoints with a bad key inside', () => {
-    rejectNode({ discovered: { 'not-a-key': { IP: '203.0.113.9', Port: 51820 } } }, Annotation.discoveredEndpoints, 'not-a-key');
+    rejectNode(
+      { discovered: { 'not-a-key': { IP: '203.0.113.9', Port: 51820 } } },
+      Annotation.discoveredEndpoints,
+      'not-a-key',
+    );
   });
   test('discovered-endpoints with a bad endpoint inside', () => {
     const k = wgKey('roamer');
@@ -87,27 +112,37 @@ describe('parseNode rejects malformed values', () => {
     const p = parseNode(node('x', { ...good, internalIP: 'bad', keepalive: 'abc', key: 'k' }));
     assert.equal(p.ok, false);
     if (p.ok) return;
-    assert.deepEqual(p.errors.map((e) => e.field).sort(), [Annotation.internalIP, Annotation.key, Annotation.persistentKeepalive].map((k) => `metadata.annotations["${k}"]`).sort());
+    assert.deepEqual(
+      p.errors.map((e) => e.field).sort(),
+      [Annotation.internalIP, Annotation.key, Annotation.persistentKeepalive]
+        .map((k) => `metadata.annotations["${k}"]`)
+        .sort(),
+    );
   });
 });
 
 describe('parsePeer rejects malformed values', () => {
-  const rejectPeer = (spec: Parameters<typeof peer>[1], field: string, value: unknown): void => void assertRejected(peer('y', { allowedIPs: ['10.5.0.1/32'], ...spec }), 'Peer "y"', field, value);
+  const rejectPeer = (spec: Parameters<typeof peer>[1], field: string, value: unknown): void =>
+    void assertRejected(peer('y', { allowedIPs: ['10.5.0.1/32'], ...spec }), 'Peer "y"', field, value);
 
   test('no allowed IPs', () => {
     void assertRejected(peer('y', {}), 'Peer "y"', 'spec.allowedIPs', null);
     rejectPeer({ allowedIPs: [] }, 'spec.allowedIPs', []);
   });
-  test('a bad allowed IP among good ones', () => rejectPeer({ allowedIPs: ['10.5.0.1/32', '10.5.0.300/32'] }, 'spec.allowedIPs[1]', '10.5.0.300/32'));
+  test('a bad allowed IP among good ones', () =>
+    rejectPeer({ allowedIPs: ['10.5.0.1/32', '10.5.0.300/32'] }, 'spec.allowedIPs[1]', '10.5.0.300/32'));
   test('allowed IP without mask', () => rejectPeer({ allowedIPs: ['10.5.0.1'] }, 'spec.allowedIPs[0]', '10.5.0.1'));
   test('missing publicKey', () => rejectPeer({ publicKey: null }, 'spec.publicKey', null));
   test('publicKey not base64', () => rejectPeer({ publicKey: '!!!' }, 'spec.publicKey', '!!!'));
   test('publicKey of 16 bytes', () => rejectPeer({ publicKey: shortKey }, 'spec.publicKey', shortKey));
   for (const port of [0, 70000, -1, 1.5, '51820']) {
-    test(`endpoint port ${JSON.stringify(port)}`, () => rejectPeer({ endpoint: { dnsOrIP: { ip: '203.0.113.7' }, port } }, 'spec.endpoint.port', port));
+    test(`endpoint port ${JSON.stringify(port)}`, () =>
+      rejectPeer({ endpoint: { dnsOrIP: { ip: '203.0.113.7' }, port } }, 'spec.endpoint.port', port));
   }
-  test('endpoint with a bad IP', () => rejectPeer({ endpoint: { dnsOrIP: { ip: '203.0.113' }, port: 51820 } }, 'spec.endpoint.dnsOrIP.ip', '203.0.113'));
-  test('endpoint with a bad DNS name', () => rejectPeer({ endpoint: { dnsOrIP: { dns: 'bad_name!' }, port: 51820 } }, 'spec.endpoint.dnsOrIP.dns', 'bad_name!'));
+  test('endpoint with a bad IP', () =>
+    rejectPeer({ endpoint: { dnsOrIP: { ip: '203.0.113' }, port: 51820 } }, 'spec.endpoint.dnsOrIP.ip', '203.0.113'));
+  test('endpoint with a bad DNS name', () =>
+    rejectPeer({ endpoint: { dnsOrIP: { dns: 'bad_name!' }, port: 51820 } }, 'spec.endpoint.dnsOrIP.dns', 'bad_name!'));
   test('presharedKey not a key', () => rejectPeer({ presharedKey: 'secret' }, 'spec.presharedKey', 'secret'));
   test('persistentKeepalive negative', () => rejectPeer({ keepalive: -1 }, 'spec.persistentKeepalive', -1));
 });
@@ -125,9 +160,18 @@ describe('parseCluster', () => {
       { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ignored' } },
       { apiVersion: 'example.com/v1', kind: 'Peer', metadata: { name: 'not-kilo' }, spec: {} },
     ]);
-    assert.deepEqual(c.nodes.map((n) => n.name), ['a', 'd']);
-    assert.deepEqual(c.peers.map((p) => p.name), ['p1', 'p3']);
-    assert.deepEqual(c.errors.map((e) => e.object), ['Node "b"', 'Node "c"', 'Peer "p2"']);
+    assert.deepEqual(
+      c.nodes.map((n) => n.name),
+      ['a', 'd'],
+    );
+    assert.deepEqual(
+      c.peers.map((p) => p.name),
+      ['p1', 'p3'],
+    );
+    assert.deepEqual(
+      c.errors.map((e) => e.object),
+      ['Node "b"', 'Node "c"', 'Peer "p2"'],
+    );
   });
 
   test('a node without a name is rejected', () => {
@@ -204,7 +248,9 @@ describe('parseNode accepts good values', () => {
     const p = parseNode(node('x', { ...good, location: undefined, labels }), { topologyLabel: 'example.com/site' });
     assert.ok(p.ok);
     assert.equal(p.value.location, 'lab');
-    const none = parseNode(node('x', { ...good, location: undefined, labels: {} }), { topologyLabel: 'example.com/site' });
+    const none = parseNode(node('x', { ...good, location: undefined, labels: {} }), {
+      topologyLabel: 'example.com/site',
+    });
     assert.ok(none.ok);
     assert.equal(none.value.location, '');
   });
@@ -216,7 +262,12 @@ describe('parseNode accepts good values', () => {
 
   test('persistent keepalive, last-seen and discovered endpoints', () => {
     const k = wgKey('roamer');
-    const n = kiloNode('x', { ...good, keepalive: 25, lastSeen: 1700000000, discovered: { [k]: { IP: '203.0.113.9', Port: 40000 } } });
+    const n = kiloNode('x', {
+      ...good,
+      keepalive: 25,
+      lastSeen: 1700000000,
+      discovered: { [k]: { IP: '203.0.113.9', Port: 40000 } },
+    });
     assert.equal(n.persistentKeepalive, 25);
     assert.equal(n.lastSeen, 1700000000);
     assert.equal(n.discoveredEndpoints.get(k)?.ip?.text, '203.0.113.9');
@@ -235,7 +286,12 @@ describe('parseNode accepts good values', () => {
 describe('parsePeer accepts good values', () => {
   test('IP endpoint, keepalive, preshared key', () => {
     const psk = wgKey('psk');
-    const p = kiloPeer('y', { allowedIPs: ['10.5.0.1/32', '10.6.0.0/24'], endpoint: '203.0.113.7:51820', keepalive: 10, presharedKey: psk });
+    const p = kiloPeer('y', {
+      allowedIPs: ['10.5.0.1/32', '10.6.0.0/24'],
+      endpoint: '203.0.113.7:51820',
+      keepalive: 10,
+      presharedKey: psk,
+    });
     assert.deepEqual(p.allowedIPs.map(String), ['10.5.0.1/32', '10.6.0.0/24']);
     assert.equal(p.publicKey, wgKey('y'));
     assert.equal(p.endpoint?.ip?.text, '203.0.113.7');
@@ -245,7 +301,10 @@ describe('parsePeer accepts good values', () => {
   });
 
   test('DNS endpoint and no endpoint', () => {
-    assert.equal(kiloPeer('y', { allowedIPs: ['10.5.0.1/32'], endpoint: 'vpn.example.com:443' }).endpoint?.dns, 'vpn.example.com');
+    assert.equal(
+      kiloPeer('y', { allowedIPs: ['10.5.0.1/32'], endpoint: 'vpn.example.com:443' }).endpoint?.dns,
+      'vpn.example.com',
+    );
     const p = kiloPeer('y', { allowedIPs: ['10.5.0.1/32'] });
     assert.equal(p.endpoint, null);
     assert.equal(p.persistentKeepalive, 0);

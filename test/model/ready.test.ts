@@ -63,14 +63,26 @@ describe('isPeerReady', () => {
 
 describe('snapshotNow', () => {
   test('is the newest last-seen, whatever the order', () => {
-    const nodes = [kiloNode('a', { lastSeen: 100 }), kiloNode('b', { lastSeen: 300 }), kiloNode('c', { lastSeen: null }), kiloNode('d', { lastSeen: 200 })];
+    const nodes = [
+      kiloNode('a', { lastSeen: 100 }),
+      kiloNode('b', { lastSeen: 300 }),
+      kiloNode('c', { lastSeen: null }),
+      kiloNode('d', { lastSeen: 200 }),
+    ];
     assert.equal(snapshotNow(nodes), 300);
     assert.equal(snapshotNow([...nodes].reverse()), 300);
   });
 
   test('a node 61 s behind the newest is not ready offline; 60 s behind is', () => {
-    const nodes = [kiloNode('a', { ...ready, lastSeen: NOW }), kiloNode('b', { ...ready, lastSeen: NOW - 61 }), kiloNode('c', { ...ready, lastSeen: NOW - 60 })];
+    const nodes = [
+      kiloNode('a', { ...ready, lastSeen: NOW }),
+      kiloNode('b', { ...ready, lastSeen: NOW - 61 }),
+      kiloNode('c', { ...ready, lastSeen: NOW - 60 }),
+    ];
     const now = snapshotNow(nodes);
-    assert.deepEqual(nodes.filter((n) => isNodeReady(n, now)).map((n) => n.name), ['a', 'c']);
+    assert.deepEqual(
+      nodes.filter((n) => isNodeReady(n, now)).map((n) => n.name),
+      ['a', 'c'],
+    );
   });
 });

@@ -57,7 +57,9 @@ describe('aggregate', () => {
   });
 
   test('contained prefixes and duplicates are dropped', () => {
-    assert.deepEqual(texts(aggregate(cidrs('10.4.0.1/32', '10.4.0.0/16', '10.4.0.1/32', '10.4.200.0/24'))), ['10.4.0.0/16']);
+    assert.deepEqual(texts(aggregate(cidrs('10.4.0.1/32', '10.4.0.0/16', '10.4.0.1/32', '10.4.200.0/24'))), [
+      '10.4.0.0/16',
+    ]);
   });
 
   test('a merged parent completes a half one level up', () => {
@@ -73,10 +75,10 @@ describe('aggregate', () => {
     assert.deepEqual(texts(aggregate(cidrs('fd05::1/128', 'fd05::/128', 'fd05::2/127'))), ['fd05::/126']);
     assert.deepEqual(texts(aggregate(cidrs('8000::/1', '::/1'))), ['::/0']);
     assert.deepEqual(texts(aggregate(cidrs('0.0.0.0/1', '128.0.0.0/1', '10.0.0.0/8'))), ['0.0.0.0/0']);
-    assert.deepEqual(
-      texts(aggregate(cidrs('fd42:0:0:1::/64', 'fd42::/64', 'fd42:0:0:ffff::/64'))),
-      ['fd42::/63', 'fd42:0:0:ffff::/64'],
-    );
+    assert.deepEqual(texts(aggregate(cidrs('fd42:0:0:1::/64', 'fd42::/64', 'fd42:0:0:ffff::/64'))), [
+      'fd42::/63',
+      'fd42:0:0:ffff::/64',
+    ]);
   });
 
   test('both families: IPv4 first, each in address order', () => {
@@ -100,12 +102,17 @@ describe('aggregate', () => {
       const label = texts(input).join(' ');
       assert.deepEqual(covered(out), covered(input), `same addresses: ${label}`);
       for (const [j, a] of out.entries()) {
-        for (const b of out.slice(j + 1)) assert.ok(!a.overlaps(b), `${a.networkText} overlaps ${b.networkText}: ${label}`);
+        for (const b of out.slice(j + 1))
+          assert.ok(!a.overlaps(b), `${a.networkText} overlaps ${b.networkText}: ${label}`);
       }
       const set = new Set(covered(input).map((t) => addresses.findIndex((a) => a.text === t)));
       assert.equal(out.length, fewestPrefixes(set), `fewest prefixes: ${label} -> ${texts(out).join(' ')}`);
       const starts = out.map((c) => c.network.bytes[3]!);
-      assert.deepEqual(starts, [...starts].sort((a, b) => a - b), `address order: ${label}`);
+      assert.deepEqual(
+        starts,
+        [...starts].sort((a, b) => a - b),
+        `address order: ${label}`,
+      );
       assert.deepEqual(texts(aggregate(out)), texts(out), `idempotent: ${label}`);
       assert.deepEqual(texts(aggregate([...input].reverse())), texts(out), `order-free: ${label}`);
     }
@@ -118,7 +125,14 @@ describe('PrefixSet', () => {
     for (const inside of ['10.42.0.0/23', '10.42.1.128/25', '10.4.0.1/32', 'fd05::9/128']) {
       assert.ok(set.covers(Cidr.parse(inside)), inside);
     }
-    for (const outside of ['10.42.0.0/22', '10.4.0.0/31', '10.4.0.2/32', '10.41.255.255/32', 'fd06::/64', '10.42.0.0/0']) {
+    for (const outside of [
+      '10.42.0.0/22',
+      '10.4.0.0/31',
+      '10.4.0.2/32',
+      '10.41.255.255/32',
+      'fd06::/64',
+      '10.42.0.0/0',
+    ]) {
       assert.ok(!set.covers(Cidr.parse(outside)), outside);
     }
   });

@@ -81,16 +81,37 @@ test('a scoped IPv6 link-local endpoint is kept as WireGuard prints it', () => {
 
 test('errors name line and field, and never quote a secret column', () => {
   assert.throws(() => parseDump(''), DumpParseError);
-  assert.throws(() => parseDump(`${priv}\t${pub}\tx\toff\n`), /line 1: field listen-port: not a non-negative integer: "x"/);
+  assert.throws(
+    () => parseDump(`${priv}\t${pub}\tx\toff\n`),
+    /line 1: field listen-port: not a non-negative integer: "x"/,
+  );
   assert.throws(() => parseDump(`${priv}\t${pub}\t1\tmark\n`), /line 1: field fwmark/);
   const badIface = `${priv}X\t${pub}\t1\toff\n`;
-  assert.throws(() => parseDump(badIface), (e: Error) => /field private-key/.test(e.message) && !e.message.includes(priv));
+  assert.throws(
+    () => parseDump(badIface),
+    (e: Error) => /field private-key/.test(e.message) && !e.message.includes(priv),
+  );
   const badPsk = `${priv}\t${pub}\t1\toff\n${peerA}\t${psk}!\t(none)\t(none)\t0\t0\t0\toff\n`;
-  assert.throws(() => parseDump(badPsk), (e: Error) => /line 2: field preshared-key/.test(e.message) && !e.message.includes(psk));
+  assert.throws(
+    () => parseDump(badPsk),
+    (e: Error) => /line 2: field preshared-key/.test(e.message) && !e.message.includes(psk),
+  );
   // `wg show all dump` has an extra interface-name column: refused, not misread.
   const all = `kilo0\t${priv}\t${pub}\t1\toff\n`;
-  assert.throws(() => parseDump(all), (e: Error) => /expected 4/.test(e.message) && !e.message.includes(priv));
-  assert.throws(() => parseDump(`${priv}\t${pub}\t1\toff\n${peerA}\t(none)\t(none)\n`), /line 2: field peer: expected 8/);
-  assert.throws(() => parseDump(`${priv}\t${pub}\t1\toff\nnot-a-key\t(none)\t(none)\t(none)\t0\t0\t0\toff\n`), /line 2: field public-key/);
-  assert.throws(() => parseDump(`${priv}\t${pub}\t1\toff\n${peerA}\t(none)\t(none)\t(none)\t0\t0\t0\tsoon\n`), /persistent-keepalive/);
+  assert.throws(
+    () => parseDump(all),
+    (e: Error) => /expected 4/.test(e.message) && !e.message.includes(priv),
+  );
+  assert.throws(
+    () => parseDump(`${priv}\t${pub}\t1\toff\n${peerA}\t(none)\t(none)\n`),
+    /line 2: field peer: expected 8/,
+  );
+  assert.throws(
+    () => parseDump(`${priv}\t${pub}\t1\toff\nnot-a-key\t(none)\t(none)\t(none)\t0\t0\t0\toff\n`),
+    /line 2: field public-key/,
+  );
+  assert.throws(
+    () => parseDump(`${priv}\t${pub}\t1\toff\n${peerA}\t(none)\t(none)\t(none)\t0\t0\t0\tsoon\n`),
+    /persistent-keepalive/,
+  );
 });

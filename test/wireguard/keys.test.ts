@@ -25,7 +25,9 @@ test('generated keys are 32-byte base64 keys and differ', () => {
 
 test('publicKeyOf matches a known RFC 7748 vector', () => {
   // RFC 7748 section 6.1: Alice's private key and public key.
-  const priv = Buffer.from('77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a', 'hex').toString('base64');
+  const priv = Buffer.from('77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a', 'hex').toString(
+    'base64',
+  );
   const pub = Buffer.from('8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a', 'hex').toString('base64');
   assert.equal(publicKeyOf(priv), pub);
 });
@@ -45,7 +47,10 @@ test('publicKeyOf agrees with wg pubkey', { skip: hasWg ? false : 'wg not instal
 
 test('publicKeyOf rejects a non-key without echoing it', () => {
   const secretish = 'c2VjcmV0LXNob3VsZC1uZXZlci1hcHBlYXI=';
-  assert.throws(() => publicKeyOf(secretish), (e: Error) => !e.message.includes(secretish) && /private key/.test(e.message));
+  assert.throws(
+    () => publicKeyOf(secretish),
+    (e: Error) => !e.message.includes(secretish) && /private key/.test(e.message),
+  );
 });
 
 test('loadOrCreateKey creates the key 0600 in a new 0700 directory, then keeps it', (t) => {
@@ -58,7 +63,9 @@ test('loadOrCreateKey creates the key 0600 in a new 0700 directory, then keeps i
   assert.equal(statSync(join(dir, 'var/lib/kilo')).mode & 0o777, 0o700);
   assert.equal(loadOrCreateKey(path), key, 'an existing key is never regenerated');
   assert.deepEqual(
-    execFileSync('ls', ['-A', join(dir, 'var/lib/kilo')], { encoding: 'utf8' }).trim().split('\n'),
+    execFileSync('ls', ['-A', join(dir, 'var/lib/kilo')], { encoding: 'utf8' })
+      .trim()
+      .split('\n'),
     ['key'],
     'no temporary file is left behind',
   );
@@ -90,5 +97,8 @@ test('an unreadable key path (a directory) is an error naming the path', (t) => 
   const dir = tempDir(t);
   const path = join(dir, 'key');
   mkdirSync(path);
-  assert.throws(() => loadOrCreateKey(path), (e: Error) => e instanceof KeyFileError && e.message.includes(path));
+  assert.throws(
+    () => loadOrCreateKey(path),
+    (e: Error) => e instanceof KeyFileError && e.message.includes(path),
+  );
 });

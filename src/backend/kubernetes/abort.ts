@@ -1,4 +1,9 @@
-import { Observable, type ConfigurationOptions, type RequestContext, type ResponseContext } from '@kubernetes/client-node';
+import {
+  Observable,
+  type ConfigurationOptions,
+  type RequestContext,
+  type ResponseContext,
+} from '@kubernetes/client-node';
 
 /**
  * Request options that make the generated client abort the request with `signal`: its methods take

@@ -1,4 +1,11 @@
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, Watch, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  Watch,
+  setHeaderOptions,
+  type KubeConfig,
+} from '@kubernetes/client-node';
 import type { KubeObject } from '../../model/parse.js';
 import { NodeType, PeerType, silentLogger, type ChangeListener, type ClusterSource, type Logger } from '../source.js';
 import { withSignal } from './abort.js';

@@ -41,10 +41,16 @@ export function ipv6Unusable(e: unknown): string | null {
   if (!(e instanceof ExecError)) return null;
   const tool = e.argv[0] ?? 'ip6tables';
   // A missing binary (spawn fails with no code; in a namespace nsenter or a shell exits 127): no IPv6 tools.
-  if (e.code === null || e.code === 127) return /ENOENT|not found|No such file/i.test(e.stderr) ? `${tool} not found` : null;
+  if (e.code === null || e.code === 127)
+    return /ENOENT|not found|No such file/i.test(e.stderr) ? `${tool} not found` : null;
   const said = `${e.stderr}\n${e.stdout}`
     .split('\n')
-    .map((l) => l.replace(/^\S*tables\S*(?: v[\d.]+)?(?: \([^)]*\))?:\s*/, '').replace(/^\S*tables\S*:\s*/, '').trim())
+    .map((l) =>
+      l
+        .replace(/^\S*tables\S*(?: v[\d.]+)?(?: \([^)]*\))?:\s*/, '')
+        .replace(/^\S*tables\S*:\s*/, '')
+        .trim(),
+    )
     .find((l) => unusable.some((re) => re.test(l)));
   return said === undefined ? null : `${tool}: ${said}`;
 }

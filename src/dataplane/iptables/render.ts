@@ -2,7 +2,16 @@ import type { Firewall, FirewallChain, FirewallRule, FirewallTable, IPFamily } f
 import { editBuiltin, type DesiredRule } from './builtin.js';
 import { editOwnChain } from './own-chain.js';
 import { parseSave, type SavedChain, type SavedRule, type SavedTable } from './save.js';
-import { canonicalArgs, commentOf, isKiloComment, joinArgs, kiloChainPrefix, ruleKey, targetOf, withComment } from './syntax.js';
+import {
+  canonicalArgs,
+  commentOf,
+  isKiloComment,
+  joinArgs,
+  kiloChainPrefix,
+  ruleKey,
+  targetOf,
+  withComment,
+} from './syntax.js';
 
 /**
  * Turns "what the plan wants" and "what iptables-save shows" into one `iptables-restore --noflush`
@@ -67,7 +76,15 @@ export function renderCleanup(family: IPFamily, dump: FamilyDump): RestoreBatch 
 /** A plan rule as iptables-save would print it back. */
 function savedOf(r: DesiredRule): SavedRule {
   const comment = commentOf(r.args);
-  return { chain: r.chain, text: r.text, args: r.args, key: r.key, comment, kilo: isKiloComment(comment), target: targetOf(r.args) };
+  return {
+    chain: r.chain,
+    text: r.text,
+    args: r.args,
+    key: r.key,
+    comment,
+    kilo: isKiloComment(comment),
+    target: targetOf(r.args),
+  };
 }
 
 function desired(rule: FirewallRule): DesiredRule {
@@ -174,7 +191,8 @@ function renderTable(where: string, chains: FirewallChain[], rules: FirewallRule
     ];
     after.set(chain.name, { ...chain, rules: rulesAfter });
   }
-  for (const name of own) after.set(name, { name, builtin: false, rules: wanted.filter((r) => r.chain === name).map(savedOf) });
+  for (const name of own)
+    after.set(name, { name, builtin: false, rules: wanted.filter((r) => r.chain === name).map(savedOf) });
   return { lines, changes, after: { chains: after } };
 }
 

@@ -140,7 +140,9 @@ export class LinuxFirewallTables implements FirewallTables {
    */
   private async converge(firewall: Firewall, trust: boolean): Promise<Ops> {
     const tools = await this.backend();
-    const results = await Promise.allSettled(families.map((family) => this.convergeFamily(tools, family, firewall, trust)));
+    const results = await Promise.allSettled(
+      families.map((family) => this.convergeFamily(tools, family, firewall, trust)),
+    );
     const failed = results.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
     const details = results.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
@@ -213,7 +215,10 @@ export class LinuxFirewallTables implements FirewallTables {
   }
 }
 
-const parsed = (dump: FamilyDump): SavedTables => ({ nat: parseSave(dump.nat, 'nat'), filter: parseSave(dump.filter, 'filter') });
+const parsed = (dump: FamilyDump): SavedTables => ({
+  nat: parseSave(dump.nat, 'nat'),
+  filter: parseSave(dump.filter, 'filter'),
+});
 
 function restoreError(batch: RestoreBatch, e: ExecError): IptablesError {
   const said = (e.stderr || e.stdout).trim();

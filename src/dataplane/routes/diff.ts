@@ -15,7 +15,11 @@ export function diffState(
   actual: { routes: readonly KernelRoute[]; rules: readonly KernelRule[]; byKey?: ReadonlyMap<string, KernelRoute> },
   protectedKeys: ReadonlySet<string> = new Set(),
 ): RouteOp[] {
-  const routes = diffRoutes(desired.byKey ?? routesByKey(desired.routes), actual.byKey ?? routesByKey(actual.routes), protectedKeys);
+  const routes = diffRoutes(
+    desired.byKey ?? routesByKey(desired.routes),
+    actual.byKey ?? routesByKey(actual.routes),
+    protectedKeys,
+  );
   const rules4 = diffRules(
     desired.rules.filter((r) => r.family === 4),
     actual.rules.filter((r) => r.family === 4),

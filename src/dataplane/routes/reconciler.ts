@@ -81,7 +81,8 @@ export class KiloRoutingTables implements RoutingTables {
     const done = await this.apply(ops, [...desired.problems]);
     // Reached only when every change took effect; with problems, routes under protected keys are
     // whatever the kernel had, so only a read knows them.
-    if (desired.problems.length === 0) this.known = { routes: desired.routes, rules: desired.rules, byKey: desired.byKey };
+    if (desired.problems.length === 0)
+      this.known = { routes: desired.routes, rules: desired.rules, byKey: desired.byKey };
     return done;
   }
 

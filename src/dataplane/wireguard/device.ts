@@ -43,7 +43,10 @@ const maxRestartDelayMs = 30_000;
 /** The last meaningful line wireguard-go wrote, for an error that says why it stopped. */
 function lastLogLine(path: string): string {
   try {
-    const lines = readFileSync(path, 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !/^[│┌└]/.test(l));
+    const lines = readFileSync(path, 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !/^[│┌└]/.test(l));
     return lines.at(-1) ?? '';
   } catch {
     return '';
@@ -105,7 +108,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   ensure(options: ReconcileOptions = {}): Promise<void> {
     // Trusting the last write, an interface we already run or adopted is taken to be there still
     // (the routing monitor reports it if it goes); wireguard-go's exit is seen anyway.
-    if (options.trustLastWrite && this.kind !== null && (this.kind !== 'userspace' || this.child)) return Promise.resolve();
+    if (options.trustLastWrite && this.kind !== null && (this.kind !== 'userspace' || this.child))
+      return Promise.resolve();
     return this.serial(() => this.ensureNow());
   }
 
@@ -125,7 +129,10 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     if (this.kind === 'userspace' && this.child) return;
     const link = await this.linkInfo();
     if (this.options.createInterface === false) {
-      if (!link) throw new Error(`WireGuard interface ${this.name} does not exist (it is adopted, not created: createInterface=false)`);
+      if (!link)
+        throw new Error(
+          `WireGuard interface ${this.name} does not exist (it is adopted, not created: createInterface=false)`,
+        );
       this.kind = 'adopted';
       return;
     }
@@ -133,7 +140,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       // Ours from an earlier run (same name): keep it, and with it every peer's session.
       if (link.kind === 'wireguard') this.kind = 'kernel';
       else if (link.kind === 'tun' && existsSync(this.socketPath)) this.kind = 'userspace';
-      else throw new Error(`interface ${this.name} exists but is not a WireGuard device (kind ${link.kind ?? 'unknown'})`);
+      else
+        throw new Error(`interface ${this.name} exists but is not a WireGuard device (kind ${link.kind ?? 'unknown'})`);
       return;
     }
     const implementation = this.options.implementation ?? 'auto';
@@ -156,7 +164,13 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private async startUserspace(): Promise<void> {
     // A socket left by a killed wireguard-go would look like a live one.
     rmSync(this.socketPath, { force: true });
-    const argv = ['env', 'WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD=1', this.options.wireguardGo ?? 'wireguard-go', '-f', this.name];
+    const argv = [
+      'env',
+      'WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD=1',
+      this.options.wireguardGo ?? 'wireguard-go',
+      '-f',
+      this.name,
+    ];
     // Output to a file, detached: wireguard-go must outlive an agent stopped without clean-up.
     const logFile = join(this.exec.wireGuardRunDir, `${this.name}.log`);
     const child = this.exec.start(argv, { logFile });
@@ -187,7 +201,9 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       this.known = null;
       // A start that failed is reported by ensure(); only a running one is restarted.
       if (this.stopping || !running) return;
-      this.log(`wireguard-go ${this.name} (pid ${child.pid}) exited (${signal ?? code}); restarting in ${this.restartDelayMs} ms`);
+      this.log(
+        `wireguard-go ${this.name} (pid ${child.pid}) exited (${signal ?? code}); restarting in ${this.restartDelayMs} ms`,
+      );
       void this.restartLater();
     });
     const deadline = Date.now() + (this.options.socketTimeoutMs ?? 10_000);
@@ -195,7 +211,9 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       if (exited) {
         this.child = null;
         lastLine ||= lastLogLine(logFile);
-        throw new Error(`wireguard-go ${this.name} exited before creating ${this.socketPath}${spawnError ? `: ${(spawnError as Error).message}` : lastLine ? `: ${lastLine}` : ''}`);
+        throw new Error(
+          `wireguard-go ${this.name} exited before creating ${this.socketPath}${spawnError ? `: ${(spawnError as Error).message}` : lastLine ? `: ${lastLine}` : ''}`,
+        );
       }
       if (Date.now() > deadline) {
         await this.stopChild();
@@ -255,7 +273,9 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
           const ip = IP.parse(await resolve(m[1]!));
           return { ...p, endpoint: ip.family === 6 ? `[${ip.text}]:${m[2]}` : `${ip.text}:${m[2]}` };
         } catch (e) {
-          this.log(`wireguard ${this.name}: peer ${p.publicKey}: cannot resolve endpoint ${p.endpoint}: ${(e as Error).message}; keeping the current one`);
+          this.log(
+            `wireguard ${this.name}: peer ${p.publicKey}: cannot resolve endpoint ${p.endpoint}: ${(e as Error).message}; keeping the current one`,
+          );
           return { ...p, endpoint: null };
         }
       }),

@@ -96,7 +96,10 @@ function peerUpdate(
   const set: PeerSettings = {};
   // A null endpoint means "wherever WireGuard last saw it" (a peer behind NAT): never fight
   // the roaming endpoint WireGuard learned.
-  if (desired.endpoint !== null && normalizeEndpoint(desired.endpoint) !== (current.endpoint && normalizeEndpoint(current.endpoint))) {
+  if (
+    desired.endpoint !== null &&
+    normalizeEndpoint(desired.endpoint) !== (current.endpoint && normalizeEndpoint(current.endpoint))
+  ) {
     set.endpoint = desired.endpoint;
   }
   // Remembered state (stateAfter) is already normalized and sorted, and plans hold canonical
@@ -105,7 +108,8 @@ function peerUpdate(
     const allowed = allowedSet(desired.allowedIPs);
     if (!sameList(allowed, allowedSet(current.allowedIPs))) set.allowedIPs = allowed;
   }
-  if (desired.persistentKeepalive !== current.persistentKeepalive) set.persistentKeepalive = desired.persistentKeepalive;
+  if (desired.persistentKeepalive !== current.persistentKeepalive)
+    set.persistentKeepalive = desired.persistentKeepalive;
   if (desired.presharedKey === null) {
     if (current.hasPresharedKey) set.presharedKey = null;
   } else if (!current.hasPresharedKey || (digestsKnown && currentDigest !== presharedKeyDigest(desired.presharedKey))) {
@@ -134,7 +138,10 @@ export function diffWireGuard(
   const have = new Map(current.peers.map((p) => [p.publicKey, p]));
   const want = new Map<string, WireGuardConfig['peers'][number]>();
   for (const p of desired.peers) {
-    if (want.has(p.publicKey)) throw new WireGuardConfigError(`two WireGuard peers with public key ${p.publicKey}: ${want.get(p.publicKey)!.names.join(',')} and ${p.names.join(',')}`);
+    if (want.has(p.publicKey))
+      throw new WireGuardConfigError(
+        `two WireGuard peers with public key ${p.publicKey}: ${want.get(p.publicKey)!.names.join(',')} and ${p.names.join(',')}`,
+      );
     want.set(p.publicKey, p);
   }
 

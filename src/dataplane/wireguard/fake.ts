@@ -1,7 +1,21 @@
 import { presharedKeyDigest } from '../../wireguard/dump.js';
 import { publicKeyOf } from '../../wireguard/keys.js';
-import type { Ops, PeerChanges, WireGuardConfig, WireGuardDevice, WireGuardPeerState, WireGuardState } from '../types.js';
-import { describeDiff, diffWireGuard, isEmptyDiff, normalizeEndpoint, peerChangesOf, type WireGuardDiff } from './diff.js';
+import type {
+  Ops,
+  PeerChanges,
+  WireGuardConfig,
+  WireGuardDevice,
+  WireGuardPeerState,
+  WireGuardState,
+} from '../types.js';
+import {
+  describeDiff,
+  diffWireGuard,
+  isEmptyDiff,
+  normalizeEndpoint,
+  peerChangesOf,
+  type WireGuardDiff,
+} from './diff.js';
 
 function clone(state: WireGuardState): WireGuardState {
   return { ...state, peers: state.peers.map((p) => ({ ...p, allowedIPs: [...p.allowedIPs] })) };
@@ -91,7 +105,16 @@ export class FakeWireGuardDevice implements WireGuardDevice {
       }
       let peer = s.peers.find((p) => p.publicKey === change.publicKey);
       if (!peer) {
-        peer = { publicKey: change.publicKey, endpoint: null, allowedIPs: [], persistentKeepalive: 0, hasPresharedKey: false, latestHandshake: 0, rxBytes: 0, txBytes: 0 };
+        peer = {
+          publicKey: change.publicKey,
+          endpoint: null,
+          allowedIPs: [],
+          persistentKeepalive: 0,
+          hasPresharedKey: false,
+          latestHandshake: 0,
+          rxBytes: 0,
+          txBytes: 0,
+        };
         s.peers.push(peer);
       }
       const set = change.set;
@@ -99,7 +122,8 @@ export class FakeWireGuardDevice implements WireGuardDevice {
       if (set.allowedIPs !== undefined) {
         const claimed = new Set(set.allowedIPs);
         // An allowed IP belongs to one peer: claiming it takes it from the others.
-        for (const other of s.peers) if (other !== peer) other.allowedIPs = other.allowedIPs.filter((a) => !claimed.has(a));
+        for (const other of s.peers)
+          if (other !== peer) other.allowedIPs = other.allowedIPs.filter((a) => !claimed.has(a));
         peer.allowedIPs = [...set.allowedIPs];
       }
       if (set.persistentKeepalive !== undefined) peer.persistentKeepalive = set.persistentKeepalive;

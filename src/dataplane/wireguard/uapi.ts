@@ -23,15 +23,19 @@ function isAddressEndpoint(endpoint: string): boolean {
 
 /** Whether every endpoint in the diff is an address, so the socket can take the whole diff. */
 export function uapiCanSet(diff: WireGuardDiff): boolean {
-  return diff.peers.every((p) => p.kind === 'remove' || p.set.endpoint === undefined || isAddressEndpoint(p.set.endpoint));
+  return diff.peers.every(
+    (p) => p.kind === 'remove' || p.set.endpoint === undefined || isAddressEndpoint(p.set.endpoint),
+  );
 }
 
 function peerLines(set: PeerSettings): string[] {
   const lines: string[] = [];
   if (set.endpoint !== undefined) lines.push(`endpoint=${set.endpoint}`);
   if (set.persistentKeepalive !== undefined) lines.push(`persistent_keepalive_interval=${set.persistentKeepalive}`);
-  if (set.presharedKey !== undefined) lines.push(`preshared_key=${set.presharedKey === null ? zeroKey : hex(set.presharedKey)}`);
-  if (set.allowedIPs !== undefined) lines.push('replace_allowed_ips=true', ...set.allowedIPs.map((ip) => `allowed_ip=${ip}`));
+  if (set.presharedKey !== undefined)
+    lines.push(`preshared_key=${set.presharedKey === null ? zeroKey : hex(set.presharedKey)}`);
+  if (set.allowedIPs !== undefined)
+    lines.push('replace_allowed_ips=true', ...set.allowedIPs.map((ip) => `allowed_ip=${ip}`));
   return lines;
 }
 
@@ -108,7 +112,16 @@ export function parseUapiGet(text: string): ParsedDump {
     const key = line.slice(0, at);
     const value = line.slice(at + 1);
     if (key === 'public_key') {
-      peer = { publicKey: base64(value), endpoint: null, allowedIPs: [], persistentKeepalive: 0, hasPresharedKey: false, latestHandshake: 0, rxBytes: 0, txBytes: 0 };
+      peer = {
+        publicKey: base64(value),
+        endpoint: null,
+        allowedIPs: [],
+        persistentKeepalive: 0,
+        hasPresharedKey: false,
+        latestHandshake: 0,
+        rxBytes: 0,
+        txBytes: 0,
+      };
       state.peers.push(peer);
       continue;
     }

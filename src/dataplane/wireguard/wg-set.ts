@@ -9,15 +9,22 @@ export type SecretFile = (secret: string) => string;
  */
 export const defaultArgvBudget = 512 * 1024;
 
-function peerArgs(publicKey: string, kind: 'add' | 'update' | 'remove', set: PeerSettings | null, secretFile: SecretFile): string[] {
+function peerArgs(
+  publicKey: string,
+  kind: 'add' | 'update' | 'remove',
+  set: PeerSettings | null,
+  secretFile: SecretFile,
+): string[] {
   const args = ['peer', publicKey];
   if (kind === 'remove' || !set) return [...args, 'remove'];
   if (set.endpoint !== undefined) args.push('endpoint', set.endpoint);
   // `allowed-ips` replaces the peer's whole list (wg sets replace-allowed-ips; verified on wireguard-go).
   if (set.allowedIPs !== undefined) args.push('allowed-ips', set.allowedIPs.join(','));
-  if (set.persistentKeepalive !== undefined) args.push('persistent-keepalive', set.persistentKeepalive === 0 ? 'off' : String(set.persistentKeepalive));
+  if (set.persistentKeepalive !== undefined)
+    args.push('persistent-keepalive', set.persistentKeepalive === 0 ? 'off' : String(set.persistentKeepalive));
   // An empty key file removes the preshared key.
-  if (set.presharedKey !== undefined) args.push('preshared-key', set.presharedKey === null ? '/dev/null' : secretFile(set.presharedKey));
+  if (set.presharedKey !== undefined)
+    args.push('preshared-key', set.presharedKey === null ? '/dev/null' : secretFile(set.presharedKey));
   return args;
 }
 
@@ -30,7 +37,12 @@ function size(args: readonly string[]): number {
  * clauses), unless the argv would outgrow `budget`; then consecutive ones in the diff's order.
  * Interface settings must precede the first `peer` clause, so they open the first invocation.
  */
-export function wgSetCommands(device: string, diff: WireGuardDiff, secretFile: SecretFile, budget = defaultArgvBudget): string[][] {
+export function wgSetCommands(
+  device: string,
+  diff: WireGuardDiff,
+  secretFile: SecretFile,
+  budget = defaultArgvBudget,
+): string[][] {
   const head = ['wg', 'set', device];
   const first = [...head];
   const i = diff.interface;
