@@ -13,8 +13,6 @@ export interface LiveFlags extends KubeConfigFlags {
   master?: string;
 }
 
-export const isLive = (f: LiveFlags): boolean => f.kubeconfig !== undefined || f.master !== undefined;
-
 export function liveKubeConfig(f: LiveFlags): KubeConfig {
   return kubeConfigFrom({
     ...(f.kubeconfig ? { kubeconfig: f.kubeconfig } : {}),

@@ -221,7 +221,7 @@ export function remoteSegments(t: Topology): Segment[] {
   return t.segments.filter((s) => s.group !== t.local.segment.group);
 }
 
-/** Segments of the node's own group other than its own: reached in the clear. */
+/** The segments of the node's own group, its own included: reached in the clear. */
 export function groupSegments(t: Topology): Segment[] {
   return t.segments.filter((s) => s.group === t.local.segment.group);
 }

@@ -1,4 +1,4 @@
-import { readinessWindowSeconds } from './annotations.js';
+import { lastSeenIntervalSeconds, readinessWindowSeconds } from './annotations.js';
 import type { KiloNode, KiloPeer } from './types.js';
 
 /** Ready = has an endpoint, a key and a pod CIDR, and checked in within the readiness window of `now`. */
@@ -21,4 +21,16 @@ export function snapshotNow(nodes: readonly KiloNode[]): number {
   let now = 0;
   for (const n of nodes) if (n.lastSeen !== null && n.lastSeen > now) now = n.lastSeen;
   return now;
+}
+
+/**
+ * The time node readiness is judged at: now, but never later than one check-in interval after the
+ * newest last-seen in the cluster. While the cluster is reachable some node (at least this one)
+ * checks in every interval, so this is now; while the API server is away nobody's last-seen can
+ * move, and judging at "now" would drop every node from the mesh one by one (Kilo does).
+ */
+export function readinessTime(nodes: readonly KiloNode[], now: number): number {
+  let newest = -Infinity;
+  for (const n of nodes) if (n.lastSeen !== null && n.lastSeen > newest) newest = n.lastSeen;
+  return Math.min(now, newest + lastSeenIntervalSeconds);
 }

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import type { Plan } from '../../src/mesh/types.js';
-import { parseIni, type IniConfig } from '../../src/wireguard/ini.js';
+import type { IniConfig } from '../../src/wireguard/ini.js';
+import { parseIni } from '../helpers/wg-ini.js';
 import { ensureBuilt, example, kgctl, type Run } from './built.js';
 
 let dir = '';
