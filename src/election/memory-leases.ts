@@ -77,12 +77,10 @@ export class MemoryLeases implements LeaseApi {
   }
 
   private settle(f: () => LeaseRecord): Promise<LeaseRecord> {
-    try {
+    return new Promise((resolve) => {
       const stored = f();
       this.own.set(stored.name, stored);
-      return Promise.resolve({ ...stored });
-    } catch (e) {
-      return Promise.reject(e as Error);
-    }
+      resolve({ ...stored });
+    });
   }
 }

@@ -142,7 +142,7 @@ export class LeaseStore {
     for (const f of ['renewTime', 'acquireTime'] as const) {
       const v = s[f];
       if (v !== undefined && v !== null && (typeof v !== 'string' || !microTime.test(v)))
-        return `spec.${f}: Invalid value: ${JSON.stringify(String(v).slice(0, 100))}: not a MicroTime (RFC 3339 with microseconds)`;
+        return `spec.${f}: Invalid value: ${JSON.stringify(JSON.stringify(v).slice(0, 100))}: not a MicroTime (RFC 3339 with microseconds)`;
     }
     const d = s['leaseDurationSeconds'];
     if (d !== undefined && d !== null && (!Number.isInteger(d) || (d as number) <= 0))
@@ -177,7 +177,7 @@ export class LeaseStore {
         res,
         400,
         'BadRequest',
-        `the name of the object (${String(meta['name'])}) does not match the name on the URL (${name})`,
+        `the name of the object (${JSON.stringify(meta['name'])}) does not match the name on the URL (${name})`,
       );
     const problem = this.invalid(namespace, body, name);
     if (problem)

@@ -59,7 +59,7 @@ test('the lab API server keeps Leases as kube-apiserver does, through @kubernete
   assert.equal(await code(client.readNamespacedLease({ name: 'kilo-leader-a', namespace: 'other' })), 404);
   // kube-apiserver's validation: a name must be a DNS-1123 subdomain, a MicroTime has microseconds.
   assert.equal(await code(client.createNamespacedLease({ namespace, body: lease('Bad_Name', 'n1') })), 422);
-  const millis = { ...lease('kilo-leader-b', 'n1'), spec: { renewTime: new Date() as V1MicroTime } };
+  const millis = { ...lease('kilo-leader-b', 'n1'), spec: { renewTime: new Date() } };
   assert.equal(await code(client.createNamespacedLease({ namespace, body: millis })), 422);
   const zero = { ...lease('kilo-leader-b', 'n1'), spec: { leaseDurationSeconds: 0 } };
   assert.equal(await code(client.createNamespacedLease({ namespace, body: zero })), 422);
