@@ -65,9 +65,15 @@ async function mode(election: 'lease' | 'annotation', n: number, timeoutMs: numb
         await lab.converge(180_000);
       }
     }
-  } finally {
+  } catch (e) {
+    if (process.env['KILO_FAILOVER_KEEP']) {
+      console.error(`kept the lab for inspection: ${dir} (kg lab down --state ${dir})`);
+      throw e;
+    }
     await lab.down();
+    throw e;
   }
+  await lab.down();
   return out;
 }
 
