@@ -2,13 +2,14 @@ import { Command } from 'commander';
 import { applyCommand } from './apply.js';
 import { runCommand } from './kg-run.js';
 import { goBoolFlags } from './flags.js';
+import { withVersion } from './version.js';
 import { lazyCommand, runProgram } from './run.js';
 import { webhookCommand } from './webhook.js';
 
 export function kgProgram(): Command {
   // Flags after a subcommand belong to it (as in Kilo's cobra): `kg webhook --listen` is not kg's --listen.
   return goBoolFlags(
-    new Command('kg')
+    withVersion(new Command('kg'))
       .description('the kilo-ts agent: program this node into the WireGuard mesh')
       .enablePositionalOptions()
       .addCommand(runCommand(), { isDefault: true })
