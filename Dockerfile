@@ -22,14 +22,13 @@ ARG GIT_COMMIT=unknown
 RUN printf '{"commit":"%s"}\n' "$GIT_COMMIT" > dist/build-info.json
 
 FROM ${BASE_IMAGE}
-# iproute2: links, addresses, routes, rules; iptables/nftables: KILO-* chains; wireguard-tools: wg;
-# wireguard-go: WireGuard where the kernel has none; containernetworking-plugins: the CNI plugins
-# the install-cni init container copies to the host (bridge, host-local, portmap, loopback).
-RUN apt-get update \
-  && apt-get install -y --no-install-recommends \
-    iproute2 iptables nftables wireguard-tools wireguard-go containernetworking-plugins ca-certificates \
-  && apt-get clean && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
+# The tools kg drives (and the CNI plugins install-cni copies to the host): system-packages.txt says which and why.
+COPY system-packages.txt ./
+COPY scripts/system-packages.sh ./scripts/
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends $(scripts/system-packages.sh runtime image) \
+  && apt-get clean && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
 COPY --from=build /app/package.json /app/package-lock.json ./
 COPY --from=build /app/node_modules ./node_modules
