@@ -30,6 +30,8 @@ RUN apt-get update \
   && apt-get install -y --no-install-recommends $(scripts/system-packages.sh runtime image) \
   && apt-get clean && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
+ARG GIT_COMMIT=unknown
+LABEL org.opencontainers.image.title=kilo-ts org.opencontainers.image.revision=$GIT_COMMIT
 COPY --from=build /app/package.json /app/package-lock.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
