@@ -29,7 +29,7 @@ import { processStart } from '../../src/lab/state.js';
 import { upLab } from '../e2e/lab-helpers.js';
 import { Container, imageConfig, serviceAccountDir, type PodContext } from './kubelet.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-argument -- manifests are untyped YAML */
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-return -- manifests are untyped YAML */
 type Spec = any;
 
 const root = join(import.meta.dirname, '..', '..');
@@ -38,7 +38,7 @@ const image = process.env['KILO_IMAGE'] ?? `ghcr.io/kilo-ts/kilo-ts:${version}`;
 
 function manifest(file: string): Spec[] {
   return parseAllDocuments(readFileSync(join(root, 'manifests', file), 'utf8'))
-    .map((d) => d.toJS() as Spec)
+    .map((d) => d.toJS())
     .filter((d) => d !== null);
 }
 
@@ -191,7 +191,7 @@ function wgImplementation(lab: Lab, node: string): string {
 function checkCni(lab: Lab, pod: Pod, file: string): void {
   const dir = join(pod.hostRoot, 'etc', 'cni', 'net.d');
   assert.deepEqual(readdirSync(dir), ['10-kilo.conflist'], `${file}: the only CNI configuration`);
-  const conf = JSON.parse(readFileSync(join(dir, '10-kilo.conflist'), 'utf8')) as Spec;
+  const conf = JSON.parse(readFileSync(join(dir, '10-kilo.conflist'), 'utf8'));
   assert.deepEqual(
     conf.plugins.map((p: Spec) => p.type),
     ['bridge', 'portmap'],

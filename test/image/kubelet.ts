@@ -16,7 +16,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
-/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-return -- pod specs are untyped YAML */
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-return -- pod specs are untyped YAML */
 type Spec = any;
 
 export interface ImageConfig {
@@ -33,7 +33,7 @@ function buildah(args: string[]): string {
 }
 
 export function imageConfig(image: string): ImageConfig {
-  const c = (JSON.parse(buildah(['inspect', '--type', 'image', image])) as Spec).OCIv1.config;
+  const c = JSON.parse(buildah(['inspect', '--type', 'image', image])).OCIv1.config;
   return { entrypoint: c.Entrypoint ?? [], cmd: c.Cmd ?? [], env: c.Env ?? [], workingDir: c.WorkingDir || '/' };
 }
 
