@@ -24,6 +24,7 @@ export interface ImageConfig {
   cmd: string[];
   env: string[];
   workingDir: string;
+  labels: Record<string, string>;
 }
 
 function buildah(args: string[]): string {
@@ -34,7 +35,13 @@ function buildah(args: string[]): string {
 
 export function imageConfig(image: string): ImageConfig {
   const c = JSON.parse(buildah(['inspect', '--type', 'image', image])).OCIv1.config;
-  return { entrypoint: c.Entrypoint ?? [], cmd: c.Cmd ?? [], env: c.Env ?? [], workingDir: c.WorkingDir || '/' };
+  return {
+    entrypoint: c.Entrypoint ?? [],
+    cmd: c.Cmd ?? [],
+    env: c.Env ?? [],
+    workingDir: c.WorkingDir || '/',
+    labels: c.Labels ?? {},
+  };
 }
 
 /** What the pod sees of the cluster and of its node. */
