@@ -34,6 +34,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { rmSync } from 'node:fs';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { KubeObject } from '../model/parse.js';
+import { LeaseStore } from './apiserver-leases.js';
 
 export type Resource = 'nodes' | 'peers';
 
@@ -159,6 +160,13 @@ export class FakeApiServer {
   private readonly bookmarkIntervalMs: number;
   /** How a watch from a compacted resourceVersion is refused; may be changed between requests. */
   goneAs: 'event' | 'status';
+  /** coordination.k8s.io/v1 Leases, sharing this server's resourceVersion counter. */
+  readonly leases = new LeaseStore({
+    nextResourceVersion: () => ++this.rv,
+    currentResourceVersion: () => this.rv,
+    fail: (res, code, reason, message) => this.fail(res, code, reason, message),
+    reply: (res, code, body) => this.reply(res, code, body),
+  });
 
   private constructor(options: FakeApiServerOptions) {
     this.boundPort = options.port ?? 0;
@@ -561,6 +569,7 @@ export class FakeApiServer {
       this.fail(res, this.failStatus, 'InternalError', `fake apiserver answers every request with ${this.failStatus}`);
       return;
     }
+    if (kind === 'other' && this.leases.handle(req, res, url)) return;
     switch (kind) {
       case 'list-nodes':
       case 'list-peers':
