@@ -126,6 +126,7 @@ export class Lab {
       `network: ${this.state.state.made.filter((m) => m.kind === 'netns').length} namespaces in ${Date.now() - t0} ms`,
     );
     await this.startApiServer();
+    await this.startHostProxy();
     for (const n of this.nodes) await this.api.create('nodes', this.nodeObject(n));
     if (o.peer) await createPeerObject(this);
     for (const n of this.nodes) this.startAgent(n.name);
@@ -151,8 +152,43 @@ export class Lab {
     ];
     startRecorded(this.state, 'apiserver', argv, this.state.path('apiserver.log'));
     await this.api.waitReady();
-    // The API server's namespace is out of the host's reach: kubectl and kgctl on the machine go
-    // through a proxy on a free port of the host's loopback (free: labs run side by side).
+  }
+
+  /**
+   * Stops the API server (SIGKILL: a crash) and starts it again on its state file: objects and
+   * revision persist as a real API server's do in etcd. Resolves once it answers.
+   */
+  async restartApiServer(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const p = this.state.state.made.find((m) => m.kind === 'process' && m.what === 'apiserver');
+    if (p && p.kind === 'process' && isAlive(p)) await stopProcess(p, signal, 10_000);
+    this.state.forget((m) => m.kind === 'process' && m.what === 'apiserver');
+    await this.startApiServer();
+  }
+
+  /**
+   * Cuts the nodes off the API server (true) or lets them through again (false): its packets are
+   * dropped silently, as in a partition, so open connections hang rather than fail. The lab's
+   * own Unix socket keeps working.
+   */
+  setApiServerReachable(reachable: boolean): void {
+    const port = String(apiPort);
+    const rules = [
+      ['INPUT', '-i', 'pub0', '-p', 'tcp', '--dport', port, '-j', 'DROP'],
+      ['OUTPUT', '-o', 'pub0', '-p', 'tcp', '--sport', port, '-j', 'DROP'],
+    ];
+    const ns = apiNs(this.options.prefix);
+    for (const rule of rules) {
+      if (reachable) run(['ip', 'netns', 'exec', ns, 'iptables', '-D', ...rule], { allowFail: true });
+      else run(['ip', 'netns', 'exec', ns, 'iptables', '-I', ...rule]);
+    }
+  }
+
+  /**
+   * The API server's namespace is out of the host's reach: kubectl and kgctl on the machine go
+   * through a proxy on a free port of the host's loopback (free: labs run side by side). It
+   * forwards to the Unix socket, so it outlives restarts of the API server.
+   */
+  private async startHostProxy(): Promise<void> {
     const portFile = this.state.path('apiproxy.port');
     rmSync(portFile, { force: true });
     const proxy = [
