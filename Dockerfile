@@ -11,14 +11,13 @@ COPY src ./src
 RUN npm run build
 
 FROM node:20-bookworm-slim
-# iproute2: links, addresses, routes, rules; iptables/nftables: KILO-* chains; wireguard-tools: wg;
-# wireguard-go: WireGuard where the kernel has none; containernetworking-plugins: the CNI plugins
-# the install-cni init container copies to the host (bridge, host-local, portmap, loopback).
-RUN apt-get update \
-  && apt-get install -y --no-install-recommends \
-    iproute2 iptables nftables wireguard-tools wireguard-go containernetworking-plugins ca-certificates \
-  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
+# The tools kg drives (and the CNI plugins install-cni copies to the host): system-packages.txt says which and why.
+COPY system-packages.txt ./
+COPY scripts/system-packages.sh ./scripts/
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends $(scripts/system-packages.sh runtime image) \
+  && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force

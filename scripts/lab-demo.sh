@@ -15,7 +15,7 @@ for tool in ip iptables iptables-restore wg wireguard-go ping; do
   command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
 done
 if [ -n "$missing" ]; then
-  echo "lab-demo: missing:$missing — apt-get install -y iproute2 iptables wireguard-tools wireguard-go iputils-ping" >&2
+  echo "lab-demo: missing:$missing — apt-get update && apt-get install -y $(scripts/system-packages.sh runtime dev)" >&2
   exit 1
 fi
 [ -f dist/cli/kg.js ] || npm run build >/dev/null

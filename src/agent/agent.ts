@@ -1,4 +1,4 @@
-import type { ClusterSource, Logger } from '../backend/source.js';
+import type { ClusterSource, Logger, ObjectUpdate } from '../backend/source.js';
 import type { Exec } from '../dataplane/exec.js';
 import { findPrivateInterface } from '../dataplane/links.js';
 import { reconcile, cleanUp, type Dataplane, type ReconcileResult } from '../dataplane/reconcile.js';
@@ -15,6 +15,7 @@ import type { Endpoint, KiloNode } from '../model/types.js';
 import { publicKeyOf } from '../wireguard/keys.js';
 import type { Cidr, IP } from '../net/cidr.js';
 import { syncCNIConfig } from './cni.js';
+import { onlyLastSeenMoved } from './heartbeat.js';
 import { annotationPatch, lastSeenIntervalSeconds } from './local-node.js';
 import type { AgentMetrics } from './metrics.js';
 import { keepRoamingEndpoints } from './roaming.js';
@@ -113,6 +114,10 @@ export class Agent {
   /** Routing events that arrived during a reconcile, judged once its write is remembered. */
   private heldEvents: RoutingEvent[] = [];
   private watch: { stop(): Promise<void> } | null = null;
+  /** Names of the nodes the last plan was made of: those that were ready. */
+  private readyNodes = new Set<string>();
+  /** Heartbeats that arrived during a reconcile, judged against the ready set it leaves. */
+  private heldHeartbeats = new Set<string>();
 
   constructor(private readonly deps: AgentDeps) {
     this.publicKey = publicKeyOf(deps.privateKey);
@@ -123,7 +128,7 @@ export class Agent {
     const { source, options, log } = this.deps;
     await this.deps.dataplane.device.ensure();
     this.watch = this.deps.watchRouting?.((e) => this.onRoutingEvent(e)) ?? null;
-    source.onChange(() => this.schedule());
+    source.onChange((update) => this.onClusterChange(update));
     await source.start();
     log.info({ node: options.hostname, granularity: options.mesh.granularity }, 'cluster synced');
     this.timers.push(setInterval(() => this.schedule(), lastSeenIntervalSeconds * 1000));
@@ -194,6 +199,21 @@ export class Agent {
     this.resync();
   }
 
+  /**
+   * A heartbeat of a node that was ready changes no plan: it stays ready. Nodes going stale are
+   * found by the check-in timer's pass, as before; a stale node's heartbeat makes it ready again,
+   * so that one is planned.
+   */
+  private onClusterChange(update: ObjectUpdate | undefined): void {
+    const name = update?.current.metadata?.name ?? '';
+    if (update && onlyLastSeenMoved(update) && this.readyNodes.has(name)) {
+      // The pass under way may have judged this node stale from its older last-seen.
+      if (this.running) this.heldHeartbeats.add(name);
+      return;
+    }
+    this.schedule();
+  }
+
   /** Asks for a reconcile soon; many calls within the coalescing window make one. */
   schedule(delayMs = this.deps.options.coalesceMs): void {
     if (this.stopped) return;
@@ -209,6 +229,8 @@ export class Agent {
         const held = this.heldEvents;
         this.heldEvents = [];
         for (const e of held) this.judge(e);
+        for (const name of this.heldHeartbeats) if (!this.readyNodes.has(name)) this.dirty = true;
+        this.heldHeartbeats.clear();
         if (this.dirty && !this.stopped) {
           this.dirty = false;
           this.schedule();
@@ -252,6 +274,7 @@ export class Agent {
         log.debug({ reason: e.message }, 'local node not ready yet');
       }
       const plan = topology ? planNode(topology, options.mesh) : null;
+      this.readyNodes = new Set(topology?.segments.flatMap((s) => s.nodes.map((n) => n.name)));
       // An API server that is away must not stop the dataplane from being kept as planned.
       const publishError = await this.publish(plan, discovered, nowSeconds).then(
         () => null,

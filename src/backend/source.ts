@@ -1,7 +1,17 @@
 import type { KubeObject } from '../model/parse.js';
 
-/** Called after every change applied to a source's objects. Cheap: the agent coalesces bursts. */
-export type ChangeListener = () => void;
+/** One object replaced by a newer version of itself, as a watch event reports it. */
+export interface ObjectUpdate {
+  readonly previous: KubeObject;
+  readonly current: KubeObject;
+}
+
+/**
+ * Called after every change applied to a source's objects. Cheap: the agent coalesces bursts.
+ * `update` is given when the change is exactly one object modified (a watch event), so a
+ * listener can tell a heartbeat from a change; a relist, an add or a delete comes without it.
+ */
+export type ChangeListener = (update?: ObjectUpdate) => void;
 
 /**
  * Where the agent's Nodes and Peers come from: the Kubernetes API (reflectors over list+watch)

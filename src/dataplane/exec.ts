@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { spawnViaHelper, type SpawnResult } from './spawner.js';
+import { HelperLost, spawnViaHelper, type SpawnResult } from './spawner.js';
 
 export interface ExecResult {
   stdout: string;
@@ -17,6 +17,19 @@ export class ExecError extends Error {
   ) {
     super(`${argv.join(' ')} exited with ${code}: ${stderr.trim() || stdout.trim()}`);
     this.name = 'ExecError';
+  }
+}
+
+/**
+ * The command helper died while the command ran: it may have applied wholly, in part or not at all,
+ * and it is not run again (an `iptables -I` batch would apply twice). The reconcile step fails and
+ * the next pass reads the machine instead of trusting what this one meant to write.
+ */
+export class ExecInterrupted extends ExecError {
+  constructor(argv: readonly string[], why: string) {
+    super(argv, null, '', `${why} while the command ran; not run again, its effect is unknown`);
+    this.message = `${argv.join(' ')}: ${this.stderr}`;
+    this.name = 'ExecInterrupted';
   }
 }
 
@@ -47,8 +60,11 @@ async function runWith(
   let r: SpawnResult;
   try {
     r = await spawnViaHelper(full[0]!, full.slice(1), opts.input ?? '', opts.timeoutMs ?? 30_000);
-  } catch {
-    // The helper is gone (it is restarted on the next call): this one runs directly.
+  } catch (e) {
+    // The helper is restarted on the next call. A command it never received runs directly now; one
+    // it may have run is not repeated.
+    if (!(e instanceof HelperLost)) throw e;
+    if (e.mayHaveRun) throw new ExecInterrupted(argv, e.message);
     r = await spawnDirect(full, opts);
   }
   if (r.code === 0) return { stdout: r.stdout, stderr: r.stderr };

@@ -14,6 +14,20 @@ export interface SpawnResult {
   stderr: string;
 }
 
+/**
+ * The helper failed before answering. `mayHaveRun`: the request had reached it, so the command may
+ * have run (wholly or in part); only when false is running it again elsewhere safe.
+ */
+export class HelperLost extends Error {
+  constructor(
+    message: string,
+    readonly mayHaveRun: boolean,
+  ) {
+    super(message);
+    this.name = 'HelperLost';
+  }
+}
+
 interface Request {
   id: number;
   file: string;
@@ -63,14 +77,17 @@ class Spawner {
       this.idle();
       p.resolve({ code: m.code, stdout: m.stdout, stderr: m.stderr });
     });
-    const gone = (why: string) => {
+    const gone = (why: string, mayHaveRun: boolean) => {
       if (this.child !== child) return;
       this.child = null;
-      for (const p of this.pending.values()) p.reject(new Error(`command helper ${why}`));
+      for (const p of this.pending.values()) p.reject(new HelperLost(`command helper ${why}`, mayHaveRun));
       this.pending.clear();
     };
-    child.on('exit', (code, signal) => gone(`exited (${signal ?? code})`));
-    child.on('error', (e) => gone(`failed: ${e.message}`));
+    child.on('exit', (code, signal) => gone(`exited (${signal ?? code})`, true));
+    // The helper is unref'd: when it dies, its closed channel may be all that still wakes this process.
+    child.on('disconnect', () => gone('disconnected', true));
+    // No pid: the helper never started, so nothing was delivered to it.
+    child.on('error', (e) => gone(`failed: ${e.message}`, child.pid !== undefined));
     child.unref();
     this.child = child;
     this.idle();
@@ -95,7 +112,7 @@ class Spawner {
         if (!e || !this.pending.has(id)) return;
         this.pending.delete(id);
         this.idle();
-        reject(e);
+        reject(new HelperLost(`command helper unreachable: ${e.message}`, false));
       });
     });
   }
@@ -103,7 +120,7 @@ class Spawner {
 
 const shared = new Spawner();
 
-/** Runs `file args` to completion through the helper; rejects only when the helper itself fails. */
+/** Runs `file args` to completion through the helper; rejects (HelperLost) only when the helper itself fails. */
 export function spawnViaHelper(
   file: string,
   args: readonly string[],

@@ -38,7 +38,7 @@ export function planNode(t: Topology, options: MeshOptions): Plan {
 function wireGuardPeers(t: Topology): PlanPeer[] {
   const keepalive = t.local.node.persistentKeepalive;
   const peers: PlanPeer[] = remoteSegments(t).map((s) => {
-    const e = effectiveEndpoint(t, s.leader.endpoint, s.leader.key!, s.leader.persistentKeepalive);
+    const e = effectiveEndpoint(t, s.leader.endpoint, s.leader.key!, s.leader.persistentKeepalive, s.leader.location);
     return {
       kind: 'segment',
       names: s.nodes.map((n) => n.name),
@@ -168,7 +168,13 @@ function leaderRoutes(t: Topology, options: MeshOptions): Routing {
     out.rules.push({ src: null, dst: null, table: hostTable, iif: null, fwmark: wireGuardMark, invert: true });
   }
   for (const s of remoteSegments(t)) {
-    const endpointIP = effectiveEndpoint(t, s.leader.endpoint, s.leader.key!, s.leader.persistentKeepalive)?.ip;
+    const endpointIP = effectiveEndpoint(
+      t,
+      s.leader.endpoint,
+      s.leader.key!,
+      s.leader.persistentKeepalive,
+      s.leader.location,
+    )?.ip;
     for (const n of s.nodes) {
       if (n.podCIDR) out.routes.push(viaKilo(n.podCIDR, s.wireGuardIP));
       if (!n.internalIP) continue;

@@ -205,15 +205,30 @@ function filterAllowedLocationIPs(segments: Segment[], peers: readonly KiloPeer[
   }
 }
 
-/** The endpoint to dial for a target: where WireGuard last saw it when it roams behind NAT. */
+/**
+ * The endpoint to dial for a target that roams behind NAT: where the local node's WireGuard saw
+ * it; else, when the target is in the local node's location and announces a private endpoint on
+ * the local node's own network, that endpoint (the two share the LAN behind one NAT: what the
+ * other nodes saw is the NAT's public side, which a node behind it reaches only if the gateway
+ * hairpins, and many do not); else where another node saw it. See docs/nat.md.
+ */
 export function effectiveEndpoint(
   t: Topology,
   endpoint: Endpoint | null,
   publicKey: string,
   persistentKeepalive: number,
+  location?: string,
 ): Endpoint | null {
-  if (persistentKeepalive > 0) return t.discoveredEndpoints.get(publicKey) ?? endpoint;
-  return endpoint;
+  if (persistentKeepalive <= 0) return endpoint;
+  const seen = t.local.node.discoveredEndpoints.get(publicKey);
+  if (seen) return seen;
+  if (location !== undefined && onLocalNetwork(t.local.node, location, endpoint)) return endpoint;
+  return t.discoveredEndpoints.get(publicKey) ?? endpoint;
+}
+
+function onLocalNetwork(local: KiloNode, location: string, e: Endpoint | null): boolean {
+  const ip = e?.ip;
+  return !!ip && location === local.location && ip.isPrivate() && !!local.internalIP?.contains(ip);
 }
 
 /** The segments this node reaches over WireGuard: every segment outside its own group. */

@@ -114,6 +114,29 @@ describe('agent: cluster changes reach the dataplane', () => {
     await eventually('the Peer is removed', async () => !(await h.peerKeys()).includes(wgKey('phone')));
   });
 
+  test('a heartbeat of a ready node makes no reconcile; one that makes a stale node ready does', async (t) => {
+    const h = await startHarness(t);
+    await settled(h);
+    const before = h.agent.status.reconciles;
+    for (const [i, name] of ['b', 'c', 'b'].entries()) {
+      h.api.patchNode(name, { metadata: { annotations: { [Annotation.lastSeen]: String(NOW + 10 + i) } } });
+    }
+    await eventually('the heartbeats were seen', () =>
+      h.source.objects().some((o) => o.metadata?.annotations?.[Annotation.lastSeen] === String(NOW + 12)),
+    );
+    await sleep(100);
+    await settled(h);
+    assert.equal(h.agent.status.reconciles, before, 'a last-seen refresh of a ready node was planned again');
+
+    const stale = { location: 'asia', endpoint: '203.0.113.4:51820', internalIP: '192.168.2.4/24' } as const;
+    h.api.addNode(node('d', { ...stale, podCIDR: '10.42.3.0/24', lastSeen: NOW - 120 }));
+    await eventually('the stale node was planned (and left out)', () => h.agent.status.reconciles > before);
+    await settled(h);
+    assert.equal((await h.peerKeys()).includes(wgKey('d')), false);
+    h.api.patchNode('d', { metadata: { annotations: { [Annotation.lastSeen]: String(NOW) } } });
+    await eventually('d is ready again and a WireGuard peer', async () => (await h.peerKeys()).includes(wgKey('d')));
+  });
+
   test('a burst of events is handled by a few reconciles, not one each', async (t) => {
     const h = await startHarness(t);
     await settled(h);

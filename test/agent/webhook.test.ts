@@ -19,8 +19,9 @@ import { UsageError } from '../../src/model/errors.js';
 import { ensureBuilt, root } from '../cli/built.js';
 import { wgKey } from '../helpers/cluster.js';
 import { badPeers, goodPeers } from './peer-examples.js';
+import { skipUnless } from '../helpers/requirements.js';
 
-const noOpenssl = spawnSync('openssl', ['version']).status === 0 ? false : 'needs the openssl command';
+const noOpenssl = skipUnless(spawnSync('openssl', ['version']).status === 0, 'needs the openssl command');
 
 let dir = '';
 let certFile = '';

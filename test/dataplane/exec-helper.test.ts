@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
-import { ExecError, hostExec } from '../../src/dataplane/exec.js';
+import { ExecError, ExecInterrupted, hostExec } from '../../src/dataplane/exec.js';
 import { spawnViaHelper } from '../../src/dataplane/spawner.js';
 
 // Commands run through a small helper process (the agent's own fork is costly with a big heap):
@@ -33,4 +36,27 @@ test('the helper runs commands side by side and a timeout kills only that comman
   ]);
   assert.equal(slow.code, null, 'killed by the timeout');
   assert.deepEqual(fast, { code: 0, stdout: 'quick\n', stderr: '' });
+});
+
+// The helper dying mid-command must not make the command run twice: an `iptables -I` batch (or
+// anything not idempotent) would apply twice. The command kills its own parent, the helper.
+test('a command whose helper dies while it runs is not run again: it fails, and the next command runs', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kilo-ts-exec-'));
+  try {
+    const log = join(dir, 'ran');
+    const exec = hostExec();
+    // The marker keeps a direct re-run (the bug) from killing its parent, the test itself.
+    const script = `echo once >> "$0"; if [ ! -e "$0.killed" ]; then touch "$0.killed"; kill -9 $PPID; sleep 1; fi`;
+    const failed = await exec.run(['sh', '-c', script, log]).then(
+      () => assert.fail('a command whose helper died must reject'),
+      (e: unknown) => e,
+    );
+    assert.ok(failed instanceof ExecInterrupted, String(failed));
+    assert.match(failed.message, /not run again/);
+    assert.equal(readFileSync(log, 'utf8'), 'once\n', 'the command ran exactly once');
+    // A new helper takes over.
+    assert.deepEqual(await exec.run(['echo', 'next']), { stdout: 'next\n', stderr: '' });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

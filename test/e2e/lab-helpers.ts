@@ -26,7 +26,7 @@ let counter = 0;
 export async function upLab(t: TestContext, o: Partial<LabOptions> = {}): Promise<Lab> {
   if (missingTools.length > 0) {
     throw new Error(
-      `the lab needs ${missingTools.join(', ')}: apt-get install wireguard-go wireguard-tools tcpdump iputils-ping iptables`,
+      `the lab needs ${missingTools.join(', ')}: install the packages of README's setup line (system-packages.txt)`,
     );
   }
   ensureBuilt();

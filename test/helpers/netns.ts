@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { netnsExec, type Exec } from '../../src/dataplane/exec.js';
+import { skipUnless } from './requirements.js';
 
 /** Whether this machine lets us make network namespaces (root, iproute2); tests skip otherwise. */
 export function canCreateNamespaces(): boolean {
@@ -14,7 +15,7 @@ export function canCreateNamespaces(): boolean {
   return true;
 }
 
-export const skipNoNetns = canCreateNamespaces() ? false : 'needs root and network namespaces (ip netns add failed)';
+export const skipNoNetns = skipUnless(canCreateNamespaces(), 'needs root and network namespaces (ip netns add failed)');
 
 export interface TestNamespace {
   name: string;

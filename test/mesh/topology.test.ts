@@ -3,10 +3,20 @@ import { describe, test } from 'node:test';
 import { topologyOf } from '../../src/mesh/compute.js';
 import { TopologyError } from '../../src/mesh/topology.js';
 import { parseCluster } from '../../src/model/parse.js';
-import { granularities } from '../../src/model/types.js';
+import { granularities, type Granularity } from '../../src/model/types.js';
 import type { KubeObject } from '../../src/model/parse.js';
 import { Cidr } from '../../src/net/cidr.js';
-import { meshOptions, node, NOW, peer, planFor, topologyFor, wgKey, type NodeSpec } from '../helpers/cluster.js';
+import {
+  meshOptions,
+  node,
+  NOW,
+  peer,
+  planFor,
+  routeLines,
+  topologyFor,
+  wgKey,
+  type NodeSpec,
+} from '../helpers/cluster.js';
 
 let podIndex = 0;
 /** A ready node in `location` with a private endpoint unless given; a fresh pod CIDR each. */
@@ -370,6 +380,67 @@ describe('endpoints behind NAT', () => {
       [0, 0, 0, 0],
     );
   });
+});
+
+describe('two nodes behind one NAT (no hairpin assumed)', () => {
+  // n1 and n2 share 192.168.2.0/24 behind a gateway whose public side is 198.51.100.1; pub, on the
+  // internet, saw each at that gateway's address (and published it).
+  const gw = (port: number) => ({ IP: '198.51.100.1', Port: port });
+  const cluster = (n2Location: string) => [
+    node('n1', {
+      location: 'office',
+      internalIP: '192.168.2.11/24',
+      endpoint: '192.168.2.11:51820',
+      podCIDR: '10.2.1.0/24',
+      keepalive: 5,
+    }),
+    node('n2', {
+      location: n2Location,
+      internalIP: '192.168.2.12/24',
+      endpoint: '192.168.2.12:51820',
+      podCIDR: '10.2.2.0/24',
+      keepalive: 5,
+    }),
+    node('pub', {
+      location: 'cloud',
+      internalIP: '10.1.0.1/24',
+      endpoint: '203.0.113.1:51820',
+      podCIDR: '10.2.3.0/24',
+      discovered: { [wgKey('n1')]: gw(40001), [wgKey('n2')]: gw(40002) },
+    }),
+  ];
+  const endpointOf = (objs: KubeObject[], host: string, target: string, granularity: Granularity) =>
+    planFor(objs, host, { granularity }).peers.find((p) => p.publicKey === wgKey(target))?.endpoint;
+
+  test('full, one location: mates dial each other on the LAN, everyone else at the gateway', () => {
+    assert.equal(endpointOf(cluster('office'), 'n1', 'n2', 'full'), '192.168.2.12:51820');
+    assert.equal(endpointOf(cluster('office'), 'n2', 'n1', 'full'), '192.168.2.11:51820');
+    assert.equal(endpointOf(cluster('office'), 'pub', 'n1', 'full'), '198.51.100.1:40001');
+  });
+
+  test("full, one location: no route sends the mate's internal IP into the tunnel that reaches it", () => {
+    const routes = routeLines(planFor(cluster('office'), 'n1', { granularity: 'full' }));
+    assert.ok(!routes.some((r) => r.startsWith('192.168.2.12/32')), routes.join('\n'));
+  });
+
+  test("the local node's own WireGuard has the last word (it saw the mate there: a gateway that hairpins)", () => {
+    const objs = cluster('office');
+    objs[0] = node('n1', {
+      location: 'office',
+      internalIP: '192.168.2.11/24',
+      endpoint: '192.168.2.11:51820',
+      podCIDR: '10.2.1.0/24',
+      keepalive: 5,
+      discovered: { [wgKey('n2')]: gw(40002) },
+    });
+    assert.equal(endpointOf(objs, 'n1', 'n2', 'full'), '198.51.100.1:40002');
+  });
+
+  for (const granularity of ['location', 'full', 'cross'] as const) {
+    test(`${granularity}, different locations: the discovered endpoint (one private subnet is no proof of one LAN)`, () => {
+      assert.equal(endpointOf(cluster('home'), 'n1', 'n2', granularity), '198.51.100.1:40002');
+    });
+  }
 });
 
 /** A seeded shuffle: the test is the same every run, yet the input order is scrambled. */

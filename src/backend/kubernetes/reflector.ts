@@ -1,5 +1,5 @@
 import type { KubeObject } from '../../model/parse.js';
-import { silentLogger, type Logger } from '../source.js';
+import { silentLogger, type ChangeListener, type Logger } from '../source.js';
 import { Backoff, defaultBackoff, type BackoffOptions } from './backoff.js';
 import { describeError, statusCodeOf } from './errors.js';
 
@@ -86,8 +86,8 @@ export interface ReflectorConfig {
   watch: WatchClient;
   /** Turns a watched object into the cached one (sets kind, drops fields nobody reads); null skips it. */
   normalize: (raw: unknown) => KubeObject | null;
-  /** Called after each applied change. */
-  onChange: () => void;
+  /** Called after each applied change; with the previous and current object for a modification. */
+  onChange: ChangeListener;
   timings?: Partial<ReflectorTimings>;
   logger?: Logger;
   now?: () => number;
@@ -372,6 +372,7 @@ export class Reflector {
       this.logger.warn({ resource: this.config.resource, type }, 'ignoring a watch event without an object name');
       return;
     }
+    const previous = this.cache.get(name);
     if (type === 'ADDED' || type === 'MODIFIED') this.cache.set(name, obj);
     else if (type === 'DELETED') this.cache.delete(name);
     else {
@@ -380,7 +381,7 @@ export class Reflector {
     }
     this.stats.events++;
     this.last = this.now();
-    this.config.onChange();
+    this.config.onChange(type === 'MODIFIED' && previous ? { previous, current: obj } : undefined);
   }
 
   private sleep(ms: number): Promise<void> {

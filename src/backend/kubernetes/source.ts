@@ -7,7 +7,15 @@ import {
   type KubeConfig,
 } from '@kubernetes/client-node';
 import type { KubeObject } from '../../model/parse.js';
-import { NodeType, PeerType, silentLogger, type ChangeListener, type ClusterSource, type Logger } from '../source.js';
+import {
+  NodeType,
+  PeerType,
+  silentLogger,
+  type ChangeListener,
+  type ClusterSource,
+  type Logger,
+  type ObjectUpdate,
+} from '../source.js';
 import { withSignal } from './abort.js';
 import { describeError } from './errors.js';
 import {
@@ -62,7 +70,7 @@ export class KubernetesSource implements ClusterSource {
       logger: this.logger,
       now: options.now,
       random: options.random,
-      onChange: () => this.emit(),
+      onChange: (update?: ObjectUpdate) => this.emit(update),
     };
     this.nodes = new Reflector({
       ...common,
@@ -139,10 +147,10 @@ export class KubernetesSource implements ClusterSource {
     return { nodes: { ...this.nodes.stats }, peers: { ...this.peers.stats } };
   }
 
-  private emit(): void {
+  private emit(update?: ObjectUpdate): void {
     for (const listener of this.listeners) {
       try {
-        listener();
+        listener(update);
       } catch (e) {
         this.logger.error({ err: describeError(e) }, 'a change listener threw');
       }

@@ -1,5 +1,5 @@
 import type { Firewall, FirewallTable, IPFamily } from '../../mesh/types.js';
-import { ExecError, type Exec } from '../exec.js';
+import { ExecError, ExecInterrupted, type Exec } from '../exec.js';
 import type { FirewallTables, Ops, ReconcileOptions } from '../types.js';
 import { describeRule, ipv6Demand, ipv6Unusable, type IPv6Demand } from './ipv6.js';
 import { familyName, renderParsed, type FamilyDump, type RestoreBatch, type SavedTables } from './render.js';
@@ -251,7 +251,8 @@ async function detectTools(exec: Exec, forced?: IptablesBackend): Promise<Tools>
   } catch (e) {
     // Old iptables (before 1.8) has no -legacy names: its plain binaries are legacy.
     // (Not found: spawn fails with no exit code; in a namespace nsenter or a shell exits 127.)
-    if (!(e instanceof ExecError) || (e.code !== null && e.code !== 127) || backend === 'nft') throw e;
+    const absent = e instanceof ExecError && !(e instanceof ExecInterrupted) && (e.code === null || e.code === 127);
+    if (!absent || backend === 'nft') throw e;
     explicit = false;
   }
   const name = (base: string) => (explicit ? base.replace(/^(ip6?tables)/, `$1${suffix}`) : base);

@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { onlyLastSeenMoved } from '../../src/agent/heartbeat.js';
+import { Annotation } from '../../src/model/annotations.js';
+import type { KubeObject } from '../../src/model/parse.js';
+import { NOW, node, peer } from '../helpers/cluster.js';
+
+function withAnnotations(o: KubeObject, a: Record<string, string>): KubeObject {
+  return { ...o, metadata: { ...o.metadata, annotations: { ...o.metadata?.annotations, ...a } } };
+}
+
+describe('onlyLastSeenMoved', () => {
+  const b = node('b', { location: 'eu', lastSeen: NOW });
+  const later = withAnnotations(b, { [Annotation.lastSeen]: String(NOW + 30) });
+
+  test('a newer last-seen and nothing else is a heartbeat, whatever the key order', () => {
+    assert.equal(onlyLastSeenMoved({ previous: b, current: later }), true);
+    const reordered = { ...later, metadata: { ...later.metadata, annotations: { ...later.metadata?.annotations } } };
+    const entries = Object.entries(reordered.metadata.annotations).reverse();
+    reordered.metadata.annotations = Object.fromEntries(entries);
+    assert.equal(onlyLastSeenMoved({ previous: b, current: reordered }), true);
+  });
+
+  test('anything the mesh reads changing too is not', () => {
+    const moved = withAnnotations(later, { [Annotation.endpoint]: '192.0.2.99:51820' });
+    assert.equal(onlyLastSeenMoved({ previous: b, current: moved }), false);
+    const added = withAnnotations(later, { [Annotation.leader]: 'true' });
+    assert.equal(onlyLastSeenMoved({ previous: b, current: added }), false);
+    const relabelled = { ...later, metadata: { ...later.metadata, labels: { 'topology.kubernetes.io/region': 'us' } } };
+    assert.equal(onlyLastSeenMoved({ previous: b, current: relabelled }), false);
+    const respec = { ...later, spec: { podCIDR: '10.42.99.0/24' } };
+    assert.equal(onlyLastSeenMoved({ previous: b, current: respec }), false);
+  });
+
+  test('last-seen going back, vanishing or unreadable is not; nor is a Peer', () => {
+    assert.equal(onlyLastSeenMoved({ previous: later, current: b }), false);
+    const none = { ...b, metadata: { ...b.metadata, annotations: { ...b.metadata?.annotations } } };
+    delete none.metadata.annotations[Annotation.lastSeen];
+    assert.equal(onlyLastSeenMoved({ previous: b, current: none }), false);
+    assert.equal(
+      onlyLastSeenMoved({ previous: b, current: withAnnotations(b, { [Annotation.lastSeen]: 'x' }) }),
+      false,
+    );
+    const p = peer('laptop');
+    assert.equal(onlyLastSeenMoved({ previous: p, current: p }), false);
+  });
+});
