@@ -354,6 +354,28 @@ describe('kilo-rbac.yaml: least privilege', () => {
     ]);
   });
 
+  test("grants Leases in the agent's own namespace only, for the Lease election", () => {
+    const leases = one('Role', 'kilo-rbac.yaml');
+    const bound = one('RoleBinding', 'kilo-rbac.yaml');
+    assert.equal(leases.metadata.namespace, sa.metadata.namespace);
+    assert.deepEqual(leases.rules, [
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        verbs: ['get', 'list', 'watch', 'create', 'update'],
+      },
+    ]);
+    assert.equal(bound.metadata.namespace, sa.metadata.namespace);
+    assert.deepEqual(bound.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: leases.metadata.name,
+    });
+    assert.deepEqual(bound.subjects, [
+      { kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace },
+    ]);
+  });
+
   test('no other manifest grants anything', () => {
     for (const kind of ['ClusterRole', 'Role', 'ClusterRoleBinding', 'RoleBinding']) {
       assert.deepEqual(

@@ -24,17 +24,16 @@ export interface AdmissionReviewOut {
 export type Review =
   { ok: true; review: AdmissionReviewOut; operation: string; peer: string } | { ok: false; message: string };
 
-/** Fields whose value is a secret: their value never appears in a reason, a log or a response. */
-const secretFields = new Set(['spec.presharedKey']);
+/** The API server shows a denial to the user: a few lines' worth is enough to fix the Peer. */
+export const maxDenialLength = 1024;
 
-/** One line per rejected value: object, field, reason and the value (unless it is a secret). */
+/**
+ * One clause per rejected value: object, field, reason and the value, already cut and with
+ * secrets withheld by ValidationError; the whole reason capped at maxDenialLength.
+ */
 export function denialReason(errors: readonly ValidationError[]): string {
-  return errors
-    .map((e) => {
-      const value = secretFields.has(e.field) ? '(value withheld: it is a secret)' : JSON.stringify(e.value);
-      return `${e.object}: field ${e.field}: ${e.reason}: ${value}`;
-    })
-    .join('; ');
+  const text = errors.map((e) => e.message).join('; ');
+  return text.length > maxDenialLength ? `${text.slice(0, maxDenialLength)}…` : text;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -19,6 +19,9 @@ import { onlyLastSeenMoved } from './heartbeat.js';
 import { annotationPatch, lastSeenIntervalSeconds } from './local-node.js';
 import type { AgentMetrics } from './metrics.js';
 import { keepRoamingEndpoints } from './roaming.js';
+import { isNodeReady } from '../model/ready.js';
+import { annotationElection, type LeaderElection } from '../election/leader-election.js';
+import { LeadershipLog } from './leadership.js';
 
 /** flannel's VXLAN device (its VTEP), the `private` role under --compatibility=flannel. */
 export const flannelInterface = 'flannel.1';
@@ -74,6 +77,10 @@ export interface AgentDeps {
    * reconcile reads the machine.
    */
   watchRouting?: (onEvent: (e: RoutingEvent) => void) => { stop(): Promise<void> };
+  /** Who leads each location: Kilo's annotation rule (default) or a Lease election. */
+  election?: LeaderElection;
+  /** Counts a change of a location's leader (metrics). */
+  leaderTransition?: (location: string) => void;
 }
 
 export interface AgentStatus {
@@ -114,6 +121,8 @@ export class Agent {
   /** Routing events that arrived during a reconcile, judged once its write is remembered. */
   private heldEvents: RoutingEvent[] = [];
   private watch: { stop(): Promise<void> } | null = null;
+  private readonly election: LeaderElection;
+  private readonly leadership: LeadershipLog;
   /** Names of the nodes the last plan was made of: those that were ready. */
   private readyNodes = new Set<string>();
   /** Heartbeats that arrived during a reconcile, judged against the ready set it leaves. */
@@ -122,6 +131,8 @@ export class Agent {
   constructor(private readonly deps: AgentDeps) {
     this.publicKey = publicKeyOf(deps.privateKey);
     this.clock = deps.clock ?? Date.now;
+    this.election = deps.election ?? annotationElection;
+    this.leadership = new LeadershipLog(deps.log, deps.leaderTransition ?? (() => {}));
   }
 
   async start(): Promise<void> {
@@ -130,7 +141,11 @@ export class Agent {
     this.watch = this.deps.watchRouting?.((e) => this.onRoutingEvent(e)) ?? null;
     source.onChange((update) => this.onClusterChange(update));
     await source.start();
-    log.info({ node: options.hostname, granularity: options.mesh.granularity }, 'cluster synced');
+    await this.election.start(() => this.schedule(0));
+    log.info(
+      { node: options.hostname, granularity: options.mesh.granularity, leaderElection: this.election.mode },
+      'cluster synced',
+    );
     this.timers.push(setInterval(() => this.schedule(), lastSeenIntervalSeconds * 1000));
     this.timers.push(setInterval(() => this.resync(), options.resyncPeriodMs));
     this.schedule(0);
@@ -141,6 +156,8 @@ export class Agent {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
     if (this.pending) clearTimeout(this.pending);
+    // First, so the next leader takes over while this one cleans up.
+    await this.election.stop();
     await this.running;
     await this.watch?.stop();
     await this.deps.source.stop();
@@ -267,7 +284,10 @@ export class Agent {
       const discovered = this.discoveredEndpoints(device);
       let topology: Topology | null = null;
       try {
-        topology = topologyOf(cluster, options.hostname, options.mesh, readinessTime(cluster.nodes, nowSeconds));
+        const readyAt = readinessTime(cluster.nodes, nowSeconds);
+        const ready = cluster.nodes.filter((n) => isNodeReady(n, readyAt));
+        const leaders = this.election.leaders(ready, ready.find((n) => n.name === options.hostname) ?? null);
+        topology = topologyOf(cluster, options.hostname, options.mesh, readyAt, leaders);
       } catch (e) {
         if (!(e instanceof TopologyError)) throw e;
         // Until our own annotations are published and seen, the node is not ready: publish first.
@@ -288,6 +308,7 @@ export class Agent {
         this.finish(false, publishError ?? 'local node not ready yet (waiting for its annotations)');
         return;
       }
+      this.leadership.observe(topology);
       this.status.topology = topology;
       this.status.plan = plan;
       metrics.nodes.set(topology.segments.reduce((n, s) => n + s.nodes.length, 0));
@@ -319,11 +340,14 @@ export class Agent {
         ...result.errors.map((e) => e.message),
       ];
       this.finish(failures.length === 0, failures.join('; ') || null);
+      // Only the dataplane's failures count against a leader: the API server has the Lease's own clock.
+      this.election.reconciled(result.errors.length === 0, topology);
     } catch (e) {
       this.fullReadDue = true;
       metrics.errors.inc();
       log.error({ err: (e as Error).message }, 'reconcile failed');
       this.finish(false, (e as Error).message);
+      this.election.reconciled(false, this.status.topology);
     }
   }
 

@@ -71,6 +71,35 @@ export function addAgentFlags(cmd: Command): Command {
       new Option('--wireguard <implementation>', 'kilo-ts: kernel, userspace (wireguard-go) or auto')
         .choices(['auto', 'kernel', 'userspace'])
         .default('auto'),
+    )
+    .addOption(
+      new Option(
+        '--leader-election <mode>',
+        "kilo-ts: who leads a location: annotation (Kilo's rule) or lease (a Lease per location, fails over)",
+      )
+        .choices(['annotation', 'lease'])
+        .default('annotation'),
+    )
+    .addOption(
+      new Option('--namespace <name>', 'kilo-ts: the namespace of the agent, where its Leases live').default(
+        process.env['POD_NAMESPACE'] ?? 'kube-system',
+        '$POD_NAMESPACE or kube-system',
+      ),
+    )
+    .addOption(
+      new Option('--leader-lease-duration <duration>', 'kilo-ts: how long a location Lease is valid unrenewed')
+        .argParser(parseDuration('leader-lease-duration'))
+        .default(10_000, '10s'),
+    )
+    .addOption(
+      new Option('--leader-renew-interval <duration>', 'kilo-ts: how often the leader renews its Lease')
+        .argParser(parseDuration('leader-renew-interval'))
+        .default(2_000, '2s'),
+    )
+    .addOption(
+      new Option('--leader-skew-margin <duration>', 'kilo-ts: the clock difference between nodes a Lease tolerates')
+        .argParser(parseDuration('leader-skew-margin'))
+        .default(1_000, '1s'),
     );
 }
 
@@ -91,6 +120,23 @@ export interface AgentFlagValues extends MeshFlagValues {
   listen: string;
   logLevel: (typeof logLevels)[number];
   wireguard: 'auto' | 'kernel' | 'userspace';
+  leaderElection: 'annotation' | 'lease';
+  namespace: string;
+  leaderLeaseDuration: number;
+  leaderRenewInterval: number;
+  leaderSkewMargin: number;
+}
+
+/** The Lease timings, checked: renewals must fit in the duration with the margin to spare. */
+export function electionTiming(v: AgentFlagValues): { durationMs: number; renewMs: number; skewMs: number } {
+  const t = { durationMs: v.leaderLeaseDuration, renewMs: v.leaderRenewInterval, skewMs: v.leaderSkewMargin };
+  if (t.durationMs % 1000 !== 0)
+    throw new UsageError(`--leader-lease-duration: whole seconds (a Lease counts seconds), got ${t.durationMs} ms`);
+  if (t.renewMs + t.skewMs >= t.durationMs)
+    throw new UsageError(
+      `--leader-renew-interval (${t.renewMs} ms) plus --leader-skew-margin (${t.skewMs} ms) must be less than --leader-lease-duration (${t.durationMs} ms)`,
+    );
+  return t;
 }
 
 /** --mtu: "auto" (null here: measured at start) or a number. */

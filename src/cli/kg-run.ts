@@ -11,7 +11,9 @@ import { ipipTunnel, linuxDataplane } from '../agent/linux-dataplane.js';
 import { createLogger } from '../agent/log.js';
 import { AgentMetrics } from '../agent/metrics.js';
 import { discoverHost, resolveMTU } from '../agent/startup.js';
-import { addAgentFlags, parseMTU, requireHostname, type AgentFlagValues } from './agent-flags.js';
+import { addAgentFlags, electionTiming, parseMTU, requireHostname, type AgentFlagValues } from './agent-flags.js';
+import { LeaseElection } from '../election/leader-election.js';
+import { ElectionMetrics } from '../election/metrics.js';
 import { meshOptionsFrom } from './flags.js';
 
 /** `kg` (the default command): the agent on a node of a Kubernetes cluster. */
@@ -52,6 +54,20 @@ export function runCommand(): Command {
     // Loaded here: the client takes seconds to import, and kg apply/webhook/lab never need it.
     const { KubernetesSource, kubeConfigFrom } = await import('../backend/kubernetes/index.js');
     const source = new KubernetesSource({ kubeConfig: kubeConfigFrom(flags), logger: log });
+    const electionMetrics = new ElectionMetrics(metrics.registry);
+    let election: LeaseElection | undefined;
+    if (flags.leaderElection === 'lease') {
+      const { KubernetesLeases } = await import('../election/kubernetes-leases.js');
+      election = new LeaseElection({
+        api: new KubernetesLeases({ kubeConfig: kubeConfigFrom(flags), namespace: flags.namespace, logger: log }),
+        exec,
+        identity: hostname,
+        interfaceName: flags.interface,
+        timing: electionTiming(flags),
+        log,
+        metrics: electionMetrics,
+      });
+    }
     const dataplane = linuxDataplane(exec, {
       interfaceName: flags.interface,
       createInterface: flags.createInterface,
@@ -68,6 +84,8 @@ export function runCommand(): Command {
       host,
       log,
       metrics,
+      ...(election ? { election } : {}),
+      leaderTransition: (location) => electionMetrics.transitions.inc({ location }),
       tunnel: mesh.encapsulate === 'never' || cilium ? null : await ipipTunnel(exec),
       ...(cilium && mesh.encapsulate !== 'never' ? { resolveTunnel: () => cilium.tunnel() } : {}),
       ...(cilium ? { ciliumInternalIP: () => cilium.internalIP() } : {}),

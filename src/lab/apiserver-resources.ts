@@ -3,6 +3,7 @@
  * (Leases, say) is one more `ResourceType` passed in `FakeApiServerOptions.resources`: storage,
  * list, watch, get, create, replace, patch, delete and discovery then come with it.
  */
+import type { KubeObject } from '../model/parse.js';
 
 export interface ResourceType {
   /** The plural, as in the path: `nodes`. */
@@ -20,6 +21,8 @@ export interface ResourceType {
    */
   custom: boolean;
   shortNames?: string[];
+  /** kube-apiserver's validation of the type's own fields (metadata is checked for every type): one message per error. */
+  validate?: (obj: KubeObject) => string[];
 }
 
 export const nodesType: ResourceType = {

@@ -80,7 +80,7 @@ function nodeUpdateErrors(old: KubeObject, obj: KubeObject): string[] {
 
 /** Throws 422 Invalid, as kube-apiserver does, for an object it would not store. */
 export function validate(type: ResourceType, obj: KubeObject, old?: KubeObject): void {
-  const errors = metadataErrors(type, obj);
+  const errors = [...metadataErrors(type, obj), ...(type.validate?.(obj) ?? [])];
   if (old) {
     const uid = (o: KubeObject) => (o.metadata as { uid?: string } | undefined)?.uid;
     if (uid(obj) !== undefined && uid(obj) !== uid(old))

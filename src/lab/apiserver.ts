@@ -40,6 +40,7 @@ import { createServer as createNetServer, type Server as NetServer, type Socket 
 import { parseAllDocuments } from 'yaml';
 import type { KubeObject } from '../model/parse.js';
 import { discovery } from './apiserver-discovery.js';
+import { leasesType } from './apiserver-leases.js';
 import {
   createRequest,
   deleteRequest,
@@ -68,7 +69,7 @@ export { applyMergePatch } from './apiserver-patch.js';
 export { ApiError, status, type Status } from './apiserver-status.js';
 export type { ResourceType } from './apiserver-resources.js';
 export type { WatchEvent } from './apiserver-watch.js';
-export { crdsType, namespacesType, nodesType, peersType };
+export { crdsType, leasesType, namespacesType, nodesType, peersType };
 
 /** Nodes and Peers: the types kg reads, with shorthand methods. */
 export type Resource = 'nodes' | 'peers';
@@ -159,7 +160,7 @@ export class FakeApiServer {
   goneAs: 'event' | 'status';
 
   private constructor(options: FakeApiServerOptions) {
-    this.types = [...builtinResources, ...(options.resources ?? [])];
+    this.types = [...builtinResources, leasesType, ...(options.resources ?? [])];
     this.store = new ObjectStore(this.types, options.historyLimit ?? 1000);
     this.watches = new Watches(this.store, options.bookmarkIntervalMs ?? 1000);
     this.routes = options.routes ?? [];

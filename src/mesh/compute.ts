@@ -5,6 +5,7 @@ import type { MeshOptions } from './options.js';
 import { planNode } from './plan.js';
 import { buildTopology, TopologyError, type Topology } from './topology.js';
 import type { Plan } from './types.js';
+import type { ElectedLeaders } from '../election/types.js';
 
 /** Why a node is not ready, for an error a user can act on. */
 export function notReadyReason(node: KiloNode, now: number): string | null {
@@ -17,7 +18,13 @@ export function notReadyReason(node: KiloNode, now: number): string | null {
 }
 
 /** The topology of the ready part of a cluster, as `hostname` sees it. */
-export function topologyOf(cluster: ParsedCluster, hostname: string, options: MeshOptions, now: number): Topology {
+export function topologyOf(
+  cluster: ParsedCluster,
+  hostname: string,
+  options: MeshOptions,
+  now: number,
+  leaders?: ElectedLeaders,
+): Topology {
   const self = cluster.nodes.find((n) => n.name === hostname);
   if (!self) {
     const rejected = cluster.errors.find((e) => e.object === `Node ${JSON.stringify(hostname)}`);
@@ -31,9 +38,15 @@ export function topologyOf(cluster: ParsedCluster, hostname: string, options: Me
   if (reason) throw new TopologyError(`node ${JSON.stringify(hostname)} is not ready: ${reason}`);
   const nodes = cluster.nodes.filter((n) => isNodeReady(n, now));
   const peers = cluster.peers.filter(isPeerReady);
-  return buildTopology(nodes, peers, options.granularity, hostname, options.subnet);
+  return buildTopology(nodes, peers, options.granularity, hostname, options.subnet, leaders);
 }
 
-export function planOf(cluster: ParsedCluster, hostname: string, options: MeshOptions, now: number): Plan {
-  return planNode(topologyOf(cluster, hostname, options, now), options);
+export function planOf(
+  cluster: ParsedCluster,
+  hostname: string,
+  options: MeshOptions,
+  now: number,
+  leaders?: ElectedLeaders,
+): Plan {
+  return planNode(topologyOf(cluster, hostname, options, now, leaders), options);
 }

@@ -1,6 +1,7 @@
 import { Cidr, IP } from '../net/cidr.js';
 import { PrefixIndex } from '../net/prefix-index.js';
 import type { Endpoint, Granularity, KiloNode, KiloPeer } from '../model/types.js';
+import type { ElectedLeaders, LeaderReason } from '../election/types.js';
 
 /**
  * A set of nodes that the rest of the mesh sees as one WireGuard peer: the leader's key and
@@ -16,6 +17,8 @@ export interface Segment {
   /** Members, by name. */
   nodes: KiloNode[];
   leader: KiloNode;
+  /** Why the leader leads: Kilo's annotation rule, a Lease, or the rule as the Lease's fallback. */
+  leaderReason: LeaderReason;
   wireGuardIP: IP;
   /** After filtering (Kilo's rule): none overlaps an allowed IP, a Peer's, or a later segment's claim. */
   allowedLocationIPs: Cidr[];
@@ -108,7 +111,8 @@ export function deduplicatePeerIPs(peers: readonly KiloPeer[]): KiloPeer[] {
 
 /**
  * Computes the mesh from the ready nodes and Peers, as seen from `hostname`. Pure: the same
- * objects give the same topology on every node.
+ * objects give the same topology on every node. `leaders` (location → node, from a Lease
+ * election) overrides Kilo's rule for the location segments whose member it names.
  */
 export function buildTopology(
   nodes: readonly KiloNode[],
@@ -116,6 +120,7 @@ export function buildTopology(
   granularity: Granularity,
   hostname: string,
   subnet: Cidr,
+  leaders?: ElectedLeaders,
 ): Topology {
   const localNode = nodes.find((n) => n.name === hostname);
   if (!localNode) throw new TopologyError(`node ${JSON.stringify(hostname)} is not a ready node of the cluster`);
@@ -137,7 +142,10 @@ export function buildTopology(
   const segments: Segment[] = keys.map((key, i) => {
     const { group, nodes: members } = bySegment.get(key)!;
     members.sort(byName);
-    const leader = electLeader(members);
+    const chosen = key.startsWith('location:') ? leaders?.get(members[0]!.location) : undefined;
+    const elected = chosen && members.find((n) => n.name === chosen.node);
+    const leader = elected ?? electLeader(members);
+    const leaderReason: LeaderReason = elected ? chosen.reason : 'annotation';
     const wireGuardIP = subnet.nth(i + 1)!;
     const allowedIPs: Cidr[] = [];
     const alips = new Map<string, Cidr>();
@@ -153,6 +161,7 @@ export function buildTopology(
       location: leader.location,
       nodes: members,
       leader,
+      leaderReason,
       wireGuardIP,
       allowedLocationIPs: [...alips.values()],
       allowedIPs,

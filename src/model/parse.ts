@@ -1,6 +1,7 @@
 import { Cidr, IP } from '../net/cidr.js';
 import { Annotation, defaultTopologyLabel } from './annotations.js';
 import { ValidationError } from './errors.js';
+import { checkShape, nodeShape, objectLabel, objectShape, peerShape } from './schema.js';
 import type { Endpoint, KiloNode, KiloPeer } from './types.js';
 
 /** The parts of a Kubernetes object that Kilo reads. */
@@ -28,7 +29,10 @@ class Reader {
   constructor(readonly object: string) {}
 
   fail(field: string, value: unknown, reason: string): null {
-    this.errors.push(new ValidationError(this.object, field, value, reason));
+    // A list of 100,000 bad prefixes needs no 100,000 lines: the first few find the object.
+    if (this.errors.length < maxErrorsPerObject) {
+      this.errors.push(new ValidationError(this.object, field, value, reason));
+    }
     return null;
   }
 
@@ -37,6 +41,24 @@ class Reader {
     const c = Cidr.tryParse(value.trim());
     if (!c) return this.fail(field, value, 'not a CIDR');
     return keepHostBits ? c : c.masked();
+  }
+
+  /**
+   * A prefix the mesh routes into the tunnel: a catch-all (/0) would take every packet of every
+   * node with it, so it is refused here, where the webhook can refuse it too.
+   */
+  routable(field: string, value: unknown): Cidr | null {
+    const c = this.cidr(field, value, false);
+    if (c && c.prefix === 0)
+      return this.fail(field, value, 'a catch-all prefix would route all traffic into the tunnel');
+    return c;
+  }
+
+  /** An address other hosts send to: not the unspecified address (0.0.0.0, ::). */
+  address(field: string, value: unknown): Cidr | null {
+    const c = this.cidr(field, value, true);
+    if (c && c.ip.bytes.every((b) => b === 0)) return this.fail(field, value, 'the unspecified address is no address');
+    return c;
   }
 
   ip(field: string, value: string): IP | null {
@@ -77,8 +99,20 @@ export function isWireGuardKey(value: string): boolean {
   return base64Key.test(value) && Buffer.from(value, 'base64').length === 32;
 }
 
+const maxErrorsPerObject = 5;
+
 const dnsName =
   /^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*\.?$/;
+
+/**
+ * A DNS name to resolve. A last label of digits ("1.2.3.4.5", "0x1.2.3.4") is a mistyped address,
+ * not a name (RFC 1123 §2.1: a top-level label is never all-numeric), and a resolver would try it.
+ */
+export function isDNSName(host: string): boolean {
+  if (!dnsName.test(host)) return false;
+  const labels = host.replace(/\.$/, '').split('.');
+  return !/^\d+$/.test(labels[labels.length - 1]!);
+}
 
 function parsePort(text: string): number | null {
   if (!/^\d{1,5}$/.test(text)) return null;
@@ -108,7 +142,7 @@ export function parseEndpoint(value: string): Endpoint | null {
   const ip = IP.tryParse(host);
   if (ip) return ip.family === 4 ? { ip, dns: null, port } : null;
   // A name made only of digits and dots is a mistyped address, not a DNS name.
-  if (/^[\d.]+$/.test(host) || !dnsName.test(host)) return null;
+  if (!isDNSName(host)) return null;
   return { ip: null, dns: host, port };
 }
 
@@ -117,19 +151,34 @@ export function formatEndpoint(e: Endpoint): string {
   return `${e.dns}:${e.port}`;
 }
 
-/** Parses a Node object into Kilo's view of it; a malformed value drops the whole node. */
-export function parseNode(obj: KubeObject, options: ParseOptions = {}): Parsed<KiloNode> {
-  const name = obj.metadata?.name ?? '';
+/** A location is a name shown in graphs and logs and used as a key: printable text only. */
+const printable = /^[^\u0000-\u001f\u007f]{0,253}$/;
+
+/**
+ * Parses a Node object into Kilo's view of it; a malformed value drops the whole node. Any value
+ * is accepted as input: the shape is checked (schema.ts) before anything is read.
+ */
+export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<KiloNode> {
+  const shape = checkShape(nodeShape, input, objectLabel('Node', input));
+  if (!shape.ok) return shape;
+  const obj = shape.value;
+  const name = obj.metadata.name;
   const r = new Reader(`Node ${JSON.stringify(name)}`);
-  if (!name) r.fail('metadata.name', name, 'missing');
-  const a = obj.metadata?.annotations ?? {};
-  const labels = obj.metadata?.labels ?? {};
+  const a = obj.metadata.annotations ?? {};
+  const labels = obj.metadata.labels ?? {};
   const field = (key: string) => `metadata.annotations["${key}"]`;
   const has = (key: string) => Object.prototype.hasOwnProperty.call(a, key);
 
-  const location = has(Annotation.location)
-    ? a[Annotation.location]!
-    : (labels[options.topologyLabel ?? defaultTopologyLabel] ?? '');
+  const topologyLabel = options.topologyLabel ?? defaultTopologyLabel;
+  const hasLabel = Object.prototype.hasOwnProperty.call(labels, topologyLabel);
+  const location = has(Annotation.location) ? a[Annotation.location]! : hasLabel ? labels[topologyLabel]! : '';
+  if (!printable.test(location)) {
+    r.fail(
+      has(Annotation.location) ? field(Annotation.location) : `metadata.labels["${topologyLabel}"]`,
+      location,
+      'a location is at most 253 printable characters',
+    );
+  }
 
   let endpoint: Endpoint | null = null;
   if (a[Annotation.forceEndpoint]) {
@@ -141,17 +190,17 @@ export function parseNode(obj: KubeObject, options: ParseOptions = {}): Parsed<K
   let internalIP: Cidr | null = null;
   if (has(Annotation.forceInternalIP)) {
     const v = a[Annotation.forceInternalIP]!.trim();
-    if (v !== '' && v !== '-') internalIP = r.cidr(field(Annotation.forceInternalIP), v, true);
+    if (v !== '' && v !== '-') internalIP = r.address(field(Annotation.forceInternalIP), v);
   } else if (a[Annotation.internalIP]) {
-    internalIP = r.cidr(field(Annotation.internalIP), a[Annotation.internalIP], true);
+    internalIP = r.address(field(Annotation.internalIP), a[Annotation.internalIP]);
   }
 
   const key = a[Annotation.key] ? r.key(field(Annotation.key), a[Annotation.key]) : null;
   const lastSeen = a[Annotation.lastSeen]
     ? r.seconds(field(Annotation.lastSeen), a[Annotation.lastSeen], Number.MAX_SAFE_INTEGER)
     : null;
-  const podCIDRValue = obj.spec?.['podCIDR'];
-  const podCIDR = podCIDRValue ? r.cidr('spec.podCIDR', podCIDRValue, false) : null;
+  const podCIDRValue = obj.spec?.podCIDR;
+  const podCIDR = podCIDRValue ? r.routable('spec.podCIDR', podCIDRValue) : null;
   const persistentKeepalive = a[Annotation.persistentKeepalive]
     ? (r.seconds(field(Annotation.persistentKeepalive), a[Annotation.persistentKeepalive]) ?? 0)
     : 0;
@@ -161,8 +210,9 @@ export function parseNode(obj: KubeObject, options: ParseOptions = {}): Parsed<K
   if (alips) {
     for (const part of alips.split(',')) {
       if (part.trim() === '') continue;
-      const c = r.cidr(field(Annotation.allowedLocationIPs), part, false);
+      const c = r.routable(field(Annotation.allowedLocationIPs), part);
       if (c) allowedLocationIPs.push(c);
+      else break;
     }
   }
 
@@ -225,49 +275,48 @@ function parseDiscoveredEndpoints(r: Reader, field: string, text: string, into: 
   }
 }
 
-/** Parses a Peer; a Peer must name at least one allowed IP and a public key. */
-export function parsePeer(obj: KubeObject): Parsed<KiloPeer> {
-  const name = obj.metadata?.name ?? '';
+/** Parses a Peer; a Peer must name at least one allowed IP and a public key. Any value is accepted as input. */
+export function parsePeer(input: unknown): Parsed<KiloPeer> {
+  const shape = checkShape(peerShape, input, objectLabel('Peer', input));
+  if (!shape.ok) return shape;
+  const obj = shape.value;
+  const name = obj.metadata.name;
   const r = new Reader(`Peer ${JSON.stringify(name)}`);
-  if (!name) r.fail('metadata.name', name, 'missing');
-  const spec = obj.spec ?? {};
+  const spec = obj.spec;
 
   const allowedIPs: Cidr[] = [];
-  const aips = spec['allowedIPs'];
-  if (!Array.isArray(aips) || aips.length === 0) {
-    r.fail('spec.allowedIPs', aips ?? null, 'a Peer needs at least one allowed IP');
-  } else {
-    aips.forEach((v, i) => {
-      const c = r.cidr(`spec.allowedIPs[${i}]`, v, false);
-      if (c) allowedIPs.push(c);
-    });
+  for (const [i, v] of spec.allowedIPs.entries()) {
+    const c = r.routable(`spec.allowedIPs[${i}]`, v);
+    if (c) allowedIPs.push(c);
+    else break;
   }
 
-  const publicKey = r.key('spec.publicKey', spec['publicKey'] ?? null);
+  const publicKey = r.key('spec.publicKey', spec.publicKey);
 
   let endpoint: Endpoint | null = null;
-  const ep = spec['endpoint'] as { dnsOrIP?: { dns?: string; ip?: string }; port?: unknown } | undefined | null;
+  const ep = spec.endpoint;
   if (ep) {
-    const port =
-      typeof ep.port === 'number' && Number.isInteger(ep.port) && ep.port >= 1 && ep.port <= 65535 ? ep.port : null;
-    if (!port) r.fail('spec.endpoint.port', ep.port ?? null, 'not a port (1-65535)');
+    const port = Number.isInteger(ep.port) && ep.port >= 1 && ep.port <= 65535 ? ep.port : null;
+    if (!port) r.fail('spec.endpoint.port', ep.port, 'not a port (1-65535)');
     const dnsOrIP = ep.dnsOrIP ?? {};
     if (dnsOrIP.ip) {
       const ip = IP.tryParse(dnsOrIP.ip);
       if (!ip) r.fail('spec.endpoint.dnsOrIP.ip', dnsOrIP.ip, 'not an IP address');
+      else if (ip.bytes.every((b) => b === 0))
+        r.fail('spec.endpoint.dnsOrIP.ip', dnsOrIP.ip, 'the unspecified address is no address');
       else if (port) endpoint = { ip, dns: null, port };
     } else if (dnsOrIP.dns) {
-      if (!dnsName.test(dnsOrIP.dns)) r.fail('spec.endpoint.dnsOrIP.dns', dnsOrIP.dns, 'not a DNS name');
+      if (!isDNSName(dnsOrIP.dns)) r.fail('spec.endpoint.dnsOrIP.dns', dnsOrIP.dns, 'not a DNS name');
       else if (port) endpoint = { ip: null, dns: dnsOrIP.dns, port };
     } else {
       r.fail('spec.endpoint.dnsOrIP', ep.dnsOrIP ?? null, 'needs dns or ip');
     }
   }
 
-  const ka = spec['persistentKeepalive'];
+  const ka = spec.persistentKeepalive;
   const persistentKeepalive = ka === undefined || ka === null ? 0 : (r.seconds('spec.persistentKeepalive', ka) ?? 0);
 
-  const psk = spec['presharedKey'];
+  const psk = spec.presharedKey;
   const presharedKey = psk ? r.key('spec.presharedKey', psk) : null;
 
   return r.result<KiloPeer>({
@@ -280,8 +329,8 @@ export function parsePeer(obj: KubeObject): Parsed<KiloPeer> {
   });
 }
 
-export function isPeerKind(obj: KubeObject): boolean {
-  return obj.kind === 'Peer' && (obj.apiVersion ?? '').startsWith('kilo.squat.ai/');
+export function isPeerKind(obj: { kind?: unknown; apiVersion?: unknown }): boolean {
+  return obj.kind === 'Peer' && typeof obj.apiVersion === 'string' && obj.apiVersion.startsWith('kilo.squat.ai/');
 }
 
 export interface ParsedCluster {
@@ -291,15 +340,23 @@ export interface ParsedCluster {
   errors: ValidationError[];
 }
 
-/** Splits a list of Nodes and Peers into valid objects and errors; other kinds are ignored. */
-export function parseCluster(objects: readonly KubeObject[], options: ParseOptions = {}): ParsedCluster {
+/**
+ * Splits a list of Nodes and Peers into valid objects and errors; other kinds are ignored. Takes
+ * anything: an entry that is not an object with a string kind and apiVersion is an error too.
+ */
+export function parseCluster(objects: readonly unknown[], options: ParseOptions = {}): ParsedCluster {
   const out: ParsedCluster = { nodes: [], peers: [], errors: [] };
-  for (const obj of objects) {
-    if (obj.kind === 'Node') {
+  for (const [i, obj] of objects.entries()) {
+    const head = checkShape(objectShape, obj, `object #${i + 1}`);
+    if (!head.ok) {
+      out.errors.push(...head.errors);
+      continue;
+    }
+    if (head.value.kind === 'Node') {
       const p = parseNode(obj, options);
       if (p.ok) out.nodes.push(p.value);
       else out.errors.push(...p.errors);
-    } else if (isPeerKind(obj)) {
+    } else if (isPeerKind(head.value)) {
       const p = parsePeer(obj);
       if (p.ok) out.peers.push(p.value);
       else out.errors.push(...p.errors);

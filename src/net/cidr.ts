@@ -86,7 +86,8 @@ export class Cidr {
     if (slash < 0) return null;
     const ip = IP.tryParse(value.slice(0, slash));
     const prefixText = value.slice(slash + 1);
-    if (!ip || !/^\d{1,3}$/.test(prefixText)) return null;
+    // One to three digits without a leading zero: "/024" is a typo, not /24.
+    if (!ip || !/^(0|[1-9]\d{0,2})$/.test(prefixText)) return null;
     const prefix = Number(prefixText);
     if (prefix > (ip.family === 4 ? 32 : 128)) return null;
     return Cidr.of(ip, prefix);

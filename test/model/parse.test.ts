@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Annotation } from '../../src/model/annotations.js';
-import { ValidationError } from '../../src/model/errors.js';
+import { shownValue, ValidationError, withheld } from '../../src/model/errors.js';
 import { parseCluster, parseNode, parsePeer, type KubeObject } from '../../src/model/parse.js';
 import { kiloNode, kiloPeer, node, peer, wgKey, type NodeSpec } from '../helpers/cluster.js';
 
@@ -27,10 +27,14 @@ function assertRejected(obj: KubeObject, object: string, field: string, value: u
   assert.ok(e instanceof ValidationError);
   assert.equal(e.object, object);
   assert.ok(e.field.includes(field), `field ${e.field} should name ${field}`);
-  assert.deepEqual(e.value, value);
+  // Errors carry the value as they show it: objects as a short sketch, secrets withheld.
+  const shown = field.includes('presharedKey') ? withheld : shownValue(value);
+  assert.deepEqual(e.value, shown);
   assert.ok(e.message.includes(object), e.message);
   assert.ok(e.message.includes(field), e.message);
-  assert.ok(e.message.includes(JSON.stringify(value)), e.message);
+  const text =
+    typeof value === 'object' && value !== null && shown !== withheld ? String(shown) : JSON.stringify(shown);
+  assert.ok(e.message.includes(text), e.message);
   return e;
 }
 
@@ -143,7 +147,15 @@ describe('parsePeer rejects malformed values', () => {
     rejectPeer({ endpoint: { dnsOrIP: { ip: '203.0.113' }, port: 51820 } }, 'spec.endpoint.dnsOrIP.ip', '203.0.113'));
   test('endpoint with a bad DNS name', () =>
     rejectPeer({ endpoint: { dnsOrIP: { dns: 'bad_name!' }, port: 51820 } }, 'spec.endpoint.dnsOrIP.dns', 'bad_name!'));
-  test('presharedKey not a key', () => rejectPeer({ presharedKey: 'secret' }, 'spec.presharedKey', 'secret'));
+  test('presharedKey not a key: named, never shown', () => {
+    const e = assertRejected(
+      peer('y', { allowedIPs: ['10.5.0.1/32'], presharedKey: 'secret' }),
+      'Peer "y"',
+      'spec.presharedKey',
+      'secret',
+    );
+    assert.ok(!e.message.includes('secret"'), e.message);
+  });
   test('persistentKeepalive negative', () => rejectPeer({ keepalive: -1 }, 'spec.persistentKeepalive', -1));
 });
 

@@ -1,0 +1,100 @@
+/**
+ * The shapes of the Kubernetes objects Kilo reads, checked before any value is used: the edge of
+ * the model. Snapshot files, the Kubernetes API and the webhook all hand objects to parse.ts, which
+ * checks them here first, so nothing below sees a number where a string belongs. Only the types
+ * are checked here; the meaning of each value (a CIDR, a key, an endpoint) is parse.ts's.
+ */
+import { z } from 'zod';
+import { ValidationError } from './errors.js';
+
+/** Kubernetes object names (RFC 1123 subdomains), as the API server enforces them for Nodes and Peers. */
+const objectName = z
+  .string()
+  .min(1, 'missing')
+  .max(253, 'longer than 253 characters')
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, 'not a Kubernetes object name');
+
+const stringMap = z.record(z.string(), z.string()).nullish();
+
+const metadata = z.looseObject({
+  name: objectName,
+  annotations: stringMap,
+  labels: stringMap,
+});
+
+/** What every object of a list must be before its kind can be told. */
+export const objectShape = z.looseObject({
+  apiVersion: z.string().optional(),
+  kind: z.string().optional(),
+});
+
+export const nodeShape = z.looseObject({
+  metadata,
+  spec: z.looseObject({ podCIDR: z.string().nullish() }).nullish(),
+});
+export type NodeObject = z.infer<typeof nodeShape>;
+
+const seconds = z.union([z.number(), z.string()]).nullish();
+
+export const peerShape = z.looseObject({
+  metadata,
+  spec: z.looseObject({
+    allowedIPs: z.array(z.string()).min(1, 'a Peer needs at least one allowed IP'),
+    publicKey: z.string(),
+    endpoint: z
+      .looseObject({
+        dnsOrIP: z.looseObject({ dns: z.string().nullish(), ip: z.string().nullish() }).nullish(),
+        port: z.number(),
+      })
+      .nullish(),
+    persistentKeepalive: seconds,
+    presharedKey: z.string().nullish(),
+  }),
+});
+export type PeerObject = z.infer<typeof peerShape>;
+
+/** `a.b["kilo.squat.ai/key"][3]`: the path of an issue as the operator reads it in the object. */
+export function fieldPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const [i, p] of path.entries()) {
+    if (typeof p === 'number') out += `[${p}]`;
+    else if (typeof p === 'string' && /^[A-Za-z_][A-Za-z0-9_]*$/.test(p)) out += i === 0 ? p : `.${p}`;
+    else out += `[${JSON.stringify(String(p))}]`;
+  }
+  return out || '(object)';
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let v = root;
+  for (const p of path) {
+    if (typeof v !== 'object' || v === null) return undefined;
+    v = (v as Record<PropertyKey, unknown>)[p];
+  }
+  return v;
+}
+
+/** Checks `value` against `shape`; every issue becomes a ValidationError naming object, field and value. */
+export function checkShape<T>(
+  shape: z.ZodType<T>,
+  value: unknown,
+  object: string,
+): { ok: true; value: T } | { ok: false; errors: ValidationError[] } {
+  const r = shape.safeParse(value);
+  if (r.success) return { ok: true, value: r.data };
+  // One line per object is enough to find it; a map of 10,000 wrong values needs no 10,000 lines.
+  const errors = r.error.issues
+    .slice(0, 5)
+    .map((i) => new ValidationError(object, fieldPath(i.path), valueAt(value, i.path), reasonOf(i)));
+  return { ok: false, errors };
+}
+
+function reasonOf(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'invalid_type') return `want ${issue.expected}`;
+  return issue.message;
+}
+
+/** The name an error gives an object whose own name may be missing or of the wrong type. */
+export function objectLabel(kind: string, value: unknown): string {
+  const name = (value as { metadata?: { name?: unknown } } | null)?.metadata?.name;
+  return `${kind} ${typeof name === 'string' ? JSON.stringify(name.length > 100 ? `${name.slice(0, 100)}…` : name) : '(unnamed)'}`;
+}
