@@ -90,6 +90,22 @@ export class ObjectStore {
     return this.history.filter((e) => e.resource === type.name && e.rv > rv);
   }
 
+  /**
+   * As etcd keeps a restarted kube-apiserver's objects and revision: each object keeps its
+   * resourceVersion and uid, and the history starts empty at the revision, so a watch resumed
+   * from before the restart gets 410 and the client re-lists.
+   */
+  restore(objects: readonly KubeObject[], revision: number): void {
+    for (const o of objects) {
+      const type = this.typeOfKind(o);
+      const rv = Number(metaOf(o).resourceVersion);
+      const stored = this.stored(type, o, Number.isSafeInteger(rv) ? rv : revision, o);
+      this.objects.get(type.name)!.set(this.keyIn(type, stored), stored);
+      revision = Math.max(revision, Number(metaOf(stored).resourceVersion));
+    }
+    this.rv = this.floor = revision;
+  }
+
   /** Forgets the history: every resourceVersion before now is gone. */
   compact(): void {
     this.floor = this.rv;

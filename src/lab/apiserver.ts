@@ -126,6 +126,11 @@ export interface FakeApiServerOptions {
   onChange?: () => void;
   /** Objects to start with, by kind (a CustomResourceDefinition given replaces the built-in one). */
   objects?: readonly KubeObject[];
+  /**
+   * A restart: the `objects` keep their resourceVersion and uid, and the revision goes on from
+   * here (apiserver-state.ts). Without it the objects are created anew.
+   */
+  revision?: number;
   /** More resource types to serve. */
   resources?: readonly ResourceType[];
   /** More paths to serve, consulted in order before the built-in ones. */
@@ -175,7 +180,9 @@ export class FakeApiServer {
       ...builtinNamespaces.map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } })),
       ...manifestCrds(),
     ].filter((o) => !keys.has(givenKey(o)));
-    for (const o of [...defaults, ...given]) this.store.create(this.store.typeOfKind(o), o);
+    if (options.revision !== undefined) this.store.restore(given, options.revision);
+    for (const o of options.revision !== undefined ? defaults : [...defaults, ...given])
+      this.store.create(this.store.typeOfKind(o), o);
     const onChange = options.onChange;
     if (onChange) this.store.onRecord(() => onChange());
   }
