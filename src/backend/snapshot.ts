@@ -39,7 +39,8 @@ function collect(value: unknown, into: KubeObject[], source: string): void {
     throw new UsageError(`cluster file ${source} holds ${JSON.stringify(value).slice(0, 40)}, not Kubernetes objects`);
   }
   const obj = value as KubeObject & { items?: unknown };
-  if (obj.kind?.endsWith('List') && Array.isArray(obj.items)) {
+  // kind is unchecked here (any JSON): the model's schema judges each object, this only finds lists.
+  if (typeof obj.kind === 'string' && obj.kind.endsWith('List') && Array.isArray(obj.items)) {
     for (const item of obj.items) collect(item, into, source);
     return;
   }
