@@ -1,5 +1,6 @@
 import type { Exec } from '../dataplane/exec.js';
-import { defaultRouteMTU, wireGuardOverhead } from '../dataplane/links.js';
+import { defaultRouteMTU, NoDefaultRouteError, wireGuardOverhead } from '../dataplane/links.js';
+import { UsageError } from '../model/errors.js';
 import type { Cidr } from '../net/cidr.js';
 import { chooseAddresses, defaultInterface, hostAddresses } from './discovery.js';
 import type { HostFacts } from './agent.js';
@@ -22,5 +23,9 @@ export async function discoverHost(
 /** --mtu auto: the default route's MTU minus WireGuard's overhead. */
 export async function resolveMTU(exec: Exec, mtu: number | 'auto'): Promise<number | null> {
   if (mtu !== 'auto') return mtu;
-  return (await defaultRouteMTU(exec)) - wireGuardOverhead;
+  try {
+    return (await defaultRouteMTU(exec)) - wireGuardOverhead;
+  } catch (e) {
+    throw e instanceof NoDefaultRouteError ? new UsageError(e.message) : e;
+  }
 }

@@ -14,7 +14,7 @@ import { flannelInterface } from '../agent/agent.js';
 import { createLogger } from '../agent/log.js';
 import { resolveMTU } from '../agent/startup.js';
 import { addAgentFlags, parseMTU, requireHostname, type AgentFlagValues } from './agent-flags.js';
-import { meshOptionsFrom, resolveGranularity } from './flags.js';
+import { meshOptionsFrom, nowOption, resolveGranularity } from './flags.js';
 
 interface ApplyFlags extends AgentFlagValues {
   cluster?: string;
@@ -33,7 +33,7 @@ export function applyCommand(): Command {
     .option('--cluster <file>', 'cluster snapshot (Kubernetes List or multi-document YAML)')
     .option('--watch', 'keep applying whenever the file changes, until SIGTERM/SIGINT', false)
     .option('--key-file <path>', 'where the WireGuard private key is kept', defaultKeyPath);
-  addAgentFlags(cmd);
+  addAgentFlags(cmd).addOption(nowOption());
   return cmd.action(async (flags: ApplyFlags) => {
     const hostname = requireHostname(flags);
     if (!flags.cluster) throw new UsageError('--cluster FILE is required');
@@ -50,7 +50,9 @@ export function applyCommand(): Command {
       log: (l) => log.info({}, l),
       onRestart: () => reapply(),
     });
-    const mtu = await resolveMTU(exec, parseMTU(flags.mtu));
+    const mtuFlag = parseMTU(flags.mtu);
+    // Measured once, after the first plan: a node missing from the snapshot is the first thing to say.
+    let mtu: number | null | undefined;
     let tunnel: string | null | undefined;
     const source = new FileSource(flags.cluster, { watch: flags.watch, logger: log });
     await source.start();
@@ -64,6 +66,7 @@ export function applyCommand(): Command {
       if (flags.compatibility) Object.assign(options, { local: false, compatibility: flags.compatibility });
       const plan = planOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
       const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip.text ?? null;
+      mtu ??= await resolveMTU(exec, mtuFlag);
       tunnel ??=
         options.encapsulate === 'never'
           ? null

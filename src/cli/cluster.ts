@@ -5,7 +5,7 @@ import { parseCluster, type ParsedCluster } from '../model/parse.js';
 import { snapshotNow } from '../model/ready.js';
 import { readyMesh } from '../mesh/compute.js';
 import type { MeshOptions } from '../mesh/options.js';
-import { meshOptionsFrom, resolveGranularity, type MeshFlagValues } from './flags.js';
+import { meshOptionsFrom, nowOption, resolveGranularity, type MeshFlagValues } from './flags.js';
 import type { LiveFlags } from './live-cluster.js';
 
 export interface LoadedCluster {
@@ -16,7 +16,7 @@ export interface LoadedCluster {
 
 export type ClusterFlags = MeshFlagValues & LiveFlags & { cluster?: string };
 
-/** --kubeconfig and --master: read the cluster live instead of from a --cluster snapshot. */
+/** --kubeconfig and --master: read the cluster live instead of from a --cluster snapshot; --now. */
 export function addLiveFlags(cmd: Command): Command {
   return cmd
     .addOption(
@@ -25,7 +25,8 @@ export function addLiveFlags(cmd: Command): Command {
         '$KUBECONFIG',
       ),
     )
-    .addOption(new Option('--master <url>', 'API server address (overrides the kubeconfig)'));
+    .addOption(new Option('--master <url>', 'API server address (overrides the kubeconfig)'))
+    .addOption(nowOption());
 }
 
 /**

@@ -146,12 +146,14 @@ export function addMeshFlags(cmd: Command, opts: { allowAuto: boolean }): Comman
     )
     .addOption(
       new Option('--topology-label <label>', 'node label that holds the location').default(defaultTopologyLabel),
-    )
-    .addOption(
-      new Option('--now <seconds>', 'the time readiness is judged at (default: newest last-seen)').argParser(
-        parseIntFlag('now', 0, Number.MAX_SAFE_INTEGER),
-      ),
     );
+}
+
+/** For commands that read the cluster once (kgctl, kg apply); the agent judges readiness by its clock. */
+export function nowOption(): Option {
+  return new Option('--now <seconds>', 'the time readiness is judged at (default: newest last-seen)').argParser(
+    parseIntFlag('now', 0, Number.MAX_SAFE_INTEGER),
+  );
 }
 
 export interface MeshFlagValues {

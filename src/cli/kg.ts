@@ -1,17 +1,21 @@
 import { Command } from 'commander';
+import { UsageError } from '../model/errors.js';
 import { applyCommand } from './apply.js';
 import { runCommand } from './kg-run.js';
 import { goBoolFlags } from './flags.js';
+import { withVersion } from './version.js';
 import { lazyCommand, runProgram } from './run.js';
 import { webhookCommand } from './webhook.js';
 
 export function kgProgram(): Command {
+  const run = runCommand();
   // Flags after a subcommand belong to it (as in Kilo's cobra): `kg webhook --listen` is not kg's --listen.
-  return goBoolFlags(
-    new Command('kg')
+  const program = goBoolFlags(
+    withVersion(new Command('kg'))
       .description('the kilo-ts agent: program this node into the WireGuard mesh')
+      .usage('[agent flags] | kg <command> [flags]')
       .enablePositionalOptions()
-      .addCommand(runCommand(), { isDefault: true })
+      .addCommand(run, { isDefault: true })
       .addCommand(applyCommand())
       .addCommand(webhookCommand())
       .addCommand(
@@ -20,6 +24,26 @@ export function kgProgram(): Command {
         ),
       ),
   );
+  // Kilo's `kg` is the agent: a Kilo user looks for the agent's flags in `kg --help`.
+  program.addHelpText(
+    'after',
+    () => `\nAgent flags (kg run, the default command: \`kg FLAGS\` is \`kg run FLAGS\`):\n${optionsOf(run)}`,
+  );
+  // A word that is no command reaches the default command as an argument: say what it is not.
+  run.allowExcessArguments().hook('preAction', (self) => {
+    const word = self.args[0];
+    if (word !== undefined)
+      throw new UsageError(
+        `unknown command ${JSON.stringify(word)}: kg's commands are ${program.commands.map((c) => c.name()).join(', ')}; the agent (run) is the default (kg --help)`,
+      );
+  });
+  return program;
+}
+
+/** The "Options:" block of a command's help. */
+function optionsOf(cmd: Command): string {
+  const help = cmd.helpInformation();
+  return help.slice(help.indexOf('Options:\n') + 'Options:\n'.length);
 }
 
 export async function main(argv: string[]): Promise<void> {

@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import { logLevels } from '../agent/log.js';
 import { connectCommand } from './connect-command.js';
 import { goBoolFlags } from './flags.js';
+import { withVersion } from './version.js';
 import { graphCommand } from './graph.js';
 import { planCommand } from './plan.js';
 import { runProgram } from './run.js';
@@ -9,7 +10,7 @@ import { showconfCommand } from './showconf.js';
 
 export function kgctlProgram(): Command {
   return goBoolFlags(
-    new Command('kgctl')
+    withVersion(new Command('kgctl'))
       .description('inspect a Kilo mesh (plans, WireGuard configs, graphs) and connect to it as a Peer')
       // Read by runProgram: at debug, an internal error prints its stack trace.
       .addOption(new Option('--log-level <level>', 'how much to log').choices(logLevels).default('info'))

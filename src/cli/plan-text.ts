@@ -1,4 +1,5 @@
 import type { FirewallRule, Plan, PlanPeer, PlanRoute, PlanRule } from '../mesh/types.js';
+import { kiloRouteProtocol, kiloRulePriority } from '../dataplane/routes/constants.js';
 import { interfaceSection, peerSection } from '../wireguard/ini.js';
 
 /**
@@ -9,16 +10,26 @@ import { interfaceSection, peerSection } from '../wireguard/ini.js';
  */
 export function renderPlanText(plan: Plan): string {
   const out: string[] = [
-    `# kgctl plan ${plan.node}: granularity ${plan.granularity}, encapsulate ${plan.encapsulate}, ${plan.leader ? 'leader' : 'not a leader'}`,
+    `# kgctl plan ${plan.node}: granularity ${plan.granularity}, encapsulate ${plan.encapsulate}, ${segmentText(plan)}`,
     '# devices are roles: kilo = the WireGuard interface, private = the interface holding the internal IP, tunnel = the encapsulation interface',
     '',
   ];
   out.push(...wireGuardText(plan), '');
-  if (plan.routes.length > 0) out.push('# ip route (proto static)', ...plan.routes.map(routeText), '');
-  if (plan.rules.length > 0) out.push('# ip rule', ...plan.rules.map(ruleText), '');
+  if (plan.routes.length > 0) out.push(`# ip route (proto ${kiloRouteProtocol})`, ...plan.routes.map(routeText), '');
+  if (plan.rules.length > 0) out.push(`# ip rule (priority ${kiloRulePriority})`, ...plan.rules.map(ruleText), '');
   out.push(...firewallText(plan));
   while (out.at(-1) === '') out.pop();
   return `${out.join('\n')}\n`;
+}
+
+/** Who runs WireGuard for this node: Kilo's "leader" means something only where segments have several nodes. */
+function segmentText(plan: Plan): string {
+  const { leader, nodes } = plan.segment;
+  if (nodes.length === 1) return 'a segment of its own: it runs WireGuard to the other segments itself';
+  const mates = `segment ${nodes.join(', ')}`;
+  return plan.leader
+    ? `leader of ${mates}: it runs WireGuard for them`
+    : `not the leader of ${mates}: traffic to other segments goes through ${leader}`;
 }
 
 function wireGuardText(plan: Plan): string[] {

@@ -160,6 +160,14 @@ interface IpRouteJson {
  * The MTU of the interface the default route leaves by (IPv4 first, then IPv6); `--mtu auto` is this
  * minus wireGuardOverhead. Throws when there is no default route to measure.
  */
+/** Thrown by `defaultRouteMTU` on a machine without a default route: a flag's fault, not a bug. */
+export class NoDefaultRouteError extends Error {
+  constructor() {
+    super('--mtu auto: there is no default route (IPv4 or IPv6) to take the MTU from; give --mtu a number');
+    this.name = 'NoDefaultRouteError';
+  }
+}
+
 export async function defaultRouteMTU(exec: Exec): Promise<number> {
   for (const family of ['-4', '-6']) {
     const stdout = await exec.run(['ip', '-j', family, 'route', 'show', 'default']).then(
@@ -178,7 +186,7 @@ export async function defaultRouteMTU(exec: Exec): Promise<number> {
     if (mtu === undefined) throw new Error(`default route interface ${dev}: ip printed no MTU`);
     return mtu;
   }
-  throw new Error('--mtu auto: there is no default route (IPv4 or IPv6) to take the MTU from; give --mtu a number');
+  throw new NoDefaultRouteError();
 }
 
 /** `--mtu auto`: the default route's interface MTU less WireGuard's overhead. */

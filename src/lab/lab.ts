@@ -158,6 +158,35 @@ export class Lab {
     await this.api.waitReady();
   }
 
+  /**
+   * Stops the API server (SIGKILL: a crash) and starts it again on its state file: objects and
+   * revision persist as a real API server's do in etcd. Resolves once it answers.
+   */
+  async restartApiServer(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const p = this.state.state.made.find((m) => m.kind === 'process' && m.what === 'apiserver');
+    if (p && p.kind === 'process' && isAlive(p)) await stopProcess(p, signal, 10_000);
+    this.state.forget((m) => m.kind === 'process' && m.what === 'apiserver');
+    await this.startApiServer();
+  }
+
+  /**
+   * Cuts the nodes off the API server (true) or lets them through again (false): its packets are
+   * dropped silently, as in a partition, so open connections hang rather than fail. The lab's
+   * own Unix socket keeps working.
+   */
+  setApiServerReachable(reachable: boolean): void {
+    const port = String(apiPort);
+    const rules = [
+      ['INPUT', '-i', 'pub0', '-p', 'tcp', '--dport', port, '-j', 'DROP'],
+      ['OUTPUT', '-o', 'pub0', '-p', 'tcp', '--sport', port, '-j', 'DROP'],
+    ];
+    const ns = apiNs(this.options.prefix);
+    for (const rule of rules) {
+      if (reachable) run(['ip', 'netns', 'exec', ns, 'iptables', '-D', ...rule], { allowFail: true });
+      else run(['ip', 'netns', 'exec', ns, 'iptables', '-I', ...rule]);
+    }
+  }
+
   nodeObject(n: LabNode): KubeObject {
     const annotations: Record<string, string> = {};
     // Behind NAT a node keeps its mappings open; the others learn where it is from WireGuard.

@@ -80,7 +80,17 @@ export interface Plan {
   node: string;
   granularity: Granularity;
   encapsulate: Encapsulate;
+  /**
+   * The node runs its segment's WireGuard (Kilo's and the conformance vectors' name). In `full`,
+   * `cross` and `subnet` every node is a segment of its own, so it is true on every node there:
+   * `segment` says which case it is.
+   */
   leader: boolean;
+  /**
+   * The node's segment: the nodes the rest of the mesh reaches through one WireGuard peer, and the
+   * one of them that runs it. One node (itself) outside `location` granularity.
+   */
+  segment: { leader: string; nodes: string[] };
   /** The interface address (WireGuard IP with the mesh mask); null on a non-leader. */
   wireGuardIP: string | null;
   listenPort: number;

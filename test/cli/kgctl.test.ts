@@ -53,7 +53,9 @@ describe('kgctl plan', () => {
     const p = plan('gcp-use-2');
     assert.equal(p.node, 'gcp-use-2');
     assert.equal(p.granularity, 'cross');
+    // `leader` (the conformance vectors' field) is true on every node in cross: each is its own segment.
     assert.equal(p.leader, true);
+    assert.deepEqual(p.segment, { leader: 'gcp-use-2', nodes: ['gcp-use-2'] });
     assert.deepEqual(
       p.peers.map((x) => x.names.join()),
       [
@@ -96,6 +98,10 @@ describe('kgctl plan', () => {
     assert.match(text, /^\*nat\n:KILO-NAT - \[0:0\]$/m);
     assert.match(text, /^-A KILO-NAT -d 10\.5\.0\.1\/32 -m comment --comment "Kilo: [^"]+" -j RETURN$/m);
     assert.match(text, /^-A KILO-NAT -m comment --comment "Kilo: NAT remaining packets" -j MASQUERADE$/m);
+    // The headings say what the agent writes: the routes' protocol and the rules' priority.
+    assert.match(text, /^# ip route \(proto 107\)$/m);
+    assert.match(text, /^# ip rule \(priority 1107\)$/m);
+    assert.match(text, /^# kgctl plan gcp-use-2: granularity cross, encapsulate always, a segment of its own/);
   });
 
   test('--local=false: no routes inside the location, only WireGuard', () => {
@@ -116,6 +122,7 @@ describe('kgctl plan', () => {
     const p = plan('aws-euw-2', '--mesh-granularity', 'location');
     assert.equal(p.granularity, 'location');
     assert.equal(p.leader, false);
+    assert.deepEqual(p.segment, { leader: 'aws-euw-1', nodes: ['aws-euw-1', 'aws-euw-2', 'aws-euw-3', 'aws-euw-4'] });
     assert.deepEqual(p.peers, []);
     assert.equal(plan('aws-euw-2', '--mesh-granularity', 'auto').granularity, 'cross');
   });

@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IP } from '../../net/cidr.js';
@@ -172,6 +172,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       this.name,
     ];
     // Output to a file, detached: wireguard-go must outlive an agent stopped without clean-up.
+    // A fresh container has no /var/run/wireguard: wireguard-go makes it, but after its log opens there.
+    mkdirSync(this.exec.wireGuardRunDir, { recursive: true, mode: 0o700 });
     const logFile = join(this.exec.wireGuardRunDir, `${this.name}.log`);
     const child = this.exec.start(argv, { logFile });
     this.child = child;

@@ -1,0 +1,91 @@
+/**
+ * `kg` as a new operator meets it: the help shows the agent's flags (Kilo's `kg` is the agent), a
+ * word that is no command is called that, and `kg apply` on a machine without a default route says
+ * what to do in one line, after checking the node it was asked for.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { createNamespace, skipNoNetns, type TestNamespace } from '../helpers/netns.js';
+import { ensureBuilt, example, root, type Run } from './built.js';
+
+ensureBuilt();
+const kgBin = join(root, 'bin', 'kg');
+
+function kg(...args: string[]): Run {
+  const r = spawnSync(process.execPath, [kgBin, ...args], { cwd: root, encoding: 'utf8' });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function userError(r: Run, message: RegExp): void {
+  assert.equal(r.status, 1, `exit code (stderr: ${r.stderr})`);
+  assert.equal(r.stdout, '');
+  assert.equal(r.stderr.trimEnd().split('\n').length, 1, `one line: ${JSON.stringify(r.stderr)}`);
+  assert.doesNotMatch(r.stderr, /^\s+at /m, 'no stack trace');
+  assert.match(r.stderr, message);
+}
+
+describe('kg', () => {
+  test('--help lists the commands and the agent flags', () => {
+    const r = kg('--help');
+    assert.equal(r.status, 0, r.stderr);
+    for (const command of ['run', 'apply', 'webhook', 'lab']) assert.match(r.stdout, new RegExp(`^  ${command} `, 'm'));
+    for (const flag of ['--hostname <name>', '--mesh-granularity <granularity>', '--kubeconfig <path>', '--mtu <mtu>'])
+      assert.ok(r.stdout.includes(`\n  ${flag}`), `kg --help shows ${flag}`);
+  });
+
+  test('a word that is no command is called an unknown command, not an argument of run', () => {
+    userError(kg('frobnicate'), /^kg: unknown command "frobnicate": kg's commands are run, apply, webhook, lab/);
+    userError(kg('--hostname', 'n1', 'frobnicate'), /^kg: unknown command "frobnicate"/);
+  });
+
+  test("the agent refuses kgctl's --now (it judges readiness by its clock); kg apply takes it", () => {
+    const r = kg('--now', '5');
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /unknown option '--now'/);
+    assert.match(kg('apply', '--help').stdout, /--now <seconds>/);
+  });
+});
+
+describe('kg apply on a machine without a default route', { skip: skipNoNetns }, () => {
+  let ns: TestNamespace;
+  let dir: string;
+  before(() => {
+    ns = createNamespace('kt-nodef');
+    dir = mkdtempSync(join(tmpdir(), 'kg-apply-'));
+  });
+  after(() => {
+    ns?.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const apply = (...args: string[]): Run => {
+    const r = spawnSync(
+      'ip',
+      [
+        'netns',
+        'exec',
+        ns.name,
+        process.execPath,
+        kgBin,
+        'apply',
+        '--cluster',
+        example,
+        '--key-file',
+        join(dir, 'key'),
+        ...args,
+      ],
+      { cwd: root, encoding: 'utf8' },
+    );
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  };
+
+  test('an unknown node is named first', () => userError(apply('--hostname', 'nope'), /^kg: .*"nope"/));
+
+  test('--mtu auto says there is no default route and what to do, in one line', () => {
+    userError(apply('--hostname', 'gcp-use-2'), /^kg: --mtu auto: there is no default route .*give --mtu a number$/m);
+    assert.equal(ns.sh('ip -o link show | wc -l').trim(), '1', 'nothing was created: only lo');
+  });
+});
