@@ -107,12 +107,18 @@ export function longestLoss(samples: readonly Sample[], from: number, to: number
   return worst * pingIntervalMs;
 }
 
-/** Every pair has had a reply after `since` and its latest sample is a reply. */
-export function allReplying(traffic: Traffic, since: number): { ok: boolean; failing: string[] } {
-  const failing = traffic.pairs().filter((k) => {
-    const list = traffic.samples.get(k) ?? [];
-    const last = list[list.length - 1];
-    return !last || !last.ok || last.at < since;
-  });
-  return { ok: failing.length === 0, failing };
+/**
+ * When every pair had replied again after `since`, by ping's own clock (the runner may read the
+ * replies late on a loaded machine): the latest of each pair's first reply, and the pairs
+ * without one yet.
+ */
+export function recoveredAt(traffic: Traffic, since: number): { at: number | null; failing: string[] } {
+  let at = since;
+  const failing: string[] = [];
+  for (const k of traffic.pairs()) {
+    const first = (traffic.samples.get(k) ?? []).find((x) => x.ok && x.at > since);
+    if (first) at = Math.max(at, first.at);
+    else failing.push(k);
+  }
+  return { at: failing.length === 0 ? at : null, failing };
 }
