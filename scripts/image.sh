@@ -50,6 +50,7 @@ build_standin() {
   buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env "NODE_VERSION=$(node -p process.versions.node)" --cmd node "$ctr"
   buildah commit --quiet --rm "$ctr" "$standin" >/dev/null
+  log "built the stand-in base in ${SECONDS}s"
 }
 
 base=${BASE_IMAGE:-}
@@ -76,9 +77,14 @@ if [[ $cafile != null && -s $cafile ]]; then
   secret_args+=(--secret "id=npmca,src=$cafile")
 fi
 log "building $image from $base (commit $commit)"
-buildah build --quiet --isolation chroot --network host --layers \
+previous=$(buildah images --noheading --format '{{.ID}}' "$image" 2>/dev/null || true)
+# No --layers: a cache of intermediate images would grow with every build (CI starts empty anyway).
+buildah build --quiet --isolation chroot --network host --force-rm \
   --build-arg "BASE_IMAGE=$base" --build-arg "GIT_COMMIT=$commit" \
   "${secret_args[@]}" -t "$image" . >/dev/null
 size=$(buildah images --format '{{.Size}}' "$image" | head -1)
-log "built $image ($size)"
+current=$(buildah images --noheading --format '{{.ID}}' "$image")
+# The image this tag named before, now untagged: ours to remove (unless a container still uses it).
+if [[ -n $previous && $previous != "$current" ]]; then buildah rmi "$previous" >/dev/null 2>&1 || true; fi
+log "built $image ($size) in ${SECONDS}s"
 echo "$image"

@@ -111,6 +111,7 @@ export function connectCommand(): Command {
       createInterface: true,
       implementation: flags.wireguard,
       log: (line) => log.info({}, line),
+      debug: (line) => log.debug({}, line),
     });
     const { Connection } = await import('./connect.js');
     const { liveKubeConfig } = await import('./live-cluster.js');

@@ -49,8 +49,14 @@ export class Lab {
     return this.state.state.nodes;
   }
 
+  /** The kubeconfig for this machine's own namespace (kubectl, kgctl): through the host proxy. */
   get kubeconfig(): string {
     return this.state.path('kubeconfig');
+  }
+
+  /** The kubeconfig inside the lab's namespaces (the agents): the API server's lab address. */
+  get labKubeconfig(): string {
+    return this.state.path('kubeconfig.lab');
   }
 
   /** The API server's objects as a List file: a `kgctl --cluster` snapshot. */
@@ -120,6 +126,7 @@ export class Lab {
       `network: ${this.state.state.made.filter((m) => m.kind === 'netns').length} namespaces in ${Date.now() - t0} ms`,
     );
     await this.startApiServer();
+    await this.startHostProxy();
     for (const n of this.nodes) await this.api.create('nodes', this.nodeObject(n));
     if (o.peer) await createPeerObject(this);
     for (const n of this.nodes) this.startAgent(n.name);
@@ -127,18 +134,7 @@ export class Lab {
   }
 
   private async startApiServer(readyTimeoutMs = 20_000): Promise<void> {
-    writeFileSync(
-      this.kubeconfig,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        `clusters: [{name: lab, cluster: {server: "http://${apiAddress}:${apiPort}"}}]`,
-        'users: [{name: lab, user: {}}]',
-        'contexts: [{name: lab, context: {cluster: lab, user: lab}}]',
-        'current-context: lab',
-        '',
-      ].join('\n'),
-    );
+    writeFileSync(this.labKubeconfig, kubeconfigYaml(`http://${apiAddress}:${apiPort}`));
     const argv = [
       'ip',
       'netns',
@@ -188,6 +184,34 @@ export class Lab {
     }
   }
 
+  /**
+   * The API server's namespace is out of the host's reach: kubectl and kgctl on the machine go
+   * through a proxy on a free port of the host's loopback (free: labs run side by side). It
+   * forwards to the Unix socket, so it outlives restarts of the API server.
+   */
+  private async startHostProxy(): Promise<void> {
+    const portFile = this.state.path('apiproxy.port');
+    rmSync(portFile, { force: true });
+    const proxy = [
+      ...cliArgv('kg'),
+      'lab',
+      'apiproxy',
+      '--socket',
+      this.state.path('api.sock'),
+      '--port-file',
+      portFile,
+    ];
+    startRecorded(this.state, 'apiserver proxy (host)', proxy, this.state.path('apiproxy.log'));
+    const deadline = Date.now() + 30_000;
+    while (!existsSync(portFile) || !readFileSync(portFile, 'utf8').endsWith('\n')) {
+      if (Date.now() > deadline)
+        throw new Error(`the API server proxy did not start; see ${this.state.path('apiproxy.log')}`);
+      await sleep(50);
+    }
+    const port = Number(readFileSync(portFile, 'utf8'));
+    writeFileSync(this.kubeconfig, kubeconfigYaml(`http://127.0.0.1:${port}`));
+  }
+
   nodeObject(n: LabNode): KubeObject {
     const annotations: Record<string, string> = {};
     // Behind NAT a node keeps its mappings open; the others learn where it is from WireGuard.
@@ -218,7 +242,7 @@ export class Lab {
       '--hostname',
       n.name,
       '--kubeconfig',
-      this.kubeconfig,
+      this.labKubeconfig,
       '--mesh-granularity',
       this.options.granularity,
       // These machines have no ipip: inside a location packets go in the clear.
@@ -456,4 +480,16 @@ export class Lab {
   async down(): Promise<void> {
     await teardown(this.state.dir);
   }
+}
+
+function kubeconfigYaml(server: string): string {
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    `clusters: [{name: lab, cluster: {server: "${server}"}}]`,
+    'users: [{name: lab, user: {}}]',
+    'contexts: [{name: lab, context: {cluster: lab, user: lab}}]',
+    'current-context: lab',
+    '',
+  ].join('\n');
 }

@@ -235,33 +235,23 @@ interface Case {
   wireguard: 'wireguard-go';
 }
 
-const singleNodeLocations: Partial<LabOptions> = {
-  locations: 3,
-  nodesPerLocation: 1,
-  natLocation: 3,
-  peer: false,
-  granularity: 'location',
-};
+/**
+ * kilo-kernel.yaml and kilo-userspace.yaml: kg is the CNI; one node per location (three, one behind
+ * NAT), two of them running the pod. Without kernel WireGuard here, both end up on wireguard-go.
+ */
+const cniCase = (file: string): Case => ({
+  file,
+  lab: { locations: 3, nodesPerLocation: 1, natLocation: 3, peer: false, granularity: 'location' },
+  podNodes: ['loc1-n1', 'loc2-n1'],
+  labAgentFlags: [],
+  flannel: false,
+  cni: true,
+  wireguard: 'wireguard-go',
+});
 
 const cases: Case[] = [
-  {
-    file: 'kilo-kernel.yaml',
-    lab: singleNodeLocations,
-    podNodes: ['loc1-n1', 'loc2-n1'],
-    labAgentFlags: [],
-    flannel: false,
-    cni: true,
-    wireguard: 'wireguard-go',
-  },
-  {
-    file: 'kilo-userspace.yaml',
-    lab: singleNodeLocations,
-    podNodes: ['loc1-n1', 'loc2-n1'],
-    labAgentFlags: [],
-    flannel: false,
-    cni: true,
-    wireguard: 'wireguard-go',
-  },
+  cniCase('kilo-kernel.yaml'),
+  cniCase('kilo-userspace.yaml'),
   {
     file: 'kilo-k3s-flannel.yaml',
     lab: { locations: 2, nodesPerLocation: 2, natLocation: null, peer: false, granularity: 'cross' },
