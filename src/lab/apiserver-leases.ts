@@ -287,7 +287,14 @@ export class LeaseStore {
     const w: Watcher = { namespace, res };
     this.watchers.add(w);
     const timeoutSeconds = Number(query.get('timeoutSeconds') ?? '0');
-    const timer = timeoutSeconds > 0 ? setTimeout(() => res.end(), timeoutSeconds * 1000) : null;
+    const timer =
+      timeoutSeconds > 0
+        ? setTimeout(() => {
+            // Out of the set first: a change in the same tick must not write to an ended stream.
+            this.watchers.delete(w);
+            res.end();
+          }, timeoutSeconds * 1000)
+        : null;
     res.on('close', () => {
       this.watchers.delete(w);
       if (timer) clearTimeout(timer);
@@ -296,7 +303,7 @@ export class LeaseStore {
 }
 
 function send(res: ServerResponse, event: unknown): void {
-  res.write(`${JSON.stringify(event)}\n`);
+  if (!res.writableEnded) res.write(`${JSON.stringify(event)}\n`);
 }
 
 function readJson(

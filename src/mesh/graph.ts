@@ -263,7 +263,9 @@ export function graphDOT(t: Topology, options: GraphOptions): string {
     for (const n of c.nodes) {
       const s = segmentOf.get(n)!;
       const leader = markLeaders && n === s.leader;
-      const notes = [...(boxes ? [] : [c.label]), ...(leader ? ['leader'] : [])];
+      // Kilo's rule is the default and needs no note; a Lease (or its fallback) says so.
+      const role = s.leaderReason === 'annotation' ? 'leader' : `leader (${s.leaderReason})`;
+      const notes = [...(boxes ? [] : [c.label]), ...(leader ? [role] : [])];
       const attrs = [`label=${htmlLabel(n.name, nodeLines(t, s, n), notes.join(', ') || undefined)}`];
       if (leader) attrs.push('peripheries=2');
       if (!boxes) attrs.push(`fillcolor="${palette[i % palette.length]}"`);
