@@ -1,26 +1,39 @@
 # kilo-ts image: `kg` (agent and `kg webhook`) and `kgctl`, with the tools kg drives.
 #   docker build -t ghcr.io/kilo-ts/kilo-ts:0.1.0 .
-# The manifests in manifests/ use this image name.
+# plus --build-arg GIT_COMMIT=$(git rev-parse HEAD) for `kg --version` to name the commit.
+# The manifests in manifests/ use this image name. `npm run image` builds it with buildah, also where
+# the official base cannot be pulled (docs/image.md).
+#
+# BASE_IMAGE: any Debian bookworm with Node.js 20 on PATH (the official image's layout).
+ARG BASE_IMAGE=node:20-bookworm-slim
 
-FROM node:20-bookworm-slim AS build
+FROM ${BASE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# An npm configuration (registry, cafile=/run/secrets/npmca) may come in as the secrets `npmrc` and
+# `npmca`; they stay out of every layer.
+RUN --mount=type=secret,id=npmrc,target=/root/.npmrc --mount=type=secret,id=npmca,target=/run/secrets/npmca \
+  npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+# An image has no .git: `kg --version` reads the commit from here.
+ARG GIT_COMMIT=unknown
+RUN printf '{"commit":"%s"}\n' "$GIT_COMMIT" > dist/build-info.json
 
-FROM node:20-bookworm-slim
+FROM ${BASE_IMAGE}
 WORKDIR /app
 # The tools kg drives (and the CNI plugins install-cni copies to the host): system-packages.txt says which and why.
 COPY system-packages.txt ./
 COPY scripts/system-packages.sh ./scripts/
 RUN apt-get update \
   && apt-get install -y --no-install-recommends $(scripts/system-packages.sh runtime image) \
-  && rm -rf /var/lib/apt/lists/*
+  && apt-get clean && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+ARG GIT_COMMIT=unknown
+LABEL org.opencontainers.image.title=kilo-ts org.opencontainers.image.revision=$GIT_COMMIT
+COPY --from=build /app/package.json /app/package-lock.json ./
+COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
 ENTRYPOINT ["/app/bin/kg"]

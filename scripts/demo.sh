@@ -10,8 +10,9 @@ node=$(node -e "
   const y = require('yaml');
   const items = y.parse(require('fs').readFileSync('$snapshot', 'utf8')).items;
   console.log(items.find((o) => o.kind === 'Node').metadata.name);")
-echo "== kgctl plan $node --cluster $snapshot -o text"
+echo "== bin/kgctl plan $node --cluster $snapshot -o text"
 bin/kgctl plan "$node" --cluster "$snapshot" -o text
 out=${KILO_DEMO_SVG:-kilo-cross.svg}
 bin/kgctl graph -o svg --cluster "$snapshot" > "$out"
-echo "== kgctl graph -o svg --cluster $snapshot > $out ($(wc -c < "$out") bytes)"
+echo "== bin/kgctl graph -o svg --cluster $snapshot > $out ($(($(wc -c < "$out") / 1024)) KiB)"
+echo "done: open $out in a browser; npm run demo (root) runs the same mesh for real."

@@ -24,8 +24,14 @@ svg=${KILO_DEMO_SVG:-kilo-lab.svg}
 down() { bin/kg lab down --state-dir "$state" >/dev/null 2>&1 || true; }
 trap down EXIT
 trap 'exit 130' INT TERM
-bin/kg lab up --locations 3 --nodes 2 --granularity cross --nat-location 3 --peer --state-dir "$state" --graph "$svg"
+# up returns once the agents run; show waits for the mesh, then prints it (up alone would also
+# print how to tear down, which this script does itself).
+bin/kg lab up --locations 3 --nodes 2 --granularity cross --nat-location 3 --peer --state-dir "$state" --no-wait
+bin/kg lab show --state-dir "$state" --graph "$svg"
 echo
 bin/kg lab status --state-dir "$state"
 echo
-echo "== tearing down (kg lab down --state-dir $state)"
+echo "== tearing down (bin/kg lab down --state-dir $state)"
+down
+trap - EXIT
+echo "done: the lab is gone; the graph is in $svg. To keep a lab up and look around, see README (bin/kg lab up)."

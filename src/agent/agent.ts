@@ -3,6 +3,7 @@ import type { Exec } from '../dataplane/exec.js';
 import { findPrivateInterface } from '../dataplane/links.js';
 import { reconcile, cleanUp, type Dataplane, type ReconcileResult } from '../dataplane/reconcile.js';
 import type { RoutingEvent } from '../dataplane/monitor.js';
+import { summarizePeerChanges } from '../dataplane/log-summary.js';
 import { kiloRouteProtocol } from '../dataplane/routes/constants.js';
 import type { DeviceNames, WireGuardState } from '../dataplane/types.js';
 import { planNode } from '../mesh/plan.js';
@@ -327,7 +328,8 @@ export class Agent {
       );
       this.status.lastResult = result;
       metrics.writes.inc(result.writes);
-      if (result.writes > 0) log.info({ writes: result.writes, wireGuard: result.wireGuard }, 'dataplane updated');
+      if (result.writes > 0)
+        log.info({ writes: result.writes, wireGuard: summarizePeerChanges(result.wireGuard) }, 'dataplane updated');
       for (const e of result.errors) log.error({ err: e.message }, 'reconcile step failed');
       if (result.errors.length > 0) {
         metrics.errors.inc(result.errors.length);

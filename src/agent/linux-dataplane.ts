@@ -10,6 +10,8 @@ export interface LinuxDataplaneOptions {
   createInterface: boolean;
   implementation: WireGuardImplementation;
   log?: (line: string) => void;
+  /** Per-peer lines of a big change (see dataplane/log-summary.ts). */
+  debug?: (line: string) => void;
   /** Called when a crashed wireguard-go was restarted: addresses and routes must be re-applied. */
   onRestart?: () => void;
 }
@@ -22,6 +24,7 @@ export function linuxDataplane(exec: Exec, o: LinuxDataplaneOptions): Dataplane 
       createInterface: o.createInterface,
       implementation: o.implementation,
       ...(o.log ? { log: o.log } : {}),
+      ...(o.debug ? { debug: o.debug } : {}),
       ...(o.onRestart ? { onRestart: o.onRestart } : {}),
     }),
     links: new LinuxLinks(exec),

@@ -1,9 +1,9 @@
 import { pino } from 'pino';
 import type { Logger } from '../backend/source.js';
 
-/** Kilo's levels: `all` logs everything, `none` nothing. */
-export const logLevels = ['all', 'debug', 'info', 'warn', 'error', 'none'] as const;
-export type LogLevel = (typeof logLevels)[number];
+import type { LogLevel } from './log-levels.js';
+
+export { logLevels, type LogLevel } from './log-levels.js';
 
 const pinoLevel = (level: LogLevel): string => (level === 'all' ? 'trace' : level === 'none' ? 'silent' : level);
 

@@ -3,6 +3,7 @@ import { FileSource } from '../backend/file-source.js';
 import { hostExec } from '../dataplane/exec.js';
 import { cleanUp, partialOf, reconcile, type ReconcileResult } from '../dataplane/reconcile.js';
 import { findPrivateInterface } from '../dataplane/links.js';
+import { summarizePeerChanges } from '../dataplane/log-summary.js';
 import { planOf } from '../mesh/compute.js';
 import { parseCluster } from '../model/parse.js';
 import { snapshotNow } from '../model/ready.js';
@@ -48,6 +49,7 @@ export function applyCommand(): Command {
       createInterface: flags.createInterface,
       implementation: flags.wireguard,
       log: (l) => log.info({}, l),
+      debug: (l) => log.debug({}, l),
       onRestart: () => reapply(),
     });
     const mtuFlag = parseMTU(flags.mtu);
@@ -93,7 +95,7 @@ export function applyCommand(): Command {
           node: hostname,
           granularity,
           writes: result.writes,
-          wireGuard: result.wireGuard,
+          wireGuard: summarizePeerChanges(result.wireGuard),
           routes: result.routes.writes,
           firewall: result.firewall.writes,
           links: result.links.writes,

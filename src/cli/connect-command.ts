@@ -1,9 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
 import { Command, Option } from 'commander';
-import { createLogger, logLevels, type LogLevel } from '../agent/log.js';
-import { linuxDataplane } from '../agent/linux-dataplane.js';
-import { hostExec } from '../dataplane/exec.js';
+import { logLevels, type LogLevel } from '../agent/log-levels.js';
 import { UsageError } from '../model/errors.js';
 import { Cidr } from '../net/cidr.js';
 import { generatePrivateKey, isKey, publicKeyOf } from '../wireguard/keys.js';
@@ -89,6 +87,12 @@ export function connectCommand(): Command {
     const allowedIP = Cidr.tryParse(flags.allowedIp);
     if (!allowedIP) throw new UsageError(`--allowed-ip: not a CIDR: ${JSON.stringify(flags.allowedIp)}`);
     const privateKey = flags.privateKey ? readKey(flags.privateKey) : generatePrivateKey();
+    // Loaded here, not at start-up: the other kgctl commands need neither a logger nor a dataplane.
+    const [{ createLogger }, { linuxDataplane }, { hostExec }] = await Promise.all([
+      import('../agent/log.js'),
+      import('../agent/linux-dataplane.js'),
+      import('../dataplane/exec.js'),
+    ]);
     const log = createLogger(flags.logLevel);
     const exec = hostExec();
     const options: ConnectOptions = {
@@ -107,6 +111,7 @@ export function connectCommand(): Command {
       createInterface: true,
       implementation: flags.wireguard,
       log: (line) => log.info({}, line),
+      debug: (line) => log.debug({}, line),
     });
     const { Connection } = await import('./connect.js');
     const { liveKubeConfig } = await import('./live-cluster.js');

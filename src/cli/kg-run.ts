@@ -73,6 +73,7 @@ export function runCommand(): Command {
       createInterface: flags.createInterface,
       implementation: flags.wireguard,
       log: (line) => log.info({}, line),
+      debug: (line) => log.debug({}, line),
       // A restarted wireguard-go comes back without addresses and routes: read and reconcile.
       onRestart: () => agent.resync(),
     });

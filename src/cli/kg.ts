@@ -3,6 +3,7 @@ import { UsageError } from '../model/errors.js';
 import { applyCommand } from './apply.js';
 import { runCommand } from './kg-run.js';
 import { goBoolFlags } from './flags.js';
+import { withVersion } from './version.js';
 import { lazyCommand, runProgram } from './run.js';
 import { webhookCommand } from './webhook.js';
 
@@ -10,7 +11,7 @@ export function kgProgram(): Command {
   const run = runCommand();
   // Flags after a subcommand belong to it (as in Kilo's cobra): `kg webhook --listen` is not kg's --listen.
   const program = goBoolFlags(
-    new Command('kg')
+    withVersion(new Command('kg'))
       .description('the kilo-ts agent: program this node into the WireGuard mesh')
       .usage('[agent flags] | kg <command> [flags]')
       .enablePositionalOptions()

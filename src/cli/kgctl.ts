@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { connectCommand } from './connect-command.js';
 import { goBoolFlags } from './flags.js';
+import { withVersion } from './version.js';
 import { graphCommand } from './graph.js';
 import { planCommand } from './plan.js';
 import { runProgram } from './run.js';
@@ -8,7 +9,7 @@ import { showconfCommand } from './showconf.js';
 
 export function kgctlProgram(): Command {
   return goBoolFlags(
-    new Command('kgctl')
+    withVersion(new Command('kgctl'))
       .description('inspect a Kilo mesh (plans, WireGuard configs, graphs) and connect to it as a Peer')
       .addCommand(planCommand())
       .addCommand(showconfCommand())

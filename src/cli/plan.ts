@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { stringify } from 'yaml';
+import { toYaml } from './yaml-output.js';
 import { planOf } from '../mesh/compute.js';
 import { renderPlanText } from './plan-text.js';
 import { addMeshFlags, type MeshFlagValues } from './flags.js';
@@ -17,7 +17,7 @@ export function planCommand(): Command {
   return cmd.action(async (node: string, flags: MeshFlagValues & { cluster?: string; output: string }) => {
     const { cluster, now, options, leaders } = await loadCluster(flags, node);
     const plan = planOf(cluster, node, options, now, leaders);
-    if (flags.output === 'yaml') process.stdout.write(stringify(plan));
+    if (flags.output === 'yaml') process.stdout.write(await toYaml(plan));
     else if (flags.output === 'text') process.stdout.write(renderPlanText(plan));
     else process.stdout.write(`${JSON.stringify(plan, null, 2)}\n`);
   });

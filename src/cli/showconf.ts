@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { stringify } from 'yaml';
+import { toYaml } from './yaml-output.js';
 import { Cidr } from '../net/cidr.js';
 import { UsageError } from '../model/errors.js';
 import { isNodeReady } from '../model/ready.js';
@@ -71,7 +71,7 @@ export function showconfCommand(): Command {
     const t = topologyOf(loaded.cluster, name, loaded.options, loaded.now);
     if (flags.asPeer) return writeAsPeer(nodeAsPeer(t, flags.allowedIps), flags.output);
     requireLeader(t);
-    write(nodeConfig(planNode(t, loaded.options)), flags.output);
+    await write(nodeConfig(planNode(t, loaded.options)), flags.output);
   });
   const peer = subcommand('peer', 'the WireGuard configuration a Peer needs to join the mesh').action(
     async (name: string, flags: ShowconfFlags) => {
@@ -80,7 +80,7 @@ export function showconfCommand(): Command {
       const found = loaded.cluster.peers.find((p) => p.name === name);
       if (!found) throw new UsageError(missingPeer(loaded, name));
       if (flags.asPeer) return writeAsPeer(peerAsPeer(found, flags.allowedIps), flags.output);
-      write(
+      await write(
         peerConfig(topologyOf(loaded.cluster, anyReadyNode(loaded), loaded.options, loaded.now), name),
         flags.output,
       );
@@ -113,14 +113,14 @@ function anyReadyNode(loaded: LoadedCluster): string {
   return ready[0]!;
 }
 
-function write(config: IniConfig, output: Output): void {
+async function write(config: IniConfig, output: Output): Promise<void> {
   if (output === 'json') process.stdout.write(`${JSON.stringify(config, null, 2)}\n`);
-  else if (output === 'yaml') process.stdout.write(stringify(config));
+  else if (output === 'yaml') process.stdout.write(await toYaml(config));
   else process.stdout.write(renderIni(config));
 }
 
-function writeAsPeer(p: AsPeer, output: Output): void {
+async function writeAsPeer(p: AsPeer, output: Output): Promise<void> {
   if (output === 'json') process.stdout.write(`${JSON.stringify(peerObject(p), null, 2)}\n`);
-  else if (output === 'yaml') process.stdout.write(stringify(peerObject(p)));
+  else if (output === 'yaml') process.stdout.write(await toYaml(peerObject(p)));
   else process.stdout.write(renderIni(asPeerIni(p)));
 }

@@ -1,15 +1,8 @@
 import { Command } from 'commander';
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import type { KubeObject } from '../model/parse.js';
 import { UsageError } from '../model/errors.js';
 import { parseListen } from '../agent/http.js';
 import { FakeApiServer } from './apiserver.js';
-
-/** Writes the objects as a Kubernetes List: the file doubles as a `kgctl --cluster` snapshot. */
-function persist(file: string, objects: KubeObject[]): void {
-  writeFileSync(`${file}.tmp`, `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }, null, 1)}\n`);
-  renameSync(`${file}.tmp`, file);
-}
+import { loadState, saveState } from './apiserver-state.js';
 
 /** `kg lab apiserver`: the lab's Kubernetes API server as a process of its own. */
 export function labApiServerCommand(): Command {
@@ -25,23 +18,21 @@ export function labApiServerCommand(): Command {
       const listen = parseListen(flags.listen);
       if (!listen) throw new UsageError(`--listen: not host:port: ${JSON.stringify(flags.listen)}`);
       const file = flags.state;
-      const initial =
-        file && existsSync(file)
-          ? ((JSON.parse(readFileSync(file, 'utf8')) as { items?: KubeObject[] }).items ?? [])
-          : [];
+      // Restarted on the same file, it goes on as a real API server does after a restart.
+      const saved = file ? loadState(file) : null;
       let server: FakeApiServer | null = null;
       server = await FakeApiServer.start({
         port: listen.port,
         host: listen.host ?? '0.0.0.0',
         ...(flags.socket ? { socketPath: flags.socket } : {}),
-        objects: initial,
+        ...(saved ? { objects: saved.objects, revision: saved.revision } : {}),
         bookmarkIntervalMs: 5000,
         historyLimit: 10_000,
         onChange: () => {
-          if (file && server) persist(file, server.allObjects());
+          if (file && server) saveState(file, server);
         },
       });
-      if (file) persist(file, server.allObjects());
+      if (file) saveState(file, server);
       process.stdout.write(`lab API server on ${flags.listen}${flags.socket ? ` and ${flags.socket}` : ''}\n`);
       await new Promise<void>((resolve) => {
         process.once('SIGTERM', resolve);

@@ -29,6 +29,7 @@
  *   await api.close();
  */
 import { KubeConfig } from '@kubernetes/client-node';
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { rmSync } from 'node:fs';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
@@ -67,6 +68,11 @@ export interface FakeApiServerOptions {
   onChange?: () => void;
   /** Objects to start with (Nodes and Peers, by kind). */
   objects?: readonly KubeObject[];
+  /**
+   * A restart: the `objects` keep their resourceVersion and uid, and the revision goes on from
+   * here (apiserver-state.ts). Without it the objects are created anew.
+   */
+  revision?: number;
 }
 
 /** A watch event as the server streams it. */
@@ -138,7 +144,6 @@ export class FakeApiServer {
   /** Watches may resume from this resourceVersion or later; older ones get 410. */
   private floor = 0;
   private rv = 1;
-  private uid = 0;
   private readonly watchers = new Set<Watcher>();
   private readonly sockets = new Set<Socket>();
   private readonly counts = new Map<RequestKind, number>();
@@ -171,7 +176,23 @@ export class FakeApiServer {
     this.host = options.host ?? '127.0.0.1';
     this.socketPath = options.socketPath;
     this.onChange = options.onChange;
-    for (const o of options.objects ?? []) this.create(o.kind === 'Peer' ? 'peers' : 'nodes', o);
+    if (options.revision !== undefined) this.restore(options.objects ?? [], options.revision);
+    else for (const o of options.objects ?? []) this.create(o.kind === 'Peer' ? 'peers' : 'nodes', o);
+  }
+
+  /**
+   * As etcd keeps a restarted kube-apiserver's objects and revision: the watch cache starts empty
+   * at that revision, so a watch resumed from before the restart gets 410 and the client re-lists.
+   */
+  private restore(objects: readonly KubeObject[], revision: number): void {
+    for (const o of objects) {
+      const resource = o.kind === 'Peer' ? 'peers' : 'nodes';
+      const rv = Number(o.metadata?.resourceVersion);
+      const stored = this.stored(resource, o, Number.isSafeInteger(rv) ? rv : revision, this.uidOf(o));
+      this.objects[resource].set(stored.metadata!.name!, stored);
+      revision = Math.max(revision, Number(stored.metadata!.resourceVersion));
+    }
+    this.rv = this.floor = revision;
   }
 
   /** Starts a server and resolves once it listens. */
@@ -446,7 +467,7 @@ export class FakeApiServer {
     const out = clone(obj) as KubeObject & { metadata: Record<string, unknown> };
     out.apiVersion = types[resource].apiVersion;
     out.kind = types[resource].kind;
-    out.metadata = { ...out.metadata, name, resourceVersion: String(rv), uid: uid ?? `uid-${++this.uid}` };
+    out.metadata = { ...out.metadata, name, resourceVersion: String(rv), uid: uid ?? randomUUID() };
     return out;
   }
 

@@ -1,10 +1,14 @@
 import { Command, Option } from 'commander';
 import { spawnSync } from 'node:child_process';
+import { isAbsolute, relative } from 'node:path';
 import { granularities, type Granularity } from '../model/types.js';
 import { UsageError } from '../model/errors.js';
+import { labApiProxyCommand } from './apiproxy-command.js';
 import { labApiServerCommand } from './apiserver-command.js';
 import { Lab } from './lab.js';
 import { peerNs, routerNs } from './layout.js';
+import { peerRunDir } from './peer.js';
+import { inNodeNs, inNs } from './sh.js';
 import { isAlive } from './state.js';
 import { teardown } from './teardown.js';
 import { report } from './report.js';
@@ -23,6 +27,13 @@ function intOption(name: string, min: number, max: number) {
 const stateDirOption = () =>
   new Option('--state-dir <dir>', 'where the lab records what it made').default(defaultStateDir);
 const say = (line: string) => process.stdout.write(`${line}\n`);
+
+/** kg as the user can type it again: `bin/kg` from the repository, the full path elsewhere. */
+function invokedAs(): string {
+  const script = process.argv[1] ?? 'kg';
+  const rel = relative(process.cwd(), script);
+  return rel.startsWith('..') || isAbsolute(rel) ? script : rel;
+}
 
 interface UpFlags {
   locations: number;
@@ -71,10 +82,11 @@ export function labCommand(): Command {
         },
         say,
       );
-      say(`lab up: state in ${f.stateDir}, kubeconfig ${lab.kubeconfig}`);
+      say(`lab up: state in ${f.stateDir}`);
+      say(`kubeconfig for kubectl and kgctl on this machine: ${lab.kubeconfig}`);
       if (!f.wait) return;
       await report(lab, f.graph ?? lab.state.path('graph.svg'), say);
-      say(`\ntear down with: kg lab down --state-dir ${f.stateDir}`);
+      say(`\ntear down with: ${invokedAs()} lab down --state-dir ${f.stateDir}`);
     });
 
   const down = new Command('down')
@@ -94,6 +106,7 @@ export function labCommand(): Command {
       say(
         `lab in ${f.stateDir}: ${o.locations} locations × ${o.nodesPerLocation} nodes, ${o.granularity}${o.natLocation ? `, location ${o.natLocation} behind NAT` : ''}${o.peer ? ', a Peer' : ''}`,
       );
+      say(`kubeconfig for kubectl and kgctl on this machine: ${lab.kubeconfig}`);
       for (const m of lab.state.state.made) {
         if (m.kind === 'process' && !m.what.startsWith('kg '))
           say(`${m.what}: pid ${m.pid} ${isAlive(m) ? 'running' : 'GONE'}`);
@@ -122,17 +135,15 @@ export function labCommand(): Command {
       let code: number;
       if (lab.nodes.some((n) => n.name === target)) code = lab.exec(target, argv, 'inherit').code;
       else {
-        const ns =
-          target === 'peer'
-            ? peerNs(prefix)
-            : target === 'inet'
-              ? routerNs(prefix)
-              : lab.nodes.find((n) => `${n.name}-pod` === target)?.podNs;
-        if (!ns)
+        // The Peer runs wireguard-go too: wg finds its socket only with the Peer's run directory bound.
+        const ns = target === 'inet' ? routerNs(prefix) : lab.nodes.find((n) => `${n.name}-pod` === target)?.podNs;
+        const full =
+          target === 'peer' ? inNodeNs(peerNs(prefix), peerRunDir(lab), argv) : ns ? inNs(ns, argv) : undefined;
+        if (!full)
           throw new UsageError(
             `no lab node ${JSON.stringify(target)} (nodes: ${lab.nodes.map((n) => n.name).join(', ')}; or NODE-pod, peer, inet)`,
           );
-        code = spawnSync('ip', ['netns', 'exec', ns, ...argv], { stdio: 'inherit' }).status ?? 1;
+        code = spawnSync(full[0]!, full.slice(1), { stdio: 'inherit' }).status ?? 1;
       }
       process.exitCode = code;
     });
@@ -154,5 +165,6 @@ export function labCommand(): Command {
     .addCommand(show)
     .addCommand(exec)
     .addCommand(down)
-    .addCommand(labApiServerCommand());
+    .addCommand(labApiServerCommand())
+    .addCommand(labApiProxyCommand());
 }

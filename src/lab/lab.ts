@@ -49,8 +49,14 @@ export class Lab {
     return this.state.state.nodes;
   }
 
+  /** The kubeconfig for this machine's own namespace (kubectl, kgctl): through the host proxy. */
   get kubeconfig(): string {
     return this.state.path('kubeconfig');
+  }
+
+  /** The kubeconfig inside the lab's namespaces (the agents): the API server's lab address. */
+  get labKubeconfig(): string {
+    return this.state.path('kubeconfig.lab');
   }
 
   /** The API server's objects as a List file: a `kgctl --cluster` snapshot. */
@@ -120,6 +126,7 @@ export class Lab {
       `network: ${this.state.state.made.filter((m) => m.kind === 'netns').length} namespaces in ${Date.now() - t0} ms`,
     );
     await this.startApiServer();
+    await this.startHostProxy();
     for (const n of this.nodes) await this.api.create('nodes', this.nodeObject(n));
     if (o.peer) await createPeerObject(this);
     for (const n of this.nodes) this.startAgent(n.name);
@@ -127,18 +134,7 @@ export class Lab {
   }
 
   private async startApiServer(): Promise<void> {
-    writeFileSync(
-      this.kubeconfig,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        `clusters: [{name: lab, cluster: {server: "http://${apiAddress}:${apiPort}"}}]`,
-        'users: [{name: lab, user: {}}]',
-        'contexts: [{name: lab, context: {cluster: lab, user: lab}}]',
-        'current-context: lab',
-        '',
-      ].join('\n'),
-    );
+    writeFileSync(this.labKubeconfig, kubeconfigYaml(`http://${apiAddress}:${apiPort}`));
     const argv = [
       'ip',
       'netns',
@@ -156,6 +152,63 @@ export class Lab {
     ];
     startRecorded(this.state, 'apiserver', argv, this.state.path('apiserver.log'));
     await this.api.waitReady();
+  }
+
+  /**
+   * Stops the API server (SIGKILL: a crash) and starts it again on its state file: objects and
+   * revision persist as a real API server's do in etcd. Resolves once it answers.
+   */
+  async restartApiServer(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const p = this.state.state.made.find((m) => m.kind === 'process' && m.what === 'apiserver');
+    if (p && p.kind === 'process' && isAlive(p)) await stopProcess(p, signal, 10_000);
+    this.state.forget((m) => m.kind === 'process' && m.what === 'apiserver');
+    await this.startApiServer();
+  }
+
+  /**
+   * Cuts the nodes off the API server (true) or lets them through again (false): its packets are
+   * dropped silently, as in a partition, so open connections hang rather than fail. The lab's
+   * own Unix socket keeps working.
+   */
+  setApiServerReachable(reachable: boolean): void {
+    const port = String(apiPort);
+    const rules = [
+      ['INPUT', '-i', 'pub0', '-p', 'tcp', '--dport', port, '-j', 'DROP'],
+      ['OUTPUT', '-o', 'pub0', '-p', 'tcp', '--sport', port, '-j', 'DROP'],
+    ];
+    const ns = apiNs(this.options.prefix);
+    for (const rule of rules) {
+      if (reachable) run(['ip', 'netns', 'exec', ns, 'iptables', '-D', ...rule], { allowFail: true });
+      else run(['ip', 'netns', 'exec', ns, 'iptables', '-I', ...rule]);
+    }
+  }
+
+  /**
+   * The API server's namespace is out of the host's reach: kubectl and kgctl on the machine go
+   * through a proxy on a free port of the host's loopback (free: labs run side by side). It
+   * forwards to the Unix socket, so it outlives restarts of the API server.
+   */
+  private async startHostProxy(): Promise<void> {
+    const portFile = this.state.path('apiproxy.port');
+    rmSync(portFile, { force: true });
+    const proxy = [
+      ...cliArgv('kg'),
+      'lab',
+      'apiproxy',
+      '--socket',
+      this.state.path('api.sock'),
+      '--port-file',
+      portFile,
+    ];
+    startRecorded(this.state, 'apiserver proxy (host)', proxy, this.state.path('apiproxy.log'));
+    const deadline = Date.now() + 30_000;
+    while (!existsSync(portFile) || !readFileSync(portFile, 'utf8').endsWith('\n')) {
+      if (Date.now() > deadline)
+        throw new Error(`the API server proxy did not start; see ${this.state.path('apiproxy.log')}`);
+      await sleep(50);
+    }
+    const port = Number(readFileSync(portFile, 'utf8'));
+    writeFileSync(this.kubeconfig, kubeconfigYaml(`http://127.0.0.1:${port}`));
   }
 
   nodeObject(n: LabNode): KubeObject {
@@ -188,7 +241,7 @@ export class Lab {
       '--hostname',
       n.name,
       '--kubeconfig',
-      this.kubeconfig,
+      this.labKubeconfig,
       '--mesh-granularity',
       this.options.granularity,
       // These machines have no ipip: inside a location packets go in the clear.
@@ -426,4 +479,16 @@ export class Lab {
   async down(): Promise<void> {
     await teardown(this.state.dir);
   }
+}
+
+function kubeconfigYaml(server: string): string {
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    `clusters: [{name: lab, cluster: {server: "${server}"}}]`,
+    'users: [{name: lab, user: {}}]',
+    'contexts: [{name: lab, context: {cluster: lab, user: lab}}]',
+    'current-context: lab',
+    '',
+  ].join('\n');
 }

@@ -18,7 +18,9 @@ const port = 51820;
 const address = peerAllowedIP.split('/')[0]!;
 
 const peerDir = (lab: Lab) => lab.state.path('peer');
-const runDir = (lab: Lab) => lab.state.path('peer', 'run');
+/** The Peer's wireguard-go socket directory, bound over /var/run/wireguard in its namespace (wg needs it). */
+export const peerRunDir = (lab: Lab) => lab.state.path('peer', 'run');
+const runDir = peerRunDir;
 
 function privateKey(lab: Lab): string {
   const file = `${peerDir(lab)}/key`;

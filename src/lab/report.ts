@@ -25,16 +25,27 @@ export async function report(lab: Lab, graphFile: string, say: (line: string) =>
   for (const d of destinations) {
     const where =
       d.location === viewer.location ? 'same location' : `location ${d.location}${d.publicIP ? '' : ', behind NAT'}`;
-    say(`  ${d.podIP.padEnd(12)} pod of ${d.name} (${where}): ${lab.routeGet(viewer.name, d.podIP).split('\n')[0]}`);
+    say(`  ${d.podIP.padEnd(12)} pod of ${d.name} (${where}): ${route(lab, viewer.name, d.podIP)}`);
   }
-  if (lab.options.peer)
-    say(
-      `  ${peerAllowedIP.split('/')[0]!.padEnd(12)} the Peer: ${lab.routeGet(viewer.name, peerAllowedIP.split('/')[0]!).split('\n')[0]}`,
-    );
+  if (lab.options.peer) {
+    const peerIP = peerAllowedIP.split('/')[0]!;
+    say(`  ${peerIP.padEnd(12)} the Peer: ${route(lab, viewer.name, peerIP)}`);
+  }
 
   const svg = lab.agentGet(viewer.name, '/graph?format=svg');
   if (svg.ok) {
     writeFileSync(graphFile, svg.body);
-    say(`\ngraph (GET /graph?format=svg from ${viewer.name}'s agent): ${graphFile} (${svg.body.length} bytes)`);
+    say(
+      `\ngraph (GET /graph?format=svg from ${viewer.name}'s agent): ${graphFile} (${(Buffer.byteLength(svg.body) / 1024).toFixed(0)} KiB)`,
+    );
   } else say(`\ngraph: ${viewer.name}'s agent did not answer /graph: ${svg.body.trim()}`);
+}
+
+/** `ip route get`'s first line without what says nothing about the path (`uid 0`, trailing blanks). */
+function route(lab: Lab, node: string, ip: string): string {
+  return lab
+    .routeGet(node, ip)
+    .split('\n')[0]!
+    .replace(/\s+uid \d+/, '')
+    .trimEnd();
 }

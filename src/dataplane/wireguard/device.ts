@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IP } from '../../net/cidr.js';
@@ -10,6 +10,7 @@ import type { Ops, PeerChanges, ReconcileOptions, WireGuardConfig, WireGuardDevi
 import { describeDiff, diffWireGuard, isEmptyDiff, peerChangesOf, stateAfter, type WireGuardDiff } from './diff.js';
 import { parseUapiGet, UapiError, uapiCanSet, uapiRequest, uapiSetRequest } from './uapi.js';
 import { defaultArgvBudget, wgSetCommands } from './wg-set.js';
+import { logDetails } from '../log-summary.js';
 
 export type WireGuardImplementation = 'auto' | 'kernel' | 'userspace';
 
@@ -23,6 +24,8 @@ export interface WireGuardDeviceOptions {
   wireguardGo?: string;
   /** One line per event (never a key). */
   log?: (line: string) => void;
+  /** Per-peer lines beyond the first few, when a write changes many peers. */
+  debug?: (line: string) => void;
   /** Called after a crashed wireguard-go was restarted and the last config re-applied: addresses
    * and routes on the new interface are gone, so the caller reconciles links and routes. */
   onRestart?: () => void;
@@ -75,6 +78,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private known: ReturnType<typeof stateAfter> | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private readonly log: (line: string) => void;
+  private readonly debug: ((line: string) => void) | undefined;
 
   constructor(
     private readonly exec: Exec,
@@ -82,6 +86,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   ) {
     this.name = options.name;
     this.log = options.log ?? (() => {});
+    this.debug = options.debug;
   }
 
   /** How the interface is run: our kernel link, our wireguard-go, or someone else's. */
@@ -172,6 +177,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       this.name,
     ];
     // Output to a file, detached: wireguard-go must outlive an agent stopped without clean-up.
+    // A fresh container has no /var/run/wireguard: wireguard-go makes it, but after its log opens there.
+    mkdirSync(this.exec.wireGuardRunDir, { recursive: true, mode: 0o700 });
     const logFile = join(this.exec.wireGuardRunDir, `${this.name}.log`);
     const child = this.exec.start(argv, { logFile });
     this.child = child;
@@ -304,7 +311,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       });
     } else await this.wgSet(diff);
     this.lastOps = { writes: details.length, details };
-    for (const line of details) this.log(line);
+    logDetails(`wireguard ${this.name}`, details, this.log, this.debug);
     this.known = stateAfter(state, presharedKeyDigests, resolved, diff);
     return peerChangesOf(diff);
   }

@@ -1,0 +1,75 @@
+/**
+ * The lab as an operator drives it, through the CLI only: `kg lab up`, then kgctl on the host with
+ * the kubeconfig the lab prints (the API server lives in a namespace of its own), `kg lab exec peer
+ * -- wg show` (the Peer's wireguard-go socket is bound for it), and `kg lab down`.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ensureBuilt, kgctl, root } from '../cli/built.js';
+import { eventually, skipLab } from './lab-helpers.js';
+
+const kg = (...args: string[]) => spawnSync(process.execPath, [join(root, 'bin', 'kg'), ...args], { encoding: 'utf8' });
+
+test(
+  'kg lab from the host: kgctl with the printed kubeconfig, wg show in the Peer, down',
+  { skip: skipLab },
+  async (t) => {
+    ensureBuilt();
+    const dir = join(mkdtempSync(join(tmpdir(), 'kilo-lab-op-')), 'state');
+    const prefix = `klo${process.pid % 10000}-`;
+    t.after(() => {
+      kg('lab', 'down', '--state-dir', dir);
+      rmSync(join(dir, '..'), { recursive: true, force: true });
+    });
+    const up = kg(
+      'lab',
+      'up',
+      '--locations',
+      '2',
+      '--nodes',
+      '1',
+      '--peer',
+      '--prefix',
+      prefix,
+      '--state-dir',
+      dir,
+      '--no-wait',
+    );
+    assert.equal(up.status, 0, up.stderr);
+    const kubeconfig = /kubeconfig for kubectl and kgctl on this machine: (\S+)/.exec(up.stdout)?.[1];
+    assert.ok(kubeconfig && existsSync(kubeconfig), up.stdout);
+    assert.match(readFileSync(kubeconfig, 'utf8'), /server: "http:\/\/127\.0\.0\.1:\d+"/);
+
+    // The agents publish their nodes; kgctl reads them live from this machine's namespace.
+    let plan = { status: null as number | null, stdout: '', stderr: '' };
+    await eventually(
+      'kgctl plan reads the lab from the host',
+      () => (plan = kgctl('plan', 'loc1-n1', '--kubeconfig', kubeconfig)).status === 0,
+      60_000,
+    );
+    const p = JSON.parse(plan.stdout) as { granularity: string; peers: { names: string[] }[] };
+    assert.equal(p.granularity, 'cross', 'the granularity the agents announce');
+    assert.ok(
+      p.peers.some((x) => x.names.includes('loc2-n1')),
+      plan.stdout,
+    );
+
+    // The Peer is configured once the mesh is shown; its wg then lists the nodes as peers.
+    assert.equal(kg('lab', 'show', '--state-dir', dir, '--graph', join(dir, 'g.svg')).status, 0);
+    const wg = kg('lab', 'exec', '--state-dir', dir, 'peer', '--', 'wg', 'show');
+    assert.equal(wg.status, 0, wg.stderr);
+    assert.match(wg.stdout, /^interface: kilo0$/m);
+    assert.match(wg.stdout, /^peer: /m);
+
+    const down = kg('lab', 'down', '--state-dir', dir);
+    assert.equal(down.status, 0, down.stderr);
+    assert.equal(
+      spawnSync('sh', ['-c', `ip netns list | grep -c '^${prefix}'`], { encoding: 'utf8' }).stdout.trim(),
+      '0',
+    );
+  },
+);
