@@ -79,7 +79,7 @@ fi
 log "building $image from $base (commit $commit)"
 previous=$(buildah images --noheading --format '{{.ID}}' "$image" 2>/dev/null || true)
 # No --layers: a cache of intermediate images would grow with every build (CI starts empty anyway).
-buildah build --quiet --isolation chroot --network host --force-rm \
+buildah build --quiet --isolation chroot --network host \
   --build-arg "BASE_IMAGE=$base" --build-arg "GIT_COMMIT=$commit" \
   "${secret_args[@]}" -t "$image" . >/dev/null
 size=$(buildah images --format '{{.Size}}' "$image" | head -1)

@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { notReadyReason, topologyOf } from '../mesh/compute.js';
 import { graphDOT, layouts, type Layout } from '../mesh/graph.js';
+import { summaryAboveNodes, summaryDOT } from '../mesh/graph-summary.js';
 import { UsageError } from '../model/errors.js';
 import { isNodeReady } from '../model/ready.js';
 import { addLiveFlags, loadCluster } from './cluster.js';
@@ -10,6 +11,7 @@ interface GraphFlags extends MeshFlagValues {
   cluster?: string;
   output: 'dot' | 'svg';
   layout: Layout;
+  full: boolean;
 }
 
 export function graphCommand(): Command {
@@ -21,6 +23,11 @@ export function graphCommand(): Command {
       new Option('--layout <engine>', 'Graphviz layout: dot and fdp keep the location boxes, neato and circo do not')
         .choices(layouts)
         .default('dot'),
+    )
+    .option(
+      '--full',
+      `draw every node and tunnel even above ${summaryAboveNodes} ready nodes (where a summary by location is drawn)`,
+      false,
     );
   addLiveFlags(addMeshFlags(cmd, { allowAuto: true }));
   return cmd.action(async (flags: GraphFlags) => {
@@ -41,7 +48,11 @@ export function graphCommand(): Command {
     }
     // `auto` follows what the drawn-from node announces, as `kgctl plan NODE` would.
     const options = meshOptionsFrom(flags, resolveGranularity(flags.meshGranularity, cluster.nodes, viewer.name));
-    const dot = graphDOT(topologyOf(cluster, viewer.name, options, now), { layout: flags.layout });
+    const topology = topologyOf(cluster, viewer.name, options, now);
+    const dot =
+      flags.full || ready.length <= summaryAboveNodes
+        ? graphDOT(topology, { layout: flags.layout })
+        : summaryDOT(topology);
     if (flags.output === 'dot') {
       process.stdout.write(dot);
       return;

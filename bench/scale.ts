@@ -1,0 +1,160 @@
+/**
+ * `npm run bench:scale`: whole-process figures of what a user waits for at 1,000 to 10,000 nodes
+ * (cross granularity, 20 locations, 10 Peers, a JSON snapshot as `bench/generate.ts` makes it):
+ * `kgctl plan`, `kgctl graph`, and `kg apply` in a fresh network namespace (first, unchanged, one
+ * node changed). Time is wall clock of the whole process (start-up included), min and median of
+ * several runs; memory is the peak RSS (`/usr/bin/time`'s maximum resident set size). Prints
+ * figures, asserts nothing; the machine's load is printed with them, since it moves them.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateCluster } from './generate.js';
+
+const root = join(import.meta.dirname, '..');
+const kgctl = join(root, 'bin', 'kgctl');
+const kg = join(root, 'bin', 'kg');
+const dir = mkdtempSync(join(tmpdir(), 'kts-bench-scale-'));
+const runs = Number(process.env['KILO_BENCH_RUNS'] ?? 3);
+const sizes = (process.env['KILO_BENCH_SIZES'] ?? '1000,2000,5000,10000').split(',').map(Number);
+const timeoutMs = 120_000;
+
+interface Run {
+  seconds: number;
+  rssMiB: number;
+  ok: boolean;
+  stderr: string;
+}
+
+/** One whole process under /usr/bin/time: wall seconds and peak RSS. */
+function timed(argv: string[]): Run {
+  const out = join(dir, 'time.txt');
+  const r = spawnSync('/usr/bin/time', ['-f', '%e %M', '-o', out, ...argv], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 30,
+    timeout: timeoutMs,
+  });
+  let seconds = NaN;
+  let rssMiB = NaN;
+  try {
+    const [s, kb] = readFileSync(out, 'utf8').trim().split('\n').at(-1)!.split(' ');
+    seconds = Number(s);
+    rssMiB = Number(kb) / 1024;
+  } catch {
+    // killed by the timeout: no figures
+  }
+  return { seconds, rssMiB, ok: r.status === 0, stderr: r.stderr ?? '' };
+}
+
+function stats(rs: Run[]): string {
+  if (rs.some((r) => !r.ok)) {
+    const first = rs.find((r) => !r.ok)!;
+    return `failed or > ${timeoutMs / 1000} s (${first.stderr.trim().split('\n').at(-1)?.slice(0, 80) ?? ''}) | – | –`;
+  }
+  const s = rs.map((r) => r.seconds).sort((a, b) => a - b);
+  const median = s[Math.floor(s.length / 2)]!;
+  const rss = Math.max(...rs.map((r) => r.rssMiB));
+  return `${s[0]!.toFixed(2)} | ${median.toFixed(2)} | ${rss.toFixed(0)}`;
+}
+
+function load(): string {
+  return loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+}
+
+function snapshot(nodes: number, lastSeen?: number): string {
+  const file = join(dir, `cluster-${nodes}${lastSeen ? `-${lastSeen}` : ''}.json`);
+  writeFileSync(
+    file,
+    JSON.stringify({ apiVersion: 'v1', kind: 'List', items: generateCluster(nodes, 20, 10, lastSeen) }),
+  );
+  return file;
+}
+
+/** The same cluster with one node's pod CIDR moved: a one-node change for `kg apply`. */
+function withOneNodeChanged(file: string): string {
+  const list = JSON.parse(readFileSync(file, 'utf8')) as { items: { spec?: Record<string, unknown> }[] };
+  list.items[1]!.spec = { podCIDR: '10.250.0.0/24' };
+  const changed = file.replace(/\.json$/, '-changed.json');
+  writeFileSync(changed, JSON.stringify(list));
+  return changed;
+}
+
+const files = new Map<number, string>();
+try {
+  console.log(`## Whole processes at scale (load average ${load()} at start; the machine may be shared)\n`);
+  console.log('| command | nodes | snapshot MB | min s | median s | peak RSS MiB |');
+  console.log('|---|---:|---:|---:|---:|---:|');
+  for (const n of sizes) {
+    const file = snapshot(n);
+    files.set(n, file);
+    const mb = (readFileSync(file).length / 1e6).toFixed(1);
+    const plan = Array.from({ length: runs }, () =>
+      timed([kgctl, 'plan', 'node-00000', '--cluster', file, '-o', 'json']),
+    );
+    console.log(`| kgctl plan -o json | ${n} | ${mb} | ${stats(plan)} |`);
+  }
+  for (const n of sizes.filter((s) => s <= 2000).concat(500)) {
+    const file = files.get(n) ?? snapshot(n);
+    files.set(n, file);
+    const graph = Array.from({ length: runs }, () => timed([kgctl, 'graph', '--cluster', file]));
+    console.log(`| kgctl graph (DOT) | ${n} | ${(readFileSync(file).length / 1e6).toFixed(1)} | ${stats(graph)} |`);
+  }
+  console.log(`\nload average ${load()} after kgctl\n`);
+  if (process.getuid?.() !== 0 || process.env['KILO_BENCH_SKIP_DATAPLANE']) {
+    console.log('kg apply: skipped (needs root for network namespaces)');
+  } else {
+    benchApply();
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+function benchApply(): void {
+  console.log('| kg apply (fresh namespace, wireguard-go) | nodes | step | min s | median s | peak RSS MiB |');
+  console.log('|---|---:|---|---:|---:|---:|');
+  for (const n of sizes.filter((s) => s <= 5000)) {
+    const file = files.get(n)!;
+    const changed = withOneNodeChanged(file);
+    const rows: Record<string, Run[]> = { first: [], unchanged: [], 'one node changed': [] };
+    for (let i = 0; i < runs; i++) {
+      const ns = `kts-bs-${process.pid}-${i}`;
+      const key = join(dir, `${ns}.key`);
+      const apply = (cluster: string) =>
+        timed(
+          ['ip', 'netns', 'exec', ns, kg, 'apply', '--cluster', cluster, '--hostname', 'node-00000']
+            .concat([
+              '--key-file',
+              key,
+              '--interface',
+              `kbs${process.pid % 10000}`,
+              '--encapsulate',
+              'never',
+              '--mtu',
+              '1420',
+            ])
+            .concat(['--log-level', 'warn']),
+        );
+      spawnSync('ip', ['netns', 'add', ns]);
+      try {
+        // node-00000's private NIC, holding its internal IP: routes to its location mates go there.
+        const setUp = 'ip link set lo up && ip link add priv0 type veth peer name priv1 && '.concat(
+          'ip addr add 172.16.0.1/20 dev priv0 && ip link set priv0 up && ip link set priv1 up',
+        );
+        spawnSync('ip', ['netns', 'exec', ns, 'sh', '-c', setUp]);
+        rows['first']!.push(apply(file));
+        rows['unchanged']!.push(apply(file));
+        rows['one node changed']!.push(apply(changed));
+      } finally {
+        // wireguard-go runs detached in the namespace: everything in it is ours.
+        const pids = spawnSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).stdout.split('\n');
+        for (const pid of pids.filter((p) => /^\d+$/.test(p))) spawnSync('kill', ['-9', pid]);
+        spawnSync('ip', ['netns', 'del', ns]);
+      }
+    }
+    for (const [step, rs] of Object.entries(rows)) console.log(`| kg apply | ${n} | ${step} | ${stats(rs)} |`);
+  }
+  console.log(`\nload average ${load()} at the end`);
+}
