@@ -118,6 +118,7 @@ function benchApply(): void {
   for (const n of sizes.filter((s) => s <= 5000)) {
     const file = files.get(n)!;
     const changed = withOneNodeChanged(file);
+    const iface = `kbs${process.pid % 10000}`;
     const rows: Record<string, Run[]> = { first: [], unchanged: [], 'one node changed': [] };
     for (let i = 0; i < runs; i++) {
       const ns = `kts-bs-${process.pid}-${i}`;
@@ -152,6 +153,8 @@ function benchApply(): void {
         const pids = spawnSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).stdout.split('\n');
         for (const pid of pids.filter((p) => /^\d+$/.test(p))) spawnSync('kill', ['-9', pid]);
         spawnSync('ip', ['netns', 'del', ns]);
+        // A killed wireguard-go leaves its socket and log behind.
+        for (const ext of ['sock', 'log']) rmSync(`/var/run/wireguard/${iface}.${ext}`, { force: true });
       }
     }
     for (const [step, rs] of Object.entries(rows)) console.log(`| kg apply | ${n} | ${step} | ${stats(rs)} |`);

@@ -7,7 +7,9 @@ import { loadState, saveState } from './apiserver-state.js';
 /** `kg lab apiserver`: the lab's Kubernetes API server as a process of its own. */
 export function labApiServerCommand(): Command {
   return new Command('apiserver')
-    .description("run the lab's test Kubernetes API server (Nodes, Peers; list, watch, patch) until SIGTERM")
+    .description(
+      "run the lab's Kubernetes API server (Nodes, Peers, the CRDs; what Kilo's agent, kg and kubectl use) until SIGTERM",
+    )
     .option('--listen <addr>', 'address to serve the API on', '127.0.0.1:6443')
     .option('--socket <path>', 'also serve on this Unix socket')
     .option(

@@ -1,4 +1,5 @@
 import { Cidr, IP } from '../net/cidr.js';
+import { PrefixIndex } from '../net/prefix-index.js';
 import type { Endpoint, Granularity, KiloNode, KiloPeer } from '../model/types.js';
 import type { ElectedLeaders, LeaderReason } from '../election/types.js';
 
@@ -19,7 +20,7 @@ export interface Segment {
   /** Why the leader leads: Kilo's annotation rule, a Lease, or the rule as the Lease's fallback. */
   leaderReason: LeaderReason;
   wireGuardIP: IP;
-  /** After filtering: only those that overlap nothing else. */
+  /** After filtering (Kilo's rule): none overlaps an allowed IP, a Peer's, or a later segment's claim. */
   allowedLocationIPs: Cidr[];
   /** Pod CIDRs, internal IPs (/32), WireGuard IP (/32), then allowed-location IPs. */
   allowedIPs: Cidr[];
@@ -189,29 +190,29 @@ export function buildTopology(
 }
 
 /**
- * Keeps an allowed-location IP only when it overlaps nothing else: no other group's
- * allowed-location IPs, no segment's allowed IPs, no Peer's allowed IPs. Both claims of a
- * conflict are dropped, so the result does not depend on which location sorts first.
+ * Kilo's rule for allowed-location IPs. A prefix overlapping any segment's allowed IPs (pod
+ * CIDRs, internal IPs, WireGuard IPs) or any Peer's is dropped. Claims of different segments
+ * that overlap are resolved in segment order, as Kilo resolves them: a segment's prefix is dropped
+ * if it overlaps a claim still standing in another segment — earlier segments are already
+ * filtered, later ones not yet — so of overlapping claims the one of the last segment (by key)
+ * stands. An earlier claim overlapping a prefix was itself dropped for it, so "still standing"
+ * reduces to "claimed by a later segment"; with two prefix indexes, 10,000 segments cost
+ * O(n log n), not O(n²). In mixed clusters agreement with Kilo beats symmetry.
  */
 function filterAllowedLocationIPs(segments: Segment[], peers: readonly KiloPeer[]): void {
-  const others: Cidr[] = [];
-  for (const s of segments) others.push(...s.allowedIPs);
-  for (const p of peers) others.push(...p.allowedIPs);
-  const claims = segments.flatMap((s) => s.allowedLocationIPs.map((c) => ({ group: s.group, c })));
-  // In cross and subnet one group holds many segments: the first segment of the group that
-  // names a prefix carries it, so no two WireGuard peers claim the same allowed IP.
-  const carried = new Set<string>();
-  for (const s of segments) {
-    s.allowedLocationIPs = s.allowedLocationIPs.filter((c) => {
-      if (others.some((o) => o.overlaps(c))) return false;
-      if (claims.some((o) => o.group !== s.group && o.c.overlaps(c))) return false;
-      const k = `${s.group}\u0000${c.networkText}`;
-      if (carried.has(k)) return false;
-      carried.add(k);
-      return true;
-    });
+  const taken = new PrefixIndex(
+    [...segments.flatMap((s) => s.allowedIPs), ...peers.flatMap((p) => p.allowedIPs)].map((cidr) => ({
+      cidr,
+      rank: 0,
+    })),
+  );
+  const claims = new PrefixIndex(segments.flatMap((s, rank) => s.allowedLocationIPs.map((cidr) => ({ cidr, rank }))));
+  segments.forEach((s, i) => {
+    s.allowedLocationIPs = s.allowedLocationIPs.filter(
+      (c) => claims.maxRankOverlapping(c) <= i && !taken.overlapsAny(c),
+    );
     s.allowedIPs.push(...s.allowedLocationIPs);
-  }
+  });
 }
 
 /**

@@ -11,7 +11,7 @@ interface Block {
 const width = (family: Family) => (family === 4 ? 32 : 128);
 
 // One BigInt per address, not one per byte: BigInt arithmetic is what a big cluster's plan pays for.
-function toBigInt(bytes: Uint8Array): bigint {
+export function toBigInt(bytes: Uint8Array): bigint {
   if (bytes.length === 4) return BigInt(((bytes[0]! << 24) >>> 0) + (bytes[1]! << 16) + (bytes[2]! << 8) + bytes[3]!);
   return BigInt(`0x${Buffer.from(bytes).toString('hex')}`);
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CoordinationV1Api, V1MicroTime, Watch, type V1Lease } from '@kubernetes/client-node';
-import { FakeApiServer, waitUntil } from '../../src/lab/apiserver.js';
+import { CoordinationV1Api, CoreV1Api, V1MicroTime, Watch, type V1Lease } from '@kubernetes/client-node';
+import { FakeApiServer, leasesType, waitUntil } from '../../src/lab/apiserver.js';
 import { statusCodeOf } from '../../src/backend/kubernetes/errors.js';
 
 const lease = (name: string, holder: string): V1Lease => ({
@@ -53,7 +53,7 @@ test('the lab API server keeps Leases as kube-apiserver does, through @kubernete
     409,
     'stale resourceVersion is Conflict',
   );
-  assert.equal(api.leases.get(namespace, 'kilo-leader-a')?.spec?.['holderIdentity'], 'n1');
+  assert.equal((api.get(leasesType, namespace, 'kilo-leader-a') as V1Lease).spec?.holderIdentity, 'n1');
 
   assert.equal(await code(client.readNamespacedLease({ name: 'nope', namespace })), 404);
   assert.equal(await code(client.readNamespacedLease({ name: 'kilo-leader-a', namespace: 'other' })), 404);
@@ -81,6 +81,11 @@ test('the lab API server keeps Leases as kube-apiserver does, through @kubernete
     () => {},
   );
   t.after(() => controller.abort());
+  // As in kube-apiserver, a namespace must exist before anything is created in it.
+  await api
+    .kubeConfig()
+    .makeApiClient(CoreV1Api)
+    .createNamespace({ body: { metadata: { name: 'other' } } });
   await client.createNamespacedLease({
     namespace: 'other',
     body: { ...lease('kilo-leader-c', 'x'), metadata: { name: 'kilo-leader-c', namespace: 'other' } },

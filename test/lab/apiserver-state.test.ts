@@ -51,7 +51,7 @@ test('a restart on the state file keeps objects, resourceVersions, uids and the 
   const c = api.allObjects().find((o) => o.metadata?.name === 'c')!;
   assert.ok(Number(c.metadata?.resourceVersion) > revision, 'the revision goes on');
   const uids = new Set(api.allObjects().map((o) => (o.metadata as { uid?: string }).uid));
-  assert.equal(uids.size, 3, 'no uid reused');
+  assert.equal(uids.size, api.allObjects().length, 'no uid reused');
   await waitUntil(
     'the client sees the node created after the restart',
     () => source.objects().some((o) => o.metadata?.name === 'c'),

@@ -40,7 +40,10 @@ test('the lab API server takes creates, merge patches and deletes of Nodes and P
   assert.deepEqual(api.peerNames(), []);
   assert.equal(changes, 4, 'create, patch, create, delete');
   assert.deepEqual(
-    api.allObjects().map((o) => `${o.kind} ${o.metadata?.name}`),
+    api
+      .allObjects()
+      .filter((o) => o.kind === 'Node' || o.kind === 'Peer')
+      .map((o) => `${o.kind} ${o.metadata?.name}`),
     ['Node a'],
   );
 });

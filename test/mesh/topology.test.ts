@@ -238,10 +238,31 @@ describe('allowed-location IP filtering', () => {
     assert.deepEqual(kept(objs, 'location:eu'), ['192.168.50.0/24']);
   });
 
-  test("an allowed-location IP overlapping another location's is dropped from both", () => {
+  test('overlapping claims of two locations: the later location keeps its prefix, as in Kilo', () => {
     const objs = [eu('a', '192.168.50.0/24,192.168.70.0/24'), us('b', '192.168.0.0/16,172.20.0.0/24')];
     assert.deepEqual(kept(objs, 'location:eu'), []);
-    assert.deepEqual(kept(objs, 'location:us'), ['172.20.0.0/24']);
+    assert.deepEqual(kept(objs, 'location:us'), ['192.168.0.0/16', '172.20.0.0/24']);
+    // The same on every node: the result depends on segment order, not on who computes it.
+    assert.deepEqual(kept([objs[1]!, objs[0]!], 'location:us'), ['192.168.0.0/16', '172.20.0.0/24']);
+  });
+
+  test('a chain of claims: each dropped for a later one that overlaps it, so only the last stands', () => {
+    const objs = [
+      n('a', { location: 'l1', allowedLocationIPs: '192.168.1.0/24' }),
+      n('b', { location: 'l2', allowedLocationIPs: '192.168.0.0/16' }),
+      n('c', { location: 'l3', allowedLocationIPs: '192.168.2.0/24' }),
+      n('d', { location: 'l4', allowedLocationIPs: '192.168.1.0/24,10.99.0.0/16' }),
+    ];
+    const t = topologyFor(objs, 'a', { granularity: 'location' });
+    assert.deepEqual(
+      t.segments.map((s) => [s.key, s.allowedLocationIPs.map(String)]),
+      [
+        ['location:l1', []],
+        ['location:l2', []],
+        ['location:l3', ['192.168.2.0/24']],
+        ['location:l4', ['192.168.1.0/24', '10.99.0.0/16']],
+      ],
+    );
   });
 
   test('two nodes of one location naming the same prefix: kept once', () => {
@@ -250,21 +271,42 @@ describe('allowed-location IP filtering', () => {
     ]);
   });
 
-  test('cross: two nodes of one location naming the same prefix → exactly one WireGuard peer carries it', () => {
+  test('cross: two nodes of one location naming the same prefix → the later segment alone carries it, as in Kilo', () => {
     const objs = [eu('a', '192.168.50.0/24'), eu('b', '192.168.50.0/24,192.168.51.0/24'), us('c', '')];
     const plan = planFor(objs, 'c', { granularity: 'cross' });
-    const carriers = plan.peers.filter((p) => p.allowedIPs.includes('192.168.50.0/24')).map((p) => p.names.join());
-    assert.deepEqual(carriers, ['a']);
-    assert.deepEqual(
-      plan.peers.filter((p) => p.allowedIPs.includes('192.168.51.0/24')).map((p) => p.names.join()),
-      ['b'],
-    );
+    const carriers = (prefix: string) =>
+      plan.peers.filter((p) => p.allowedIPs.includes(prefix)).map((p) => p.names.join());
+    assert.deepEqual(carriers('192.168.50.0/24'), ['b']);
+    assert.deepEqual(carriers('192.168.51.0/24'), ['b']);
     const routes = plan.routes.filter((r) => r.dst === '192.168.50.0/24');
     assert.equal(routes.length, 1);
     assert.equal(
       routes[0]!.gw,
-      topologyFor(objs, 'c', { granularity: 'cross' }).segments.find((s) => s.key === 'node:a')!.wireGuardIP.text,
+      topologyFor(objs, 'c', { granularity: 'cross' }).segments.find((s) => s.key === 'node:b')!.wireGuardIP.text,
     );
+  });
+
+  test('10,000 segments with one allowed-location IP each are filtered as a scan would filter them', () => {
+    const objs = Array.from({ length: 10_000 }, (_, i) =>
+      node(`n${String(i).padStart(5, '0')}`, {
+        endpoint: `198.18.${Math.floor(i / 256)}.${i % 256}:51820`,
+        location: `l${i}`,
+        // Every tenth claims a /16 that swallows the /24s of the nine before it; the rest a /24.
+        allowedLocationIPs:
+          i % 10 === 9 ? `172.${16 + Math.floor(i / 2560)}.0.0/16` : `172.${16 + Math.floor(i / 2560)}.${i % 256}.0/24`,
+        podCIDR: `10.${100 + Math.floor(i / 256)}.${i % 256}.0/24`,
+        internalIP: `10.1.${Math.floor(i / 256)}.${i % 256}/16`,
+      }),
+    );
+    const t = topologyFor(objs, 'n00000', { granularity: 'location' });
+    const claims = t.segments.map((s) => s.nodes[0]!.allowedLocationIPs);
+    // The quadratic definition, on a sample of segments.
+    for (let i = 0; i < t.segments.length; i += 97) {
+      const expected = claims[i]!.filter((c) => !claims.slice(i + 1).some((later) => later.some((o) => o.overlaps(c))));
+      assert.deepEqual(t.segments[i]!.allowedLocationIPs.map(String), expected.map(String), t.segments[i]!.key);
+    }
+    const standing = t.segments.reduce((k, s) => k + s.allowedLocationIPs.length, 0);
+    assert.ok(standing > 0 && standing < 10_000, `${standing} prefixes stand`);
   });
 });
 
