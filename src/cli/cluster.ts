@@ -3,6 +3,7 @@ import { loadSnapshot } from '../backend/snapshot.js';
 import { UsageError } from '../model/errors.js';
 import { parseCluster, type ParsedCluster } from '../model/parse.js';
 import { snapshotNow } from '../model/ready.js';
+import { readyMesh } from '../mesh/compute.js';
 import type { MeshOptions } from '../mesh/options.js';
 import { meshOptionsFrom, nowOption, resolveGranularity, type MeshFlagValues } from './flags.js';
 import type { LiveFlags } from './live-cluster.js';
@@ -47,5 +48,7 @@ export async function loadCluster(flags: ClusterFlags, hostname?: string): Promi
   for (const e of cluster.errors) process.stderr.write(`warning: ignoring ${e.message}\n`);
   const now = flags.now ?? (live ? Math.floor(Date.now() / 1000) : snapshotNow(cluster.nodes));
   const granularity = resolveGranularity(flags.meshGranularity, cluster.nodes, hostname);
-  return { cluster, now, options: meshOptionsFrom(flags, granularity) };
+  const options = meshOptionsFrom(flags, granularity);
+  for (const e of readyMesh(cluster, options, now).conflicts) process.stderr.write(`warning: conflict: ${e.message}\n`);
+  return { cluster, now, options };
 }
