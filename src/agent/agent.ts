@@ -294,6 +294,13 @@ export class Agent {
         // Until our own annotations are published and seen, the node is not ready: publish first.
         log.debug({ reason: e.message }, 'local node not ready yet');
       }
+      for (const e of topology?.conflicts ?? []) {
+        // Like a malformed object: logged and counted once per distinct conflict.
+        if (this.reported.has(e.message)) continue;
+        this.reported.add(e.message);
+        log.warn({ object: e.object, field: e.field, value: e.value }, `conflict: dropping a claim: ${e.reason}`);
+        metrics.dropped.inc({ kind: e.object.split(' ')[0] ?? 'object' });
+      }
       const plan = topology ? planNode(topology, options.mesh) : null;
       this.readyNodes = new Set(topology?.segments.flatMap((s) => s.nodes.map((n) => n.name)));
       // An API server that is away must not stop the dataplane from being kept as planned.

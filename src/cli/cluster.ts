@@ -3,6 +3,7 @@ import { loadSnapshot } from '../backend/snapshot.js';
 import { UsageError } from '../model/errors.js';
 import { parseCluster, type ParsedCluster } from '../model/parse.js';
 import { snapshotNow } from '../model/ready.js';
+import { readyMesh } from '../mesh/compute.js';
 import type { MeshOptions } from '../mesh/options.js';
 import { meshOptionsFrom, nowOption, resolveGranularity, type MeshFlagValues } from './flags.js';
 import type { LiveFlags } from './live-cluster.js';
@@ -63,6 +64,7 @@ export async function loadCluster(flags: ClusterFlags, hostname?: string): Promi
   const now = flags.now ?? (live ? Math.floor(Date.now() / 1000) : snapshotNow(cluster.nodes));
   const granularity = resolveGranularity(flags.meshGranularity, cluster.nodes, hostname);
   const options = meshOptionsFrom(flags, granularity);
+  for (const e of readyMesh(cluster, options, now).conflicts) process.stderr.write(`warning: conflict: ${e.message}\n`);
   if (flags.leaderElection !== 'lease') return { cluster, now, options };
   if (!live) throw new UsageError('--leader-election=lease reads the Leases of a live cluster: pass --kubeconfig');
   const leases = await import('./live-cluster.js').then(({ readLiveLeases, liveKubeConfig }) =>

@@ -203,7 +203,10 @@ describe('kgctl showconf', () => {
 
 describe('kgctl user errors: one line, exit 1, no stack trace', () => {
   test('unknown node (plan)', () =>
-    userError(kgctl('plan', 'nope', '--cluster', example), /^kgctl: node "nope" not found$/m));
+    userError(
+      kgctl('plan', 'nope', '--cluster', example),
+      /^kgctl: node "nope" not found among the \d+ valid Nodes$/m,
+    ));
   test('unknown node (showconf)', () =>
     userError(kgctl('showconf', 'node', 'nope', '--cluster', example), /node "nope" not found/));
   test('unknown Peer', () => userError(kgctl('showconf', 'peer', 'bob', '--cluster', example), /Peer "bob" not found/));
