@@ -56,7 +56,7 @@ describe('kgctl plan', () => {
     assert.equal(p.granularity, 'cross');
     // `leader` (the conformance vectors' field) is true on every node in cross: each is its own segment.
     assert.equal(p.leader, true);
-    assert.deepEqual(p.segment, { leader: 'gcp-use-2', nodes: ['gcp-use-2'] });
+    assert.deepEqual(p.segment, { leader: 'gcp-use-2', nodes: ['gcp-use-2'], leaderReason: 'annotation' });
     assert.deepEqual(
       p.peers.map((x) => x.names.join()),
       [
@@ -123,7 +123,11 @@ describe('kgctl plan', () => {
     const p = plan('aws-euw-2', '--mesh-granularity', 'location');
     assert.equal(p.granularity, 'location');
     assert.equal(p.leader, false);
-    assert.deepEqual(p.segment, { leader: 'aws-euw-1', nodes: ['aws-euw-1', 'aws-euw-2', 'aws-euw-3', 'aws-euw-4'] });
+    assert.deepEqual(p.segment, {
+      leader: 'aws-euw-1',
+      nodes: ['aws-euw-1', 'aws-euw-2', 'aws-euw-3', 'aws-euw-4'],
+      leaderReason: 'annotation',
+    });
     assert.deepEqual(p.peers, []);
     assert.equal(plan('aws-euw-2', '--mesh-granularity', 'auto').granularity, 'cross');
   });
