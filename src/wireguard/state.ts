@@ -18,3 +18,17 @@ export interface WireGuardState {
   fwmark: number;
   peers: WireGuardPeerState[];
 }
+
+/** A peer as a device reports one it has just been given: nothing set yet, never handshaken. */
+export function newPeerState(publicKey: string): WireGuardPeerState {
+  return {
+    publicKey,
+    endpoint: null,
+    allowedIPs: [],
+    persistentKeepalive: 0,
+    hasPresharedKey: false,
+    latestHandshake: 0,
+    rxBytes: 0,
+    txBytes: 0,
+  };
+}
