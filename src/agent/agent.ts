@@ -47,6 +47,8 @@ export interface AgentOptions {
   staleAfterMs: number;
   /** The CNI conflist whose pod subnet follows spec.podCIDR (--cni, --cni-path); null leaves CNI config alone. */
   cniPath?: string | null;
+  /** The flags announced in kilo.squat.ai/mesh-flags (formatMeshFlags), so kgctl plans as this agent does. */
+  meshFlags?: string;
 }
 
 /** Facts found on the machine once at start: they do not change while the agent runs. */
@@ -405,6 +407,7 @@ export class Agent {
       internalIP: host.internalIP,
       wireGuardIP: plan?.wireGuardIP ?? null,
       granularity: options.mesh.granularity,
+      ...(options.meshFlags !== undefined ? { meshFlags: options.meshFlags } : {}),
       discoveredEndpoints: discovered,
       now,
       ciliumInternalIP: (await this.deps.ciliumInternalIP?.()) ?? null,

@@ -11,6 +11,8 @@ export interface LocalFacts {
   /** The interface address (CIDR with the mesh mask) or null on a non-leader. */
   wireGuardIP: string | null;
   granularity: Granularity;
+  /** The announcement of the flags that shape the plan (formatMeshFlags); absent: not announced. */
+  meshFlags?: string;
   /** Where WireGuard on this node saw roaming peers (public key → endpoint). */
   discoveredEndpoints: ReadonlyMap<string, Endpoint>;
   /** Unix seconds. */
@@ -46,6 +48,7 @@ export function annotationPatch(
     [Annotation.internalIP]: facts.internalIP ? facts.internalIP.toString() : '',
     [Annotation.wireGuardIP]: facts.wireGuardIP ?? '',
     [Annotation.granularity]: facts.granularity,
+    ...(facts.meshFlags !== undefined ? { [Annotation.meshFlags]: facts.meshFlags } : {}),
     [Annotation.discoveredEndpoints]: discoveredJSON(facts.discoveredEndpoints),
     [Annotation.ciliumInternalIP]: facts.ciliumInternalIP?.text ?? '',
     [Annotation.cniCompatibilityIP]: facts.ciliumInternalIP?.text ?? '',

@@ -21,8 +21,6 @@ export function parseDuration(name: string) {
   };
 }
 
-export const compatibilities = ['', 'flannel', 'cilium'] as const;
-
 /** The flags of Kilo's `kg`, same names and defaults, plus kilo-ts's own (marked in the help). */
 export function addAgentFlags(cmd: Command): Command {
   addMeshFlags(cmd, { allowAuto: false });
@@ -36,9 +34,6 @@ export function addAgentFlags(cmd: Command): Command {
     .addOption(new Option('--kubeconfig <path>', 'kubeconfig file (default: in-cluster)'))
     .addOption(new Option('--master <url>', 'API server address (overrides the kubeconfig)'))
     .addOption(new Option('--interface <name>', 'the WireGuard interface').default('kilo0'))
-    .addOption(
-      new Option('--compatibility <cni>', 'run beside a CNI: flannel or cilium').choices(['flannel', 'cilium']),
-    )
     .addOption(
       new Option('--cni-path <path>', 'the CNI config Kilo keeps in step with spec.podCIDR').default(
         '/etc/cni/net.d/10-kilo.conflist',
@@ -107,7 +102,6 @@ export interface AgentFlagValues extends MeshFlagValues {
   kubeconfig?: string;
   master?: string;
   interface: string;
-  compatibility?: 'flannel' | 'cilium';
   cniPath: string;
   internalCidr: Cidr[];
   resyncPeriod: number;

@@ -65,7 +65,6 @@ export function applyCommand(): Command {
         log.warn({ object: e.object, field: e.field, value: e.value }, `dropping object from the mesh: ${e.reason}`);
       const granularity = resolveGranularity(flags.meshGranularity, cluster.nodes, hostname);
       const options = { ...meshOptionsFrom(flags, granularity), privateKeyPath: flags.keyFile };
-      if (flags.compatibility) Object.assign(options, { local: false, compatibility: flags.compatibility });
       const plan = planOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
       const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip.text ?? null;
       mtu ??= await resolveMTU(exec, mtuFlag);

@@ -11,8 +11,11 @@ import { isNodeReady } from '../model/ready.js';
 import { electedLeaders } from '../election/decide.js';
 import { leaseName } from '../election/lease-name.js';
 import { defaultElectionTiming, type ElectedLeaders, type LeaseRecord } from '../election/types.js';
+import { announcedFlags, explicitFlags, withAnnounced } from './announced-flags.js';
 
 export interface LoadedCluster {
+  /** The flags in effect: the user's, and for the rest what the agents announce. */
+  flags: ClusterFlags;
   cluster: ParsedCluster;
   now: number;
   options: MeshOptions;
@@ -21,10 +24,19 @@ export interface LoadedCluster {
 }
 
 export type ClusterFlags = MeshFlagValues &
-  LiveFlags & { cluster?: string; leaderElection?: 'annotation' | 'lease'; namespace?: string };
+  LiveFlags & {
+    cluster?: string;
+    leaderElection?: 'annotation' | 'lease';
+    namespace?: string;
+    /** Set by addLiveFlags: the announceable flags the user gave, which the agents' announcements do not override. */
+    explicitFlags?: ReadonlySet<string>;
+  };
 
 /** --kubeconfig and --master: read the cluster live instead of from a --cluster snapshot; --now. */
 export function addLiveFlags(cmd: Command): Command {
+  cmd.hook('preAction', (_self, action) => {
+    action.setOptionValue('explicitFlags', explicitFlags(action));
+  });
   return cmd
     .addOption(
       new Option('--kubeconfig <path>', 'read Nodes and Peers from this cluster (instead of --cluster)').default(
@@ -46,27 +58,44 @@ export function addLiveFlags(cmd: Command): Command {
 
 /**
  * Loads the cluster a kgctl command reads: a snapshot file (--cluster, judged at its newest
- * last-seen) or a live cluster (--kubeconfig/--master, judged now). Rejected objects are reported
- * on stderr, one line each, and left out; the command goes on with the rest.
+ * last-seen) or a live cluster (--kubeconfig/--master, judged now). Flags the user did not give are
+ * taken from what the agents announce (kilo.squat.ai/mesh-flags): the viewer's own announcement,
+ * else the most common. Rejected objects are reported on stderr, one line each, and left out; the
+ * command goes on with the rest.
  */
-export async function loadCluster(flags: ClusterFlags, hostname?: string): Promise<LoadedCluster> {
-  const live = !flags.cluster && (flags.kubeconfig !== undefined || flags.master !== undefined);
-  if (!flags.cluster && !live)
+export async function loadCluster(given: ClusterFlags, viewer?: string): Promise<LoadedCluster> {
+  const live = !given.cluster && (given.kubeconfig !== undefined || given.master !== undefined);
+  if (!given.cluster && !live)
     throw new UsageError('no cluster: pass --cluster FILE (a snapshot of Nodes and Peers) or --kubeconfig FILE');
   // The Kubernetes client takes seconds to import: only a live read pays for it.
   const objects = live
     ? await import('./live-cluster.js').then(({ readLiveCluster, liveKubeConfig }) =>
-        readLiveCluster(liveKubeConfig(flags)),
+        readLiveCluster(liveKubeConfig(given)),
       )
-    : loadSnapshot(flags.cluster!);
-  const cluster = parseCluster(objects, { topologyLabel: flags.topologyLabel });
-  for (const e of cluster.errors) process.stderr.write(`warning: ignoring ${e.message}\n`);
-  const now = flags.now ?? (live ? Math.floor(Date.now() / 1000) : snapshotNow(cluster.nodes));
-  const granularity = resolveGranularity(flags.meshGranularity, cluster.nodes, hostname);
+    : loadSnapshot(given.cluster!);
+  const warn = (line: string) => process.stderr.write(`warning: ${line}\n`);
+  let cluster = parseCluster(objects, { topologyLabel: given.topologyLabel });
+  const now = given.now ?? (live ? Math.floor(Date.now() / 1000) : snapshotNow(cluster.nodes));
+  const readyNames = new Set(cluster.nodes.filter((n) => isNodeReady(n, now)).map((n) => n.name));
+  const announced = announcedFlags(objects, readyNames, viewer, warn);
+  const flags = announced ? withAnnounced(given, announced.flags, given.explicitFlags ?? new Set()) : given;
+  // Readiness does not depend on the location, so the ready set above stands.
+  if (flags.topologyLabel !== given.topologyLabel)
+    cluster = parseCluster(objects, { topologyLabel: flags.topologyLabel });
+  for (const e of cluster.errors) warn(`ignoring ${e.message}`);
+  const granularity = resolveGranularity(flags.meshGranularity, cluster.nodes, viewer);
   const options = meshOptionsFrom(flags, granularity);
-  for (const e of readyMesh(cluster, options, now).conflicts) process.stderr.write(`warning: conflict: ${e.message}\n`);
-  if (flags.leaderElection !== 'lease') return { cluster, now, options };
-  if (!live) throw new UsageError('--leader-election=lease reads the Leases of a live cluster: pass --kubeconfig');
+  for (const e of readyMesh(cluster, options, now).conflicts) warn(`conflict: ${e.message}`);
+  if (flags.leaderElection !== 'lease') return { flags, cluster, now, options };
+  if (!live) {
+    if (given.explicitFlags?.has('leaderElection'))
+      throw new UsageError('--leader-election=lease reads the Leases of a live cluster: pass --kubeconfig');
+    // Announced by the agents, but a snapshot holds no Leases: say so rather than fail.
+    warn(
+      `the agents elect leaders by Lease (announced by ${announced?.by ?? 'the nodes'}); a snapshot holds no Leases, so leaders follow the annotation rule`,
+    );
+    return { flags: { ...flags, leaderElection: 'annotation' }, cluster, now, options };
+  }
   const leases = await import('./live-cluster.js').then(({ readLiveLeases, liveKubeConfig }) =>
     readLiveLeases(liveKubeConfig(flags), flags.namespace ?? 'kube-system'),
   );
@@ -76,5 +105,11 @@ export async function loadCluster(flags: ClusterFlags, hostname?: string): Promi
     const l = leases.find((x) => x.name === leaseName(n.location));
     if (l) byLocation.set(n.location, l);
   }
-  return { cluster, now, options, leaders: electedLeaders(ready, byLocation, Date.now(), defaultElectionTiming) };
+  return {
+    flags,
+    cluster,
+    now,
+    options,
+    leaders: electedLeaders(ready, byLocation, Date.now(), defaultElectionTiming),
+  };
 }

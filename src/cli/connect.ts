@@ -14,6 +14,7 @@ import { isNodeReady, readinessTime } from '../model/ready.js';
 import { Cidr } from '../net/cidr.js';
 import { publicKeyOf } from '../wireguard/keys.js';
 import { meshOptionsFrom, resolveGranularity, type MeshFlagValues } from './flags.js';
+import { announcedFlags, withAnnounced } from './announced-flags.js';
 import { peerConfig } from './showconf-conf.js';
 
 /**
@@ -84,7 +85,8 @@ export interface ConnectOptions {
   mtu: number;
   resyncPeriodMs: number;
   cleanUp: boolean;
-  mesh: MeshFlagValues;
+  /** explicitFlags: those the user gave, which the agents' announcements do not override. */
+  mesh: MeshFlagValues & { explicitFlags?: ReadonlySet<string> };
 }
 
 export interface ConnectDeps {
@@ -208,21 +210,31 @@ export class Connection {
     }, delayMs);
   }
 
+  private readonly warned = new Set<string>();
+  private warnOnce(line: string): void {
+    if (this.warned.has(line)) return;
+    this.warned.add(line);
+    this.deps.log.warn({}, line);
+  }
+
   /** One pass: the mesh as this Peer sees it onto the interface and the routes. Never throws. */
   async sync(): Promise<void> {
     const { options, dataplane, log } = this.deps;
     this.syncs++;
     try {
-      const cluster = parseCluster(this.source.objects(), { topologyLabel: options.mesh.topologyLabel });
+      const objects = this.source.objects();
+      let cluster = parseCluster(objects, { topologyLabel: options.mesh.topologyLabel });
       const now = readinessTime(cluster.nodes, Math.floor(Date.now() / 1000));
-      const viewer = cluster.nodes
-        .filter((n) => isNodeReady(n, now))
-        .map((n) => n.name)
-        .sort()[0];
-      const mesh = meshOptionsFrom(
-        options.mesh,
-        resolveGranularity(options.mesh.meshGranularity, cluster.nodes, viewer),
-      );
+      const ready = cluster.nodes.filter((n) => isNodeReady(n, now)).map((n) => n.name);
+      const viewer = ready.sort()[0];
+      // Plan with the flags the agents run with (kilo.squat.ai/mesh-flags) unless the user gave them.
+      const announced = announcedFlags(objects, new Set(ready), undefined, (line) => this.warnOnce(line));
+      const flags = announced
+        ? withAnnounced(options.mesh, announced.flags, options.mesh.explicitFlags ?? new Set())
+        : options.mesh;
+      if (flags.topologyLabel !== options.mesh.topologyLabel)
+        cluster = parseCluster(objects, { topologyLabel: flags.topologyLabel });
+      const mesh = meshOptionsFrom(flags, resolveGranularity(flags.meshGranularity, cluster.nodes, viewer));
       const conf = connectConfig(cluster, options.name, mesh, options.extraAllowedIPs, now);
       const changes = await dataplane.device.configure({
         privateKey: this.deps.privateKey,

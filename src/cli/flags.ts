@@ -146,8 +146,19 @@ export function addMeshFlags(cmd: Command, opts: { allowAuto: boolean }): Comman
     )
     .addOption(
       new Option('--topology-label <label>', 'node label that holds the location').default(defaultTopologyLabel),
+    )
+    .addOption(
+      new Option('--compatibility <cni>', 'run beside a CNI: flannel or cilium; "" for none').argParser(
+        (value: string) => {
+          if (!(compatibilities as readonly string[]).includes(value))
+            throw new UsageError(`--compatibility: want flannel, cilium or "", got ${JSON.stringify(value)}`);
+          return value as (typeof compatibilities)[number];
+        },
+      ),
     );
 }
+
+export const compatibilities = ['', 'flannel', 'cilium'] as const;
 
 /** For commands that read the cluster once (kgctl, kg apply); the agent judges readiness by its clock. */
 export function nowOption(): Option {
@@ -168,6 +179,8 @@ export interface MeshFlagValues {
   routeHostTraffic?: boolean;
   serviceCidr: Cidr[];
   topologyLabel: string;
+  /** Unset or "": Kilo manages the CNI itself. */
+  compatibility?: (typeof compatibilities)[number];
   now?: number;
 }
 
@@ -201,5 +214,8 @@ export function meshOptionsFrom(v: MeshFlagValues, granularity: Granularity): Me
     iptablesForwardRules: v.iptablesForwardRules,
     routeHostTraffic: v.routeHostTraffic ?? false,
     serviceCIDRs: v.serviceCidr,
+    // In add-on mode the CNI routes inside the location: Kilo adds WireGuard (and, beside Cilium,
+    // IPIP between a leader and its followers through Cilium's overlay).
+    ...(v.compatibility ? { local: false, compatibility: v.compatibility } : {}),
   };
 }

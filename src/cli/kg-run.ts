@@ -15,6 +15,7 @@ import { addAgentFlags, electionTiming, parseMTU, requireHostname, type AgentFla
 import { LeaseElection } from '../election/leader-election.js';
 import { ElectionMetrics } from '../election/metrics.js';
 import { meshOptionsFrom } from './flags.js';
+import { formatMeshFlags } from '../model/mesh-flags.js';
 
 /** `kg` (the default command): the agent on a node of a Kubernetes cluster. */
 export function runCommand(): Command {
@@ -31,9 +32,6 @@ export function runCommand(): Command {
       ...meshOptionsFrom(flags, flags.meshGranularity === 'auto' ? 'location' : flags.meshGranularity),
       privateKeyPath: flags.keyFile,
     };
-    // In add-on mode the CNI routes inside the location: Kilo adds WireGuard (and, beside Cilium,
-    // IPIP between a leader and its followers through Cilium's overlay).
-    if (flags.compatibility) Object.assign(mesh, { local: false, compatibility: flags.compatibility });
     const cilium = flags.compatibility === 'cilium' ? new CiliumHost(exec) : null;
     const privateKey = loadOrCreateKey(flags.keyFile);
     const host = await discoverHost(exec, {
@@ -108,6 +106,12 @@ export function runCommand(): Command {
         coalesceMs: 100,
         staleAfterMs: Math.max(3 * flags.resyncPeriod, 120_000),
         cniPath: flags.cni ? flags.cniPath : null,
+        meshFlags: formatMeshFlags({
+          ...flags,
+          subnet: mesh.subnet,
+          compatibility: flags.compatibility ?? '',
+          routeHostTraffic: mesh.routeHostTraffic,
+        }),
       },
     });
     const server = createAgentServer({

@@ -26,6 +26,27 @@ function intOption(name: string, min: number, max: number) {
 
 const stateDirOption = () =>
   new Option('--state-dir <dir>', 'where the lab records what it made').default(defaultStateDir);
+/**
+ * The command of `kg lab exec NODE …`. Options after NODE pass through to the command, so
+ * `kg lab exec n1 --state-dir D -- ip addr` would run `--state-dir D -- ip addr` in the default lab:
+ * what stands before a `--` belongs to kg (only --state-dir may), the rest is the command.
+ */
+export function execArgs(rest: readonly string[], stateDir: string): { argv: string[]; stateDir: string } {
+  const dashes = rest.indexOf('--');
+  if (dashes < 0) return { argv: [...rest], stateDir };
+  const ours = rest.slice(0, dashes);
+  for (let i = 0; i < ours.length; i++) {
+    const arg = ours[i]!;
+    if (arg === '--state-dir' && i + 1 < ours.length) stateDir = ours[++i]!;
+    else if (arg.startsWith('--state-dir=')) stateDir = arg.slice('--state-dir='.length);
+    else
+      throw new UsageError(
+        `kg lab exec: ${JSON.stringify(arg)} before "--": only --state-dir goes there; the command goes after "--"`,
+      );
+  }
+  return { argv: rest.slice(dashes + 1), stateDir };
+}
+
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 /** kg as the user can type it again: `bin/kg` from the repository, the full path elsewhere. */
@@ -136,10 +157,9 @@ function execCommand(): Command {
     .addOption(stateDirOption())
     .passThroughOptions()
     .action((target: string, rest: string[], f: { stateDir: string }) => {
-      // With passThroughOptions the `--` that ends kg's options stays in the command.
-      const argv = rest[0] === '--' ? rest.slice(1) : rest;
+      const { argv, stateDir } = execArgs(rest, f.stateDir);
       if (argv.length === 0) throw new UsageError('kg lab exec NODE -- COMMAND: no command given');
-      const lab = Lab.open(f.stateDir);
+      const lab = Lab.open(stateDir);
       const prefix = lab.options.prefix;
       let code: number;
       if (lab.nodes.some((n) => n.name === target)) code = lab.exec(target, argv, 'inherit').code;

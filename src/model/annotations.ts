@@ -15,6 +15,8 @@ export const Annotation = {
   lastSeen: `${prefix}last-seen`,
   discoveredEndpoints: `${prefix}discovered-endpoints`,
   granularity: `${prefix}granularity`,
+  /** kilo-ts: the flags that shape the agent's plan, as JSON (src/model/mesh-flags.ts); kgctl reads them. */
+  meshFlags: `${prefix}mesh-flags`,
   /** Kilo's --compatibility=cilium: the node's Cilium internal IP (cilium_host's IPv4 address). */
   ciliumInternalIP: `${prefix}cilium-internal-ip`,
   /**

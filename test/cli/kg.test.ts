@@ -42,6 +42,21 @@ describe('kg', () => {
     userError(kg('--hostname', 'n1', 'frobnicate'), /^kg: unknown command "frobnicate"/);
   });
 
+  test("kg lab exec NODE --state-dir D -- CMD: the state dir is kg's, not part of the command", () => {
+    const dir = join(tmpdir(), `kg-no-lab-${process.pid}`);
+    // No lab there: the message names the directory given after NODE, not the default one.
+    for (const args of [
+      ['lab', 'exec', 'n1', '--state-dir', dir, '--', 'true'],
+      ['lab', 'exec', 'n1', `--state-dir=${dir}`, '--', 'true'],
+      ['lab', 'exec', '--state-dir', dir, 'n1', '--', 'true'],
+    ])
+      userError(kg(...args), new RegExp(`^kg: no lab in ${dir} `));
+    userError(
+      kg('lab', 'exec', 'n1', '--verbose', '--', 'true'),
+      /^kg: kg lab exec: "--verbose" before "--": only --state-dir goes there/,
+    );
+  });
+
   test("the agent refuses kgctl's --now (it judges readiness by its clock); kg apply takes it", () => {
     const r = kg('--now', '5');
     assert.equal(r.status, 1);

@@ -11,6 +11,9 @@ import { after, before, describe, test } from 'node:test';
 import { FakeApiServer } from '../fixtures/apiserver.js';
 import { node, peer, wgKey } from '../helpers/cluster.js';
 import { leaseName } from '../../src/election/lease-name.js';
+import { Annotation } from '../../src/model/annotations.js';
+import { formatMeshFlags, type MeshFlags } from '../../src/model/mesh-flags.js';
+import { Cidr } from '../../src/net/cidr.js';
 import { ensureBuilt, root, type Run } from './built.js';
 
 /** Runs the built kgctl without blocking this process (the API server answers from here). */
@@ -27,6 +30,22 @@ function kgctl(...args: string[]): Promise<Run> {
     child.on('close', (status) => resolve({ status, stdout, stderr }));
   });
 }
+
+/** What an agent with kg's defaults announces. */
+const defaultAnnounced: MeshFlags = {
+  subnet: Cidr.parse('10.4.0.0/16'),
+  port: 51820,
+  encapsulate: 'always',
+  local: true,
+  cni: true,
+  iptablesForwardRules: false,
+  routeHostTraffic: false,
+  serviceCidr: [],
+  topologyLabel: 'topology.kubernetes.io/region',
+  compatibility: '',
+  leaderElection: 'annotation',
+  namespace: 'kube-system',
+};
 
 let api: FakeApiServer;
 let dir = '';
@@ -113,6 +132,34 @@ describe('kgctl against a live cluster', () => {
     );
     const graph = await kgctl('graph', '--leader-election=lease', ...args);
     assert.match(graph.stdout, /leader \(lease\)/);
+  });
+
+  test('agents announcing --leader-election=lease: kgctl reads the Leases without being told', async () => {
+    // Runs after the test above created the Lease (b holds eu).
+    const announce = formatMeshFlags({ ...defaultAnnounced, leaderElection: 'lease', namespace: 'kube-system' });
+    // Fresh last-seen too: the earlier tests' processes may have taken a minute on a busy machine.
+    const lastSeen = String(Math.floor(Date.now() / 1000));
+    for (const n of ['a', 'b'])
+      api.patchNode(n, {
+        metadata: { annotations: { [Annotation.meshFlags]: announce, [Annotation.lastSeen]: lastSeen } },
+      });
+    const r = await kgctl('plan', 'a', '-o', 'text', '--kubeconfig', kubeconfig, '--mesh-granularity', 'location');
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /traffic to other segments goes through b \(holder of the location Lease\)/);
+    // Said explicitly, the user's flag wins.
+    const byRule = await kgctl(
+      'plan',
+      'a',
+      '-o',
+      'text',
+      '--kubeconfig',
+      kubeconfig,
+      '--mesh-granularity',
+      'location',
+      '--leader-election',
+      'annotation',
+    );
+    assert.match(byRule.stdout, /leader of segment a, b \(chosen by Kilo's annotation rule\)/);
   });
 
   test('an unreachable API server is one line naming it', async () => {

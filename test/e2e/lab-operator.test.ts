@@ -51,8 +51,10 @@ test(
       () => (plan = kgctl('plan', 'loc1-n1', '--kubeconfig', kubeconfig)).status === 0,
       60_000,
     );
-    const p = JSON.parse(plan.stdout) as { granularity: string; peers: { names: string[] }[] };
+    const p = JSON.parse(plan.stdout) as { granularity: string; encapsulate: string; peers: { names: string[] }[] };
     assert.equal(p.granularity, 'cross', 'the granularity the agents announce');
+    // The lab's agents run with --encapsulate=never (kgctl's default is always): announced, followed.
+    assert.equal(p.encapsulate, 'never', 'the flags the agents announce');
     assert.ok(
       p.peers.some((x) => x.names.includes('loc2-n1')),
       plan.stdout,

@@ -1,0 +1,110 @@
+import { z } from 'zod';
+import { Cidr } from '../net/cidr.js';
+import { Annotation } from './annotations.js';
+import { ValidationError } from './errors.js';
+import { encapsulations, type Encapsulate } from './types.js';
+
+/**
+ * The flags an agent runs with that shape its plan, as it announces them in the
+ * `kilo.squat.ai/mesh-flags` annotation, so that `kgctl` against the cluster plans with what the
+ * agents really use instead of its own defaults. Keys are the flag names of `kg`.
+ */
+export interface MeshFlags {
+  subnet: Cidr;
+  port: number;
+  encapsulate: Encapsulate;
+  local: boolean;
+  cni: boolean;
+  iptablesForwardRules: boolean;
+  routeHostTraffic: boolean;
+  serviceCidr: Cidr[];
+  topologyLabel: string;
+  compatibility: '' | 'flannel' | 'cilium';
+  leaderElection: 'annotation' | 'lease';
+  namespace: string;
+}
+
+/** The annotation is small; anything bigger is not an agent's announcement. */
+const maxAnnouncementBytes = 4096;
+
+const cidrText = z.string().refine((s) => Cidr.tryParse(s) !== null, 'not a CIDR');
+
+// Every key optional and unknown keys ignored: kgctl and the agents are upgraded at different
+// times, and an announcement from a newer or older agent still says what it can.
+const wire = z.looseObject({
+  subnet: cidrText.optional(),
+  port: z.number().int().min(1).max(65535).optional(),
+  encapsulate: z.enum(encapsulations).optional(),
+  local: z.boolean().optional(),
+  cni: z.boolean().optional(),
+  'iptables-forward-rules': z.boolean().optional(),
+  'route-host-traffic': z.boolean().optional(),
+  'service-cidr': z.array(cidrText).max(64).optional(),
+  'topology-label': z.string().min(1).max(317).optional(),
+  compatibility: z.enum(['', 'flannel', 'cilium']).optional(),
+  'leader-election': z.enum(['annotation', 'lease']).optional(),
+  namespace: z.string().min(1).max(63).optional(),
+});
+
+/** The annotation's value: stable key order, so an unchanged agent never rewrites it. */
+export function formatMeshFlags(f: MeshFlags): string {
+  const out: z.input<typeof wire> = {
+    subnet: f.subnet.masked().toString(),
+    port: f.port,
+    encapsulate: f.encapsulate,
+    local: f.local,
+    cni: f.cni,
+    'iptables-forward-rules': f.iptablesForwardRules,
+    'route-host-traffic': f.routeHostTraffic,
+    'service-cidr': f.serviceCidr.map((c) => c.toString()),
+    'topology-label': f.topologyLabel,
+    compatibility: f.compatibility,
+    'leader-election': f.leaderElection,
+    namespace: f.namespace,
+  };
+  return JSON.stringify(out);
+}
+
+/**
+ * Reads an announcement: the flags it names (keys it does not know are skipped). A wrong value (a
+ * hand edit, a bug) is a ValidationError naming the field and the value; the caller ignores that
+ * node's announcement, never the node.
+ */
+export function parseMeshFlags(text: string, object: string): Partial<MeshFlags> | ValidationError {
+  const field = `metadata.annotations["${Annotation.meshFlags}"]`;
+  if (text.length > maxAnnouncementBytes)
+    return new ValidationError(object, field, text, `longer than ${maxAnnouncementBytes} characters`);
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return new ValidationError(object, field, text, 'not JSON');
+  }
+  const r = wire.safeParse(json);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    const key = issue.path[0];
+    const value =
+      key !== undefined && typeof json === 'object' && json !== null
+        ? (json as Record<string, unknown>)[String(key)]
+        : json;
+    return new ValidationError(object, key === undefined ? field : `${field}.${String(key)}`, value, issue.message);
+  }
+  const w = r.data;
+  const out: Partial<MeshFlags> = {
+    subnet: w.subnet === undefined ? undefined : Cidr.parse(w.subnet).masked(),
+    port: w.port,
+    encapsulate: w.encapsulate,
+    local: w.local,
+    cni: w.cni,
+    iptablesForwardRules: w['iptables-forward-rules'],
+    routeHostTraffic: w['route-host-traffic'],
+    serviceCidr: w['service-cidr']?.map((s) => Cidr.parse(s).masked()),
+    topologyLabel: w['topology-label'],
+    compatibility: w.compatibility,
+    leaderElection: w['leader-election'],
+    namespace: w.namespace,
+  };
+  for (const k of Object.keys(out) as (keyof MeshFlags)[]) if (out[k] === undefined) delete out[k];
+  return out;
+}
