@@ -11,13 +11,15 @@ import { topologyOf } from '../mesh/compute.js';
 import type { MeshOptions } from '../mesh/options.js';
 import { TopologyError, type Topology } from '../mesh/topology.js';
 import type { Plan } from '../mesh/types.js';
-import { parseCluster, parseEndpoint } from '../model/parse.js';
-import type { Endpoint, KiloNode } from '../model/types.js';
+import { formatEndpoint, parseCluster, parseEndpoint } from '../model/parse.js';
+import { lastSeenIntervalSeconds } from '../model/annotations.js';
+import { readinessTime } from '../model/ready.js';
+import type { Endpoint } from '../model/types.js';
 import { publicKeyOf } from '../wireguard/keys.js';
 import type { Cidr, IP } from '../net/cidr.js';
 import { syncCNIConfig } from './cni.js';
 import { onlyLastSeenMoved } from './heartbeat.js';
-import { annotationPatch, lastSeenIntervalSeconds } from './local-node.js';
+import { annotationPatch } from './local-node.js';
 import type { AgentMetrics } from './metrics.js';
 import { keepRoamingEndpoints } from './roaming.js';
 import { isNodeReady } from '../model/ready.js';
@@ -51,7 +53,7 @@ export interface AgentOptions {
 export interface HostFacts {
   internalIP: Cidr | null;
   /** Detected endpoint address; the port is the listen port. */
-  endpointIP: string | null;
+  endpointIP: IP | null;
 }
 
 export interface AgentDeps {
@@ -294,6 +296,13 @@ export class Agent {
         // Until our own annotations are published and seen, the node is not ready: publish first.
         log.debug({ reason: e.message }, 'local node not ready yet');
       }
+      for (const e of topology?.conflicts ?? []) {
+        // Like a malformed object: logged and counted once per distinct conflict.
+        if (this.reported.has(e.message)) continue;
+        this.reported.add(e.message);
+        log.warn({ object: e.object, field: e.field, value: e.value }, `conflict: dropping a claim: ${e.reason}`);
+        metrics.dropped.inc({ kind: e.object.split(' ')[0] ?? 'object' });
+      }
       const plan = topology ? planNode(topology, options.mesh) : null;
       this.readyNodes = new Set(topology?.segments.flatMap((s) => s.nodes.map((n) => n.name)));
       // An API server that is away must not stop the dataplane from being kept as planned.
@@ -392,7 +401,7 @@ export class Agent {
     if (!self) throw new Error(`node ${JSON.stringify(options.hostname)} does not exist in the cluster`);
     const patch = annotationPatch(self.metadata?.annotations ?? {}, {
       publicKey: this.publicKey,
-      endpoint: host.endpointIP ? formatHostPort(host.endpointIP, options.mesh.port) : null,
+      endpoint: host.endpointIP ? formatEndpoint({ ip: host.endpointIP, dns: null, port: options.mesh.port }) : null,
       internalIP: host.internalIP,
       wireGuardIP: plan?.wireGuardIP ?? null,
       granularity: options.mesh.granularity,
@@ -438,20 +447,4 @@ export class Agent {
     const tunnel = this.deps.resolveTunnel ? await this.deps.resolveTunnel() : (this.deps.tunnel ?? null);
     return { kilo: this.deps.options.interfaceName, private: ip ? (this.privateIface?.name ?? null) : null, tunnel };
   }
-}
-
-/**
- * The time node readiness is judged at: now, but never later than one check-in interval after the
- * newest last-seen in the cluster. While the cluster is reachable some node (at least this one)
- * checks in every interval, so this is now; while the API server is away nobody's last-seen can
- * move, and judging at "now" would drop every node from the mesh one by one (Kilo does).
- */
-export function readinessTime(nodes: readonly KiloNode[], now: number): number {
-  let newest = -Infinity;
-  for (const n of nodes) if (n.lastSeen !== null && n.lastSeen > newest) newest = n.lastSeen;
-  return Math.min(now, newest + lastSeenIntervalSeconds);
-}
-
-function formatHostPort(ip: string, port: number): string {
-  return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`;
 }

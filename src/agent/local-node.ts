@@ -1,4 +1,4 @@
-import { Annotation } from '../model/annotations.js';
+import { Annotation, lastSeenIntervalSeconds } from '../model/annotations.js';
 import type { Cidr, IP } from '../net/cidr.js';
 import type { Endpoint, Granularity } from '../model/types.js';
 
@@ -19,8 +19,6 @@ export interface LocalFacts {
   ciliumInternalIP?: IP | null;
 }
 
-/** How often last-seen is refreshed; readiness allows 60 s, so one missed refresh is survivable. */
-export const lastSeenIntervalSeconds = 30;
 const lastSeenSlackSeconds = 5;
 
 function discoveredJSON(m: ReadonlyMap<string, Endpoint>): string | null {

@@ -17,7 +17,7 @@ export async function discoverHost(
     prioritisePrivate: o.prioritisePrivate,
     defaultInterface: await defaultInterface(exec),
   });
-  return { internalIP: found.internalIP, endpointIP: found.endpointIP?.ip.text ?? null };
+  return { internalIP: found.internalIP, endpointIP: found.endpointIP?.ip ?? null };
 }
 
 /** --mtu auto: the default route's MTU minus WireGuard's overhead. */

@@ -22,7 +22,6 @@ export function parseDuration(name: string) {
 }
 
 export const compatibilities = ['', 'flannel', 'cilium'] as const;
-export type Compatibility = (typeof compatibilities)[number];
 
 /** The flags of Kilo's `kg`, same names and defaults, plus kilo-ts's own (marked in the help). */
 export function addAgentFlags(cmd: Command): Command {
@@ -152,5 +151,3 @@ export function requireHostname(v: { hostname?: string }): string {
   if (!v.hostname) throw new UsageError('--hostname is required (or set NODE_NAME)');
   return v.hostname;
 }
-
-export const cidrOf = (s: string) => Cidr.parse(s);

@@ -31,7 +31,7 @@ export function graphCommand(): Command {
     );
   addLiveFlags(addMeshFlags(cmd, { allowAuto: true }));
   return cmd.action(async (flags: GraphFlags) => {
-    const { cluster, now } = await loadCluster(flags);
+    const { cluster, now, leaders } = await loadCluster(flags);
     const where = flags.cluster ?? 'the cluster';
     // The topology is the same from every node (only `local` differs), so any ready node will
     // do; the first by name keeps the output stable.
@@ -48,7 +48,7 @@ export function graphCommand(): Command {
     }
     // `auto` follows what the drawn-from node announces, as `kgctl plan NODE` would.
     const options = meshOptionsFrom(flags, resolveGranularity(flags.meshGranularity, cluster.nodes, viewer.name));
-    const topology = topologyOf(cluster, viewer.name, options, now);
+    const topology = topologyOf(cluster, viewer.name, options, now, leaders);
     const dot =
       flags.full || ready.length <= summaryAboveNodes
         ? graphDOT(topology, { layout: flags.layout })

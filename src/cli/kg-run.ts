@@ -45,7 +45,7 @@ export function runCommand(): Command {
     log.info(
       {
         internalIP: host.internalIP?.toString() ?? null,
-        endpoint: host.endpointIP,
+        endpoint: host.endpointIP?.text ?? null,
         ...(cilium ? { ciliumInternalIP: (await cilium.internalIP())?.text ?? null } : {}),
       },
       'discovered host addresses',

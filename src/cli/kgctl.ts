@@ -1,4 +1,5 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
+import { logLevels } from '../agent/log.js';
 import { connectCommand } from './connect-command.js';
 import { goBoolFlags } from './flags.js';
 import { withVersion } from './version.js';
@@ -11,6 +12,8 @@ export function kgctlProgram(): Command {
   return goBoolFlags(
     withVersion(new Command('kgctl'))
       .description('inspect a Kilo mesh (plans, WireGuard configs, graphs) and connect to it as a Peer')
+      // Read by runProgram: at debug, an internal error prints its stack trace.
+      .addOption(new Option('--log-level <level>', 'how much to log').choices(logLevels).default('info'))
       .addCommand(planCommand())
       .addCommand(showconfCommand())
       .addCommand(graphCommand())

@@ -1,4 +1,6 @@
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { fromLease } from '../election/kubernetes-leases.js';
+import type { LeaseRecord } from '../election/types.js';
 import { withSignal } from '../backend/kubernetes/abort.js';
 import { describeError, statusCodeOf } from '../backend/kubernetes/errors.js';
 import { kubeConfigFrom, type KubeConfigFlags } from '../backend/kubernetes/config.js';
@@ -12,8 +14,6 @@ export interface LiveFlags extends KubeConfigFlags {
   kubeconfig?: string;
   master?: string;
 }
-
-export const isLive = (f: LiveFlags): boolean => f.kubeconfig !== undefined || f.master !== undefined;
 
 export function liveKubeConfig(f: LiveFlags): KubeConfig {
   return kubeConfigFrom({
@@ -55,4 +55,17 @@ export async function readLiveCluster(kc: KubeConfig): Promise<KubeObject[]> {
 /** Client model objects (Dates, classes) as the plain JSON the parser reads. */
 function plain(o: unknown): KubeObject {
   return JSON.parse(JSON.stringify(o)) as KubeObject;
+}
+
+/** The location Leases of a namespace, read once. */
+export async function readLiveLeases(kc: KubeConfig, namespace: string): Promise<LeaseRecord[]> {
+  const server = kc.getCurrentCluster()?.server ?? '(no server)';
+  try {
+    const list = await kc
+      .makeApiClient(CoordinationV1Api)
+      .listNamespacedLease({ namespace }, withSignal(AbortSignal.timeout(30_000)));
+    return list.items.map(fromLease);
+  } catch (e) {
+    throw new UsageError(`cannot list Leases in ${namespace} from ${server}: ${describeError(e)}`);
+  }
 }

@@ -22,14 +22,22 @@ export function renderPlanText(plan: Plan): string {
   return `${out.join('\n')}\n`;
 }
 
+/** Why a segment's leader leads, as the plan's header says it. */
+export const leaderReasonText = {
+  annotation: "chosen by Kilo's annotation rule",
+  lease: 'holder of the location Lease',
+  fallback: "no Lease binds: Kilo's annotation rule",
+} as const;
+
 /** Who runs WireGuard for this node: Kilo's "leader" means something only where segments have several nodes. */
 function segmentText(plan: Plan): string {
-  const { leader, nodes } = plan.segment;
+  const { leader, nodes, leaderReason } = plan.segment;
   if (nodes.length === 1) return 'a segment of its own: it runs WireGuard to the other segments itself';
   const mates = `segment ${nodes.join(', ')}`;
+  const why = leaderReasonText[leaderReason];
   return plan.leader
-    ? `leader of ${mates}: it runs WireGuard for them`
-    : `not the leader of ${mates}: traffic to other segments goes through ${leader}`;
+    ? `leader of ${mates} (${why}): it runs WireGuard for them`
+    : `not the leader of ${mates}: traffic to other segments goes through ${leader} (${why})`;
 }
 
 function wireGuardText(plan: Plan): string[] {

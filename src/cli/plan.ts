@@ -15,8 +15,8 @@ export function planCommand(): Command {
     );
   addLiveFlags(addMeshFlags(cmd, { allowAuto: true }));
   return cmd.action(async (node: string, flags: MeshFlagValues & { cluster?: string; output: string }) => {
-    const { cluster, now, options } = await loadCluster(flags, node);
-    const plan = planOf(cluster, node, options, now);
+    const { cluster, now, options, leaders } = await loadCluster(flags, node);
+    const plan = planOf(cluster, node, options, now, leaders);
     if (flags.output === 'yaml') process.stdout.write(await toYaml(plan));
     else if (flags.output === 'text') process.stdout.write(renderPlanText(plan));
     else process.stdout.write(`${JSON.stringify(plan, null, 2)}\n`);

@@ -8,6 +8,24 @@ export function isUserError(e: unknown): e is Error {
   return e instanceof UsageError || e instanceof ValidationError || e instanceof TopologyError;
 }
 
+/** An error's message as one line of at most `max` characters: a library may throw a page. */
+export function oneLine(e: unknown, max = 300): string {
+  const text = (e instanceof Error ? e.message : String(e)).replace(/\s*\n\s*/g, ' ').trim();
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+/** --log-level debug or all anywhere on the command line: a bug then prints its stack trace. */
+function wantsTrace(argv: readonly string[]): boolean {
+  return argv.some(
+    (a, i) => /^--log-level=(debug|all)$/.test(a) || (a === '--log-level' && /^(debug|all)$/.test(argv[i + 1] ?? '')),
+  );
+}
+
+/**
+ * Runs a command and catches everything at the top: the process never dies of its input with a
+ * stack trace. A user error is one line; anything else is a bug, one line too, with a pointer to
+ * --log-level debug, which prints the trace. Either way exit status 1.
+ */
 export async function runProgram(program: Command, argv: string[]): Promise<void> {
   program.exitOverride();
   program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
@@ -18,12 +36,20 @@ export async function runProgram(program: Command, argv: string[]): Promise<void
       process.exitCode = e.exitCode;
       return;
     }
+    process.exitCode = 1;
     if (isUserError(e)) {
-      process.stderr.write(`${program.name()}: ${e.message}\n`);
-      process.exitCode = 1;
+      process.stderr.write(`${program.name()}: ${oneLine(e, 2000)}\n`);
       return;
     }
-    throw e;
+    if (wantsTrace(argv)) {
+      process.stderr.write(
+        `${program.name()}: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`,
+      );
+      return;
+    }
+    process.stderr.write(
+      `${program.name()}: internal error (a bug, please report it): ${oneLine(e)}; run with --log-level debug for the trace\n`,
+    );
   }
 }
 

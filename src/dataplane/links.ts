@@ -189,11 +189,6 @@ export async function defaultRouteMTU(exec: Exec): Promise<number> {
   throw new NoDefaultRouteError();
 }
 
-/** `--mtu auto`: the default route's interface MTU less WireGuard's overhead. */
-export async function autoMTU(exec: Exec): Promise<number> {
-  return (await defaultRouteMTU(exec)) - wireGuardOverhead;
-}
-
 /** The interface holding `internalIP` ("192.168.1.5" or "192.168.1.5/24"), or null when none does. */
 export async function findPrivateInterface(exec: Exec, internalIP: string): Promise<string | null> {
   const ip = IP.tryParse(internalIP) ?? Cidr.tryParse(internalIP)?.ip;

@@ -1,5 +1,8 @@
 import type { Firewall, PlanPeer, PlanRoute, PlanRule } from '../mesh/types.js';
+import type { WireGuardPeerState, WireGuardState } from '../wireguard/state.js';
 import type { KernelRoute } from './routes/state.js';
+
+export type { WireGuardPeerState, WireGuardState };
 
 /**
  * The seams of the dataplane. Each concern has a Linux implementation and an in-memory fake
@@ -40,26 +43,6 @@ export interface WireGuardConfig {
   /** Firewall mark for the device's own UDP packets (0 = none). */
   fwmark?: number;
   peers: PlanPeer[];
-}
-
-export interface WireGuardPeerState {
-  publicKey: string;
-  endpoint: string | null;
-  allowedIPs: string[];
-  persistentKeepalive: number;
-  /** Whether a preshared key is set; its value is never read back. */
-  hasPresharedKey: boolean;
-  /** Unix seconds, 0 = never. */
-  latestHandshake: number;
-  rxBytes: number;
-  txBytes: number;
-}
-
-export interface WireGuardState {
-  publicKey: string | null;
-  listenPort: number;
-  fwmark: number;
-  peers: WireGuardPeerState[];
 }
 
 export interface PeerChanges {

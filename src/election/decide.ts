@@ -79,15 +79,17 @@ export function holderLeads(renewedAt: number | null, now: number, timing: Elect
 
 /**
  * Each location's leader: the holder of its binding Lease, else Kilo's annotation rule
- * ('fallback'). `self`: this agent's own standing, which overrides the Lease it observes (a
- * holder that cannot renew stops leading before others see the Lease expire).
+ * ('fallback'). `self`: this agent's own standing. `leads` overrides the Lease it observes (a
+ * holder knows it renewed before others see it). `apiStale`: this agent has not reached the API
+ * server for a Lease duration; it cannot tell a dead holder from its own isolation, so it keeps
+ * every last-seen holder (with the API server down for everyone, nobody changes leadership).
  */
 export function electedLeaders(
   nodes: readonly KiloNode[],
   leases: ReadonlyMap<string, LeaseRecord>,
   now: number,
   timing: ElectionTiming,
-  self?: { name: string; location: string; leads: boolean },
+  self?: { name: string; location: string; leads: boolean; apiStale?: boolean },
 ): Map<string, ElectedLeader> {
   const out = new Map<string, ElectedLeader>();
   const locations = new Set(nodes.filter((n) => n.internalIP !== null).map((n) => n.location));
@@ -99,14 +101,13 @@ export function electedLeaders(
       out.set(location, { node: self.name, reason: 'lease' });
       continue;
     }
-    // A holder that stopped leading by its own clock does not believe its Lease any more.
-    const lostIt = mine && lease?.holder === self.name;
-    if (!lostIt && leaseBinds(lease, members, now, timing)) {
-      out.set(location, { node: lease.holder, reason: 'lease' });
+    const holder = lease?.holder ?? null;
+    const kept = self?.apiStale === true && holder !== null && members.some((n) => n.name === holder);
+    if (kept || leaseBinds(lease, members, now, timing)) {
+      out.set(location, { node: holder!, reason: 'lease' });
       continue;
     }
-    const others = lostIt ? members.filter((n) => n.name !== self.name) : members;
-    out.set(location, { node: electLeader(others.length > 0 ? others : members).name, reason: 'fallback' });
+    out.set(location, { node: electLeader(members).name, reason: 'fallback' });
   }
   return out;
 }

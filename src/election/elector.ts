@@ -20,6 +20,8 @@ export class Elector {
   private location: string | null = null;
   private nodes: readonly KiloNode[] = [];
   private unfitReason: string | null = null;
+  /** When the API server last answered this node (by its clock). */
+  private lastContact: number;
 
   constructor(
     private readonly api: LeaseApi,
@@ -27,7 +29,14 @@ export class Elector {
     private readonly timing: ElectionTiming,
     private readonly clock: () => number,
     private readonly events: ElectorEvents,
-  ) {}
+  ) {
+    this.lastContact = clock();
+  }
+
+  /** This node has not reached the API server for a Lease duration. */
+  apiStale(): boolean {
+    return this.clock() - this.lastContact > this.timing.durationMs;
+  }
 
   /** The ready nodes and this node's location (null outside a location segment). */
   observe(nodes: readonly KiloNode[], location: string | null): void {
@@ -54,7 +63,9 @@ export class Elector {
       if (l) leases.set(n.location, l);
     }
     const self =
-      this.location === null ? undefined : { name: this.identity, location: this.location, leads: this.leads() };
+      this.location === null
+        ? undefined
+        : { name: this.identity, location: this.location, leads: this.leads(), apiStale: this.apiStale() };
     return electedLeaders(nodes, leases, this.clock(), this.timing, self);
   }
 
@@ -102,6 +113,7 @@ export class Elector {
       switch (action.kind) {
         case 'create':
           await this.api.create({ ...base, acquireTime: now, transitions: 0, resourceVersion: '' });
+          this.lastContact = now;
           this.take(location, now);
           return this.timing.renewMs;
         case 'acquire':
@@ -111,11 +123,13 @@ export class Elector {
             acquireTime: now,
             transitions: action.lease.transitions + (action.lease.holder === this.identity ? 0 : 1),
           });
+          this.lastContact = now;
           this.take(location, now);
           return this.timing.renewMs;
         case 'renew': {
           const wasHolding = this.renewedAt !== null;
           await this.api.update({ ...action.lease, ...base });
+          this.lastContact = now;
           if (wasHolding) this.renewedAt = now;
           else this.take(location, now);
           return this.timing.renewMs;
@@ -125,6 +139,9 @@ export class Elector {
           return this.timing.renewMs;
         case 'wait': {
           const until = action.until;
+          // Proves the API server reachable (a holder's renewals do that for it).
+          await this.api.get(name);
+          this.lastContact = now;
           // Wake exactly when a binding Lease runs out, so takeover waits for no poll.
           if (until !== null) return Math.max(10, Math.min(this.timing.renewMs, until - now));
           return this.timing.renewMs;
@@ -135,7 +152,7 @@ export class Elector {
       if (e instanceof LeaseConflict) {
         // Someone wrote first: read what they wrote before deciding again.
         await this.api.get(name).catch(() => null);
-        return 10;
+        return 100;
       }
       return Math.min(this.timing.renewMs, 1000);
     }

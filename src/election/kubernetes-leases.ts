@@ -83,7 +83,10 @@ export class KubernetesLeases implements LeaseApi {
 
   async get(name: string): Promise<LeaseRecord | null> {
     try {
-      return fromLease(await this.api.readNamespacedLease({ name, namespace: this.namespace }, this.signal()));
+      return this.remember(
+        name,
+        fromLease(await this.api.readNamespacedLease({ name, namespace: this.namespace }, this.signal())),
+      );
     } catch (e) {
       if (statusCodeOf(e) === 404) return null;
       throw new Error(`reading Lease ${this.namespace}/${name} failed: ${describeError(e)}`, { cause: e });

@@ -39,14 +39,12 @@ export class LeaseBoard {
 /** A client of a LeaseBoard: its cache follows the board (on the next microtask, as a watch would). */
 export class MemoryLeases implements LeaseApi {
   private unsubscribe: (() => void) | null = null;
-  private readonly own = new Map<string, LeaseRecord>();
 
   constructor(private readonly board: LeaseBoard) {}
 
   start(onChange: () => void): Promise<void> {
     if (this.board.down) return Promise.reject(new Error('API server unreachable'));
     this.unsubscribe = this.board.subscribe(() => {
-      this.own.clear();
       onChange();
     });
     return Promise.resolve();
@@ -58,7 +56,8 @@ export class MemoryLeases implements LeaseApi {
   }
 
   cached(name: string): LeaseRecord | null {
-    const l = this.own.get(name) ?? this.board.leases.get(name);
+    // The board is this client's watch, always caught up: its own writes are there too.
+    const l = this.board.leases.get(name);
     return l ? { ...l } : null;
   }
 
@@ -79,7 +78,6 @@ export class MemoryLeases implements LeaseApi {
   private settle(f: () => LeaseRecord): Promise<LeaseRecord> {
     return new Promise((resolve) => {
       const stored = f();
-      this.own.set(stored.name, stored);
       resolve({ ...stored });
     });
   }

@@ -47,9 +47,9 @@ interface UpFlags {
   wait: boolean;
 }
 
-/** `kg lab`: a multi-location cluster of network namespaces on this machine, running real agents. */
-export function labCommand(): Command {
-  const up = new Command('up')
+/** `kg lab up`: builds the lab, starts its API server and agents, waits for the mesh and shows it. */
+function upCommand(): Command {
+  return new Command('up')
     .description('build the lab, start the API server and an agent per node, wait for the mesh, show it')
     .addOption(new Option('--locations <n>', 'locations').argParser(intOption('locations', 1, 20)).default(3))
     .addOption(new Option('--nodes <n>', 'nodes per location').argParser(intOption('nodes', 1, 50)).default(2))
@@ -88,16 +88,22 @@ export function labCommand(): Command {
       await report(lab, f.graph ?? lab.state.path('graph.svg'), say);
       say(`\ntear down with: ${invokedAs()} lab down --state-dir ${f.stateDir}`);
     });
+}
 
-  const down = new Command('down')
+/** `kg lab down`: removes what the state directory records, also after a crash of `up`. */
+function downCommand(): Command {
+  return new Command('down')
     .description('remove everything the lab made: processes, namespaces, files (also after a crash of up)')
     .addOption(stateDirOption())
     .action(async (f: { stateDir: string }) => {
       await teardown(f.stateDir, say);
       say('lab down');
     });
+}
 
-  const status = new Command('status')
+/** `kg lab status`: the lab's nodes, agents and API server. */
+function statusCommand(): Command {
+  return new Command('status')
     .description("the lab's nodes, agents and API server")
     .addOption(stateDirOption())
     .action((f: { stateDir: string }) => {
@@ -119,8 +125,11 @@ export function labCommand(): Command {
         );
       }
     });
+}
 
-  const exec = new Command('exec')
+/** `kg lab exec`: a command in a node's (or the peer's, the router's, a pod's) namespace. */
+function execCommand(): Command {
+  return new Command('exec')
     .description("run a command in a node's namespace (as its agent sees it: wg works); also peer, inet, NODE-pod")
     .argument('<node>', 'node name, NODE-pod, peer or inet')
     .argument('<command...>', 'the command (after --)')
@@ -147,8 +156,11 @@ export function labCommand(): Command {
       }
       process.exitCode = code;
     });
+}
 
-  const show = new Command('show')
+/** `kg lab show`: the connectivity matrix, routes and graph of a running lab. */
+function showCommand(): Command {
+  return new Command('show')
     .description('the connectivity matrix, routes and graph of a running lab')
     .addOption(stateDirOption())
     .option('--graph <file>', 'where to write the SVG graph (default STATE_DIR/graph.svg)')
@@ -156,15 +168,18 @@ export function labCommand(): Command {
       const lab = Lab.open(f.stateDir);
       await report(lab, f.graph ?? lab.state.path('graph.svg'), say);
     });
+}
 
+/** `kg lab`: a multi-location cluster of network namespaces on this machine, running real agents. */
+export function labCommand(): Command {
   return new Command('lab')
     .description('a multi-location cluster of network namespaces on this machine, with real agents and wireguard-go')
     .enablePositionalOptions()
-    .addCommand(up)
-    .addCommand(status)
-    .addCommand(show)
-    .addCommand(exec)
-    .addCommand(down)
+    .addCommand(upCommand())
+    .addCommand(statusCommand())
+    .addCommand(showCommand())
+    .addCommand(execCommand())
+    .addCommand(downCommand())
     .addCommand(labApiServerCommand())
     .addCommand(labApiProxyCommand());
 }

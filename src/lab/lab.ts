@@ -133,7 +133,7 @@ export class Lab {
     log(`API server at http://${apiAddress}:${apiPort}, ${this.nodes.length} agents started (${o.granularity})`);
   }
 
-  private async startApiServer(): Promise<void> {
+  private async startApiServer(readyTimeoutMs = 20_000): Promise<void> {
     writeFileSync(this.labKubeconfig, kubeconfigYaml(`http://${apiAddress}:${apiPort}`));
     const argv = [
       'ip',
@@ -151,7 +151,7 @@ export class Lab {
       this.clusterFile,
     ];
     startRecorded(this.state, 'apiserver', argv, this.state.path('apiserver.log'));
-    await this.api.waitReady();
+    await this.api.waitReady(readyTimeoutMs);
   }
 
   /**
@@ -162,7 +162,8 @@ export class Lab {
     const p = this.state.state.made.find((m) => m.kind === 'process' && m.what === 'apiserver');
     if (p && p.kind === 'process' && isAlive(p)) await stopProcess(p, signal, 10_000);
     this.state.forget((m) => m.kind === 'process' && m.what === 'apiserver');
-    await this.startApiServer();
+    // Importing the Kubernetes client takes the new process seconds, many on a loaded machine.
+    await this.startApiServer(60_000);
   }
 
   /**

@@ -59,15 +59,6 @@ export async function pingPairs(pairs: readonly Pair[], o: { waitSeconds?: numbe
   return pairs.map(({ s, d }, i) => ({ from: s.name, to: d.name, ok: results[i]! }));
 }
 
-/** Pings every destination from every source (except itself). */
-export function pingMatrix(
-  sources: readonly Endpoint[],
-  destinations: readonly Endpoint[],
-  o: { waitSeconds?: number } = {},
-): Promise<Matrix> {
-  return pingPairs(allPairs(sources, destinations), o);
-}
-
 /** The matrix as a table: a row per source, a column per destination, ✓ or ✗. */
 export function formatMatrix(m: Matrix): string {
   const rows = [...new Set(m.map((e) => e.from))];

@@ -6,6 +6,7 @@ import { planNode } from './plan.js';
 import { buildTopology, TopologyError, type Topology } from './topology.js';
 import type { Plan } from './types.js';
 import type { ElectedLeaders } from '../election/types.js';
+import { resolveConflicts } from './conflicts.js';
 
 /** Why a node is not ready, for an error a user can act on. */
 export function notReadyReason(node: KiloNode, now: number): string | null {
@@ -31,14 +32,31 @@ export function topologyOf(
     throw new TopologyError(
       rejected
         ? `node ${JSON.stringify(hostname)} was rejected: ${rejected.message}`
-        : `node ${JSON.stringify(hostname)} not found`,
+        : cluster.nodes.length === 0
+          ? `node ${JSON.stringify(hostname)} not found: the cluster holds no valid Node`
+          : `node ${JSON.stringify(hostname)} not found among the ${cluster.nodes.length} valid Nodes`,
     );
   }
   const reason = notReadyReason(self, now);
   if (reason) throw new TopologyError(`node ${JSON.stringify(hostname)} is not ready: ${reason}`);
-  const nodes = cluster.nodes.filter((n) => isNodeReady(n, now));
-  const peers = cluster.peers.filter(isPeerReady);
-  return buildTopology(nodes, peers, options.granularity, hostname, options.subnet, leaders);
+  const { nodes, peers, conflicts } = readyMesh(cluster, options, now);
+  if (!nodes.some((n) => n.name === hostname)) {
+    const lost = conflicts.find((e) => e.object === `Node ${JSON.stringify(hostname)}`);
+    throw new TopologyError(`node ${JSON.stringify(hostname)} was dropped: ${lost?.message ?? 'a conflict'}`);
+  }
+  return { ...buildTopology(nodes, peers, options.granularity, hostname, options.subnet, leaders), conflicts };
+}
+
+/**
+ * The ready nodes and Peers with their conflicts resolved (conflicts.ts): what every agent builds
+ * its topology from. Callers that report problems (kgctl, the agent) print `conflicts` once.
+ */
+export function readyMesh(cluster: ParsedCluster, options: Pick<MeshOptions, 'subnet'>, now: number) {
+  return resolveConflicts(
+    cluster.nodes.filter((n) => isNodeReady(n, now)),
+    cluster.peers.filter(isPeerReady),
+    options.subnet,
+  );
 }
 
 export function planOf(

@@ -6,7 +6,6 @@ import type { Firewall, FirewallRule, IPFamily } from './types.js';
 
 export const natChain = 'KILO-NAT';
 export const ipipChain = 'KILO-IPIP';
-export const forwardChain = 'KILO-FORWARD';
 
 /**
  * Kilo's iptables rules for one node: masquerade what leaves the mesh, never what stays in it;

@@ -42,6 +42,8 @@ export interface GraphLink {
 export interface GraphCluster {
   id: string;
   label: string;
+  /** A second, smaller line under the label: the group's private network in subnet granularity. */
+  detail?: string;
   nodes: KiloNode[];
 }
 
@@ -57,11 +59,9 @@ export const peerId = (name: string): string => `peer/${name}`;
 
 const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** The human name of a group in subnet granularity: its location and private network. */
-function groupLabel(segment: Segment): string {
-  const location = segment.location || '(no location)';
-  const internal = segment.leader.internalIP;
-  return internal ? `${location} ${internal.networkText}` : `${location} (no internal IP)`;
+/** The private network that names a group in subnet granularity, beside its location. */
+function groupDetail(segment: Segment): string {
+  return segment.leader.internalIP?.networkText ?? '(no internal IP)';
 }
 
 /**
@@ -76,14 +76,16 @@ function clustersOf(t: Topology): GraphCluster[] {
     let c = clusters.get(key);
     if (!c) {
       const id = bySubnet ? `cluster_group_${key}` : `cluster_location_${key}`;
-      const label = bySubnet ? groupLabel(s) : s.location || '(no location)';
-      clusters.set(key, (c = { id, label, nodes: [] }));
+      const label = s.location || '(no location)';
+      clusters.set(key, (c = { id, label, ...(bySubnet ? { detail: groupDetail(s) } : {}), nodes: [] }));
     }
     c.nodes.push(...s.nodes);
   }
   const out = [...clusters.values()];
   for (const c of out) c.nodes.sort((x, y) => byString(x.name, y.name));
-  return out.sort((x, y) => byString(x.label, y.label) || byString(x.id, y.id));
+  return out.sort(
+    (x, y) => byString(x.label, y.label) || byString(x.detail ?? '', y.detail ?? '') || byString(x.id, y.id),
+  );
 }
 
 /**
@@ -171,7 +173,9 @@ function peerLines(t: Topology, p: KiloPeer): string[] {
 const palette = ['#dce9f7', '#e3f2d9', '#f9e3d3', '#ece0f5', '#fbf3c9', '#d9f2f0', '#f5dce4', '#e6e6e6'];
 
 const linkStyle: Record<LinkKind, string> = {
-  plain: 'style=dotted, color="#808080"',
+  // Solid and wide: links inside a location are a few points long between stacked nodes, where dots
+  // read as nothing; grey tells them from WireGuard's blue.
+  plain: 'style=solid, color="#a0a0a0", penwidth=2.5',
   wireguard: 'style=solid, color="#1f5fa8"',
   peer: 'style=dashed, color="#b35900"',
 };
@@ -183,7 +187,7 @@ const linkStyle: Record<LinkKind, string> = {
 function graphTuning(layout: Layout): string[] {
   switch (layout) {
     case 'dot':
-      return ['rankdir=LR', 'newrank=true', 'nodesep=0.15', 'ranksep=1.8'];
+      return ['rankdir=LR', 'newrank=true', 'nodesep=0.3', 'ranksep=1.8'];
     case 'fdp':
       return ['K=1.2', 'sep="+12"', 'splines=true'];
     case 'neato':
@@ -209,7 +213,7 @@ function linkTuning(layout: Layout, l: GraphLink): string {
 /** The graph title and a key to the three kinds of line. */
 function titleLabel(t: Topology): string {
   const key = [
-    `<FONT COLOR="#808080">dotted: in the clear</FONT>`,
+    `<FONT COLOR="#808080">grey: in the clear</FONT>`,
     `<FONT COLOR="#1f5fa8">solid: WireGuard</FONT>`,
     `<FONT COLOR="#b35900">dashed: WireGuard to a Peer</FONT>`,
   ].join('&#160;&#160;&#160;&#160;&#160;&#160;');
@@ -252,7 +256,10 @@ export function graphDOT(t: Topology, options: GraphOptions): string {
     out.push('');
     if (boxes) {
       out.push(`  subgraph ${quote(c.id)} {`);
-      out.push(`    label=${quote(c.label)};`);
+      // The network goes on a line of its own: one long line spills past a one-node box.
+      out.push(
+        `    label=${c.detail ? `<${html(c.label)}<BR/><FONT POINT-SIZE="11">${html(c.detail)}</FONT>>` : quote(c.label)};`,
+      );
       out.push('    style="rounded,dashed,filled";');
       out.push('    color="#888888";');
       out.push('    fillcolor="#f4f7fb";');
@@ -263,7 +270,9 @@ export function graphDOT(t: Topology, options: GraphOptions): string {
     for (const n of c.nodes) {
       const s = segmentOf.get(n)!;
       const leader = markLeaders && n === s.leader;
-      const notes = [...(boxes ? [] : [c.label]), ...(leader ? ['leader'] : [])];
+      // Kilo's rule is the default and needs no note; a Lease (or its fallback) says so.
+      const role = s.leaderReason === 'annotation' ? 'leader' : `leader (${s.leaderReason})`;
+      const notes = [...(boxes ? [] : [[c.label, c.detail].filter(Boolean).join(' ')]), ...(leader ? [role] : [])];
       const attrs = [`label=${htmlLabel(n.name, nodeLines(t, s, n), notes.join(', ') || undefined)}`];
       if (leader) attrs.push('peripheries=2');
       if (!boxes) attrs.push(`fillcolor="${palette[i % palette.length]}"`);

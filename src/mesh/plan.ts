@@ -23,7 +23,11 @@ export function planNode(t: Topology, options: MeshOptions): Plan {
     granularity: t.granularity,
     encapsulate: options.encapsulate,
     leader,
-    segment: { leader: t.local.segment.leader.name, nodes: t.local.segment.nodes.map((n) => n.name) },
+    segment: {
+      leader: t.local.segment.leader.name,
+      nodes: t.local.segment.nodes.map((n) => n.name),
+      leaderReason: t.local.segment.leaderReason,
+    },
     wireGuardIP: leader ? `${t.local.segment.wireGuardIP.text}/${t.subnet.prefix}` : null,
     listenPort: node.endpoint?.port ?? options.port,
     fwmark: leader && options.routeHostTraffic ? wireGuardMark : null,

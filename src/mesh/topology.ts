@@ -1,4 +1,5 @@
 import { Cidr, IP } from '../net/cidr.js';
+import type { ValidationError } from '../model/errors.js';
 import { PrefixIndex } from '../net/prefix-index.js';
 import type { Endpoint, Granularity, KiloNode, KiloPeer } from '../model/types.js';
 import type { ElectedLeaders, LeaderReason } from '../election/types.js';
@@ -28,6 +29,8 @@ export interface Segment {
 
 export interface Topology {
   granularity: Granularity;
+  /** Objects and allowed IPs left out by conflict resolution (conflicts.ts), each naming the earlier claimant. */
+  conflicts?: ValidationError[];
   subnet: Cidr;
   segments: Segment[];
   /** Ready Peers by name, each allowed IP claimed only by the first Peer that names it. */
@@ -246,7 +249,7 @@ export function remoteSegments(t: Topology): Segment[] {
   return t.segments.filter((s) => s.group !== t.local.segment.group);
 }
 
-/** Segments of the node's own group other than its own: reached in the clear. */
+/** The segments of the node's own group, its own included: reached in the clear. */
 export function groupSegments(t: Topology): Segment[] {
   return t.segments.filter((s) => s.group === t.local.segment.group);
 }

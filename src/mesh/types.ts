@@ -1,4 +1,5 @@
 import type { Encapsulate, Granularity } from '../model/types.js';
+import type { LeaderReason } from '../election/types.js';
 
 /** Interfaces a route can use, by role; the dataplane maps roles to real names (kilo0, eth0, tunl0). */
 export type DeviceRole = 'kilo' | 'private' | 'tunnel';
@@ -90,7 +91,12 @@ export interface Plan {
    * The node's segment: the nodes the rest of the mesh reaches through one WireGuard peer, and the
    * one of them that runs it. One node (itself) outside `location` granularity.
    */
-  segment: { leader: string; nodes: string[] };
+  segment: {
+    leader: string;
+    nodes: string[];
+    /** Why the leader leads: Kilo's annotation rule, a Lease, or the rule as the Lease's fallback. */
+    leaderReason: LeaderReason;
+  };
   /** The interface address (WireGuard IP with the mesh mask); null on a non-leader. */
   wireGuardIP: string | null;
   listenPort: number;

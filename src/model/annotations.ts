@@ -28,3 +28,6 @@ export const defaultTopologyLabel = 'topology.kubernetes.io/region';
 
 /** A node is ready only when it has checked in this recently (seconds). */
 export const readinessWindowSeconds = 60;
+
+/** How often an agent refreshes last-seen; readiness allows 60 s, so one missed refresh is survivable. */
+export const lastSeenIntervalSeconds = 30;

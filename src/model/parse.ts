@@ -362,5 +362,24 @@ export function parseCluster(objects: readonly unknown[], options: ParseOptions 
       else out.errors.push(...p.errors);
     }
   }
+  out.nodes = uniquelyNamed('Node', out.nodes, out.errors);
+  out.peers = uniquelyNamed('Peer', out.peers, out.errors);
   return out;
+}
+
+/**
+ * Two objects of one kind with one name exist only in a hand-made snapshot; no order can tell which
+ * is real, so all of them drop out (before readiness, so the answer does not depend on file order).
+ */
+function uniquelyNamed<T extends { name: string }>(kind: string, objects: T[], errors: ValidationError[]): T[] {
+  const count = new Map<string, number>();
+  for (const o of objects) count.set(o.name, (count.get(o.name) ?? 0) + 1);
+  if (count.size === objects.length) return objects;
+  for (const [name, n] of count) {
+    if (n > 1)
+      errors.push(
+        new ValidationError(`${kind} ${JSON.stringify(name)}`, 'metadata.name', name, `${n} objects share the name`),
+      );
+  }
+  return objects.filter((o) => count.get(o.name) === 1);
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { WireGuardPeerState, WireGuardState } from '../dataplane/types.js';
+import type { WireGuardPeerState, WireGuardState } from './state.js';
 import { isKey } from './keys.js';
 
 /**

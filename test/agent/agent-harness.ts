@@ -14,7 +14,7 @@ import { createFakeFirewall, type FakeNetfilter } from '../../src/dataplane/ipta
 import { FakeLinks, FakeMachine, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
 import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
 import { defaultMeshOptions, type MeshOptions } from '../../src/mesh/options.js';
-import { Cidr } from '../../src/net/cidr.js';
+import { Cidr, IP } from '../../src/net/cidr.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
 import { FakeApiServer, waitUntil } from '../fixtures/apiserver.js';
 import { NOW, node, peer } from '../helpers/cluster.js';
@@ -141,7 +141,7 @@ export async function startHarness(t: TestContext, o: HarnessOptions = {}): Prom
     dataplane: { device, links: new FakeLinks(machine), routes: fakeRoutingTables(machine), firewall: fw.tables },
     exec: fakeExec(machine),
     privateKey,
-    host: { internalIP: Cidr.parse('192.168.0.1/24'), endpointIP: '198.51.100.1' },
+    host: { internalIP: Cidr.parse('192.168.0.1/24'), endpointIP: IP.parse('198.51.100.1') },
     log,
     metrics,
     clock: () => clock.ms,

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { FakeApiServer } from '../fixtures/apiserver.js';
 import { node, peer, wgKey } from '../helpers/cluster.js';
+import { leaseName } from '../../src/election/lease-name.js';
 import { ensureBuilt, root, type Run } from './built.js';
 
 /** Runs the built kgctl without blocking this process (the API server answers from here). */
@@ -86,6 +87,32 @@ describe('kgctl against a live cluster', () => {
     assert.equal(graph.status, 0, graph.stderr);
     assert.match(graph.stdout, /^digraph kilo \{/);
     assert.match(graph.stdout, /full granularity/);
+  });
+
+  test('plan and graph --leader-election=lease: the Lease holder leads, and the plan says why', async () => {
+    const { CoordinationV1Api, V1MicroTime } = await import('@kubernetes/client-node');
+    await api
+      .kubeConfig()
+      .makeApiClient(CoordinationV1Api)
+      .createNamespacedLease({
+        namespace: 'kube-system',
+        body: {
+          metadata: { name: leaseName('eu') },
+          spec: { holderIdentity: 'b', leaseDurationSeconds: 3600, renewTime: new V1MicroTime(Date.now()) },
+        },
+      });
+    const args = ['--kubeconfig', kubeconfig, '--mesh-granularity', 'location'];
+    // Kilo's rule would choose a (first by name, both public): the Lease says b.
+    const byRule = await kgctl('plan', 'a', '-o', 'text', ...args);
+    assert.match(byRule.stdout, /leader of segment a, b \(chosen by Kilo's annotation rule\)/);
+    const byLease = await kgctl('plan', 'a', '-o', 'text', '--leader-election=lease', ...args);
+    assert.equal(byLease.status, 0, byLease.stderr);
+    assert.match(
+      byLease.stdout,
+      /not the leader of segment a, b: traffic to other segments goes through b \(holder of the location Lease\)/,
+    );
+    const graph = await kgctl('graph', '--leader-election=lease', ...args);
+    assert.match(graph.stdout, /leader \(lease\)/);
   });
 
   test('an unreachable API server is one line naming it', async () => {

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import type { Plan } from '../../src/mesh/types.js';
-import { parseIni, type IniConfig } from '../../src/wireguard/ini.js';
+import type { IniConfig } from '../../src/wireguard/ini.js';
+import { parseIni } from '../helpers/wg-ini.js';
 import { ensureBuilt, example, kgctl, type Run } from './built.js';
 
 let dir = '';
@@ -55,7 +56,7 @@ describe('kgctl plan', () => {
     assert.equal(p.granularity, 'cross');
     // `leader` (the conformance vectors' field) is true on every node in cross: each is its own segment.
     assert.equal(p.leader, true);
-    assert.deepEqual(p.segment, { leader: 'gcp-use-2', nodes: ['gcp-use-2'] });
+    assert.deepEqual(p.segment, { leader: 'gcp-use-2', nodes: ['gcp-use-2'], leaderReason: 'annotation' });
     assert.deepEqual(
       p.peers.map((x) => x.names.join()),
       [
@@ -122,7 +123,11 @@ describe('kgctl plan', () => {
     const p = plan('aws-euw-2', '--mesh-granularity', 'location');
     assert.equal(p.granularity, 'location');
     assert.equal(p.leader, false);
-    assert.deepEqual(p.segment, { leader: 'aws-euw-1', nodes: ['aws-euw-1', 'aws-euw-2', 'aws-euw-3', 'aws-euw-4'] });
+    assert.deepEqual(p.segment, {
+      leader: 'aws-euw-1',
+      nodes: ['aws-euw-1', 'aws-euw-2', 'aws-euw-3', 'aws-euw-4'],
+      leaderReason: 'annotation',
+    });
     assert.deepEqual(p.peers, []);
     assert.equal(plan('aws-euw-2', '--mesh-granularity', 'auto').granularity, 'cross');
   });
@@ -199,7 +204,10 @@ describe('kgctl showconf', () => {
 
 describe('kgctl user errors: one line, exit 1, no stack trace', () => {
   test('unknown node (plan)', () =>
-    userError(kgctl('plan', 'nope', '--cluster', example), /^kgctl: node "nope" not found$/m));
+    userError(
+      kgctl('plan', 'nope', '--cluster', example),
+      /^kgctl: node "nope" not found among the \d+ valid Nodes$/m,
+    ));
   test('unknown node (showconf)', () =>
     userError(kgctl('showconf', 'node', 'nope', '--cluster', example), /node "nope" not found/));
   test('unknown Peer', () => userError(kgctl('showconf', 'peer', 'bob', '--cluster', example), /Peer "bob" not found/));

@@ -17,7 +17,7 @@ import { parseCluster, parsePeer, type KubeObject } from '../../src/model/parse.
 import { snapshotNow } from '../../src/model/ready.js';
 import type { Granularity } from '../../src/model/types.js';
 import { Cidr } from '../../src/net/cidr.js';
-import { parseIni } from '../../src/wireguard/ini.js';
+import { parseIni } from '../helpers/wg-ini.js';
 import { assertGolden } from '../helpers/golden.js';
 import { ensureBuilt, example, kgctl } from './built.js';
 

@@ -1,4 +1,7 @@
+import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { test } from 'node:test';
 import type { Exec } from '../../src/dataplane/exec.js';
 import { LinuxFirewallTables, type IptablesBackend } from '../../src/dataplane/iptables/tables.js';
 import { createNamespace, skipNoNetns } from '../helpers/netns.js';
@@ -19,11 +22,32 @@ function counting(exec: Exec): { exec: Exec; restoreRuns: () => number } {
   };
 }
 
+/**
+ * Whether iptables-legacy works here, asked in a namespace of its own: a legacy table, once
+ * touched, stays in its namespace for good, and in the host's it makes every later `iptables` warn
+ * "iptables-legacy tables present".
+ */
+function legacyWorks(): boolean {
+  if (skipNoNetns) return false;
+  const ns = createNamespace('ktlg');
+  try {
+    return spawnSync('ip', ['netns', 'exec', ns.name, 'iptables-legacy-save', '-t', 'nat']).status === 0;
+  } finally {
+    ns.destroy();
+  }
+}
+
+/** The legacy tables of this (the host's) namespace: the tests must add none. */
+const hostLegacyTables = () =>
+  ['/proc/net/ip_tables_names', '/proc/net/ip6_tables_names'].map((f) =>
+    existsSync(f) ? readFileSync(f, 'utf8') : '',
+  );
+const hostTablesBefore = hostLegacyTables();
+
 /** The machine's default backend (what `iptables -V` names), and the other one when the kernel has it. */
-const legacyWorks = spawnSync('iptables-legacy-save', ['-t', 'nat']).status === 0;
 const backends: { backend: IptablesBackend | undefined; skip: string | false }[] = [
   { backend: undefined, skip: skipNoNetns },
-  { backend: 'legacy', skip: skipNoNetns || (legacyWorks ? false : 'iptables-legacy does not work here') },
+  { backend: 'legacy', skip: skipNoNetns || (legacyWorks() ? false : 'iptables-legacy does not work here') },
 ];
 
 for (const { backend, skip } of backends) {
@@ -51,3 +75,7 @@ for (const { backend, skip } of backends) {
     skip,
   );
 }
+
+test('the legacy tables stay in the test namespaces: the host namespace gains none', () => {
+  assert.deepEqual(hostLegacyTables(), hostTablesBefore);
+});

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { resolveMTU } from '../../src/agent/startup.js';
 import {
-  autoMTU,
   defaultRouteMTU,
   diffLink,
   findPrivateInterface,
@@ -171,7 +171,8 @@ describe('defaultRouteMTU and findPrivateInterface (namespace)', { skip: skipNoN
       'ip link set kilo0 up && ip link set kilo0 mtu 1400 && ip addr add 172.16.0.1/24 dev kilo0 && ip route add default via 172.16.0.254 dev kilo0',
     );
     assert.equal(await defaultRouteMTU(exec), 1400);
-    assert.equal(await autoMTU(exec), 1320, '--mtu auto leaves room for WireGuard');
+    assert.equal(await resolveMTU(exec, 'auto'), 1320, '--mtu auto leaves room for WireGuard');
+    assert.equal(await resolveMTU(exec, 1300), 1300, 'a number is taken as it is');
   });
 
   test('the interface that holds the internal IP', async (t) => {

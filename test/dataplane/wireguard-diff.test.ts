@@ -12,6 +12,7 @@ import { wgSetCommands } from '../../src/dataplane/wireguard/wg-set.js';
 import type { PlanPeer } from '../../src/mesh/types.js';
 import { presharedKeyDigest } from '../../src/wireguard/dump.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
+import { newPeerState } from '../../src/wireguard/state.js';
 
 const privateKey = generatePrivateKey();
 const psk = generatePrivateKey();
@@ -23,17 +24,7 @@ const [k1, k2, k3, k4] = Array.from({ length: 4 }, () => publicKeyOf(generatePri
 ];
 
 function have(key: string, over: Partial<WireGuardPeerState> = {}): WireGuardPeerState {
-  return {
-    publicKey: key,
-    endpoint: null,
-    allowedIPs: [],
-    persistentKeepalive: 0,
-    hasPresharedKey: false,
-    latestHandshake: 0,
-    rxBytes: 0,
-    txBytes: 0,
-    ...over,
-  };
+  return { ...newPeerState(key), ...over };
 }
 
 function want(key: string, over: Partial<PlanPeer> = {}): PlanPeer {

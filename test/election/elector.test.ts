@@ -178,6 +178,29 @@ describe('lease election with a fake clock', () => {
     assert.deepEqual(at(10_999).eu, { node: 'b', reason: 'lease' });
     assert.deepEqual(at(11_000).eu, { node: 'a', reason: 'fallback' });
   });
+
+  test('an agent cut off from the API server keeps the last holder it saw, even past expiry', () => {
+    const nodes = [member('a', 1), member('b', 2)];
+    const lease = {
+      name: leaseName('eu'),
+      holder: 'b',
+      renewTime: T0,
+      acquireTime: T0,
+      durationSeconds: 10,
+      transitions: 0,
+      resourceVersion: '1',
+    };
+    const leases = new Map([['eu', lease]]);
+    const self = (apiStale: boolean) => ({ name: 'a', location: 'eu', leads: false, apiStale });
+    assert.deepEqual(electedLeaders(nodes, leases, T0 + 60_000, timing, self(true)).get('eu'), {
+      node: 'b',
+      reason: 'lease',
+    });
+    assert.deepEqual(electedLeaders(nodes, leases, T0 + 60_000, timing, self(false)).get('eu'), {
+      node: 'a',
+      reason: 'fallback',
+    });
+  });
 });
 
 test('Lease names: DNS-1123 labels, bounded, distinct for locations that read alike', () => {

@@ -62,6 +62,16 @@ describe('isPeerReady', () => {
 });
 
 describe('snapshotNow', () => {
+  test('one node with a far-future last-seen does not make the others stale', () => {
+    const nodes = [
+      kiloNode('a', { lastSeen: NOW }),
+      kiloNode('b', { lastSeen: NOW - 20 }),
+      kiloNode('c', { lastSeen: NOW + 10 ** 9 }),
+    ];
+    assert.equal(snapshotNow(nodes), NOW);
+    assert.equal(snapshotNow([...nodes].reverse()), NOW);
+  });
+
   test('is the newest last-seen, whatever the order', () => {
     const nodes = [
       kiloNode('a', { lastSeen: 100 }),

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { IniParseError, parseIni, renderIni, type IniConfig } from '../../src/wireguard/ini.js';
+import { renderIni, type IniConfig } from '../../src/wireguard/ini.js';
+import { IniParseError, parseIni } from '../helpers/wg-ini.js';
 
 const keyA = 'kvJN7utqQPVQCfuBMMOVUNJRYlSwI0qNAhApTK5WSX4=';
 const keyB = 'y8Kh/6BAr+zV1N6Q3eB3voAIeCrvRpq5m2aoUsLVgB0=';

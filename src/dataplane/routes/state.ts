@@ -224,9 +224,14 @@ export function desiredState(
   devices: DeviceNames,
   owner: Ownership = defaultOwnership,
 ): DesiredState {
-  const { protocol, priority } = owner;
-  const seenRoutes = new Map<string, KernelRoute>();
-  const out: DesiredState = { routes: [], rules: [], problems: [], protectedKeys: new Set(), byKey: seenRoutes };
+  const out: DesiredState = { routes: [], rules: [], problems: [], protectedKeys: new Set(), byKey: new Map() };
+  addRoutes(out, routes, devices, owner.protocol);
+  addRules(out, rules, devices, owner.priority);
+  return out;
+}
+
+function addRoutes(out: DesiredState, routes: readonly PlanRoute[], devices: DeviceNames, protocol: number): void {
+  const seenRoutes = out.byKey;
   const address = canonicalAddress;
   // Device names are checked once per role, not once per route.
   const badRole = new Map<PlanRoute['dev'], string | null>();
@@ -292,6 +297,9 @@ export function desiredState(
     seenRoutes.set(key, route);
     out.routes.push(route);
   }
+}
+
+function addRules(out: DesiredState, rules: readonly PlanRule[], devices: DeviceNames, priority: number): void {
   const seenRules = new Set<string>();
   for (const r of rules) {
     const mark = r.fwmark === undefined ? null : r.fwmark;
@@ -338,5 +346,4 @@ export function desiredState(
       out.rules.push(rule);
     }
   }
-  return out;
 }

@@ -1,5 +1,6 @@
 import { presharedKeyDigest } from '../../wireguard/dump.js';
 import { publicKeyOf } from '../../wireguard/keys.js';
+import { newPeerState } from '../../wireguard/state.js';
 import type {
   Ops,
   PeerChanges,
@@ -105,16 +106,7 @@ export class FakeWireGuardDevice implements WireGuardDevice {
       }
       let peer = s.peers.find((p) => p.publicKey === change.publicKey);
       if (!peer) {
-        peer = {
-          publicKey: change.publicKey,
-          endpoint: null,
-          allowedIPs: [],
-          persistentKeepalive: 0,
-          hasPresharedKey: false,
-          latestHandshake: 0,
-          rxBytes: 0,
-          txBytes: 0,
-        };
+        peer = newPeerState(change.publicKey);
         s.peers.push(peer);
       }
       const set = change.set;

@@ -2,6 +2,7 @@ import { createConnection } from 'node:net';
 import { IP } from '../../net/cidr.js';
 import { presharedKeyDigest, type ParsedDump } from '../../wireguard/dump.js';
 import { publicKeyOf } from '../../wireguard/keys.js';
+import { newPeerState } from '../../wireguard/state.js';
 import type { WireGuardPeerState } from '../types.js';
 import type { PeerSettings, WireGuardDiff } from './diff.js';
 
@@ -112,16 +113,7 @@ export function parseUapiGet(text: string): ParsedDump {
     const key = line.slice(0, at);
     const value = line.slice(at + 1);
     if (key === 'public_key') {
-      peer = {
-        publicKey: base64(value),
-        endpoint: null,
-        allowedIPs: [],
-        persistentKeepalive: 0,
-        hasPresharedKey: false,
-        latestHandshake: 0,
-        rxBytes: 0,
-        txBytes: 0,
-      };
+      peer = newPeerState(base64(value));
       state.peers.push(peer);
       continue;
     }

@@ -1,0 +1,98 @@
+/** Conflicts between valid objects (issue 12): the later claimant loses, by the documented order. */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { readyMesh } from '../../src/mesh/compute.js';
+import { PrefixClaims } from '../../src/mesh/conflicts.js';
+import { parseCluster } from '../../src/model/parse.js';
+import { Cidr } from '../../src/net/cidr.js';
+import { NOW, meshOptions, node, peer, planFor, wgKey } from '../helpers/cluster.js';
+import { planViolations } from '../fuzz/invariants.js';
+import { topologyOf } from '../../src/mesh/compute.js';
+import { planNode } from '../../src/mesh/plan.js';
+
+const n = (name: string, podCIDR: string, internalIP: string, extra = {}) =>
+  node(name, { location: name, internalIP, endpoint: '198.51.100.1:51820', podCIDR, ...extra });
+
+function resolve(objects: unknown[]) {
+  const r = readyMesh(parseCluster(objects), meshOptions(), NOW);
+  return {
+    nodes: r.nodes.map((x) => x.name),
+    peers: r.peers.map((p) => `${p.name}:${p.allowedIPs.join(',')}`),
+    conflicts: r.conflicts.map((e) => e.message),
+  };
+}
+
+describe('resolveConflicts', () => {
+  test('two nodes with one key: the later by name drops out, named with the holder', () => {
+    const r = resolve([
+      n('b', '10.2.2.0/24', '10.1.0.2/24', { key: wgKey('a') }),
+      n('a', '10.2.1.0/24', '10.1.0.1/24'),
+    ]);
+    assert.deepEqual(r.nodes, ['a']);
+    assert.match(r.conflicts[0]!, /^Node "b": field .*kilo\.squat\.ai\/key.*already held by Node "a"/);
+  });
+
+  test('overlapping pod CIDRs, a pod CIDR in the WireGuard subnet, one internal IP twice', () => {
+    const r = resolve([
+      n('a', '10.2.0.0/16', '10.1.0.1/24'),
+      n('b', '10.2.1.0/24', '10.1.0.2/24'),
+      n('c', '10.4.3.0/24', '10.1.0.3/24'),
+      n('d', '10.2.9.0/24', '10.1.0.1/24'),
+      n('e', '10.7.0.0/24', '10.1.0.5/24'),
+    ]);
+    assert.deepEqual(r.nodes, ['a', 'e']);
+    assert.equal(r.conflicts.length, 3);
+    assert.match(r.conflicts[1]!, /Node "c".*the WireGuard subnet 10\.4\.0\.0\/16/);
+  });
+
+  test("a Peer claiming a node's pod CIDR or internal IP loses that allowed IP, keeps the rest", () => {
+    const r = resolve([
+      n('a', '10.2.1.0/24', '10.1.0.1/24'),
+      peer('p', { allowedIPs: ['10.2.0.0/16', '10.1.0.1/32', '10.5.0.1/32'] }),
+    ]);
+    assert.deepEqual(r.peers, ['p:10.5.0.1/32']);
+    assert.equal(r.conflicts.length, 2);
+  });
+
+  test('a Peer with a node key drops out; two Peers naming one prefix: the first by name keeps it', () => {
+    const r = resolve([
+      n('a', '10.2.1.0/24', '10.1.0.1/24'),
+      peer('q', { allowedIPs: ['10.5.0.0/24', '10.5.0.2/32'] }),
+      peer('p', { allowedIPs: ['10.5.0.0/24'] }),
+      peer('r', { allowedIPs: ['10.5.9.0/24'], publicKey: wgKey('a') }),
+    ]);
+    assert.deepEqual(r.peers, ['p:10.5.0.0/24', 'q:10.5.0.2/32']);
+  });
+
+  test('the plans of the issue keep the invariants on every node', () => {
+    const objects = [
+      n('a', '10.2.1.0/24', '10.1.0.1/24'),
+      n('b', '10.2.1.0/24', '10.1.0.2/24'),
+      n('c', '10.2.3.0/24', '10.1.0.3/24', { key: wgKey('a') }),
+      peer('p', { allowedIPs: ['10.2.1.0/24', '10.1.0.1/32'] }),
+    ];
+    const cluster = parseCluster(objects);
+    for (const host of ['a']) {
+      const t = topologyOf(cluster, host, meshOptions({ granularity: 'full' }), NOW);
+      assert.deepEqual(planViolations(planNode(t, meshOptions({ granularity: 'full' })), t), []);
+    }
+    assert.throws(
+      () => planFor(objects.slice(0, 2), 'b', { granularity: 'full' }),
+      /node "b" was dropped: .*already held by Node "a"/,
+    );
+  });
+});
+
+describe('PrefixClaims', () => {
+  test('finds containing, contained and equal prefixes, by family', () => {
+    const c = new PrefixClaims();
+    c.claim(Cidr.parse('10.2.0.0/16'), 'x');
+    c.claim(Cidr.parse('fd00::/64'), 'y');
+    assert.equal(c.find(Cidr.parse('10.2.3.0/24')), 'x');
+    assert.equal(c.find(Cidr.parse('10.0.0.0/8')), 'x');
+    assert.equal(c.find(Cidr.parse('10.2.0.0/16')), 'x');
+    assert.equal(c.find(Cidr.parse('10.3.0.0/16')), null);
+    assert.equal(c.find(Cidr.parse('fd00::1/128')), 'y');
+    assert.equal(c.find(Cidr.parse('fd01::/64')), null);
+  });
+});
