@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { CoordinationV1Api, CoreV1Api, V1MicroTime, Watch, type V1Lease } from '@kubernetes/client-node';
 import { FakeApiServer, leasesType, waitUntil } from '../../src/lab/apiserver.js';
 import { statusCodeOf } from '../../src/backend/kubernetes/errors.js';
+import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
 
 const lease = (name: string, holder: string): V1Lease => ({
   metadata: { name, namespace: 'kube-system' },
@@ -21,7 +22,7 @@ async function code(p: Promise<unknown>): Promise<number | undefined> {
 test('the lab API server keeps Leases as kube-apiserver does, through @kubernetes/client-node', async (t) => {
   const api = await FakeApiServer.start();
   t.after(() => api.close());
-  const client = api.kubeConfig().makeApiClient(CoordinationV1Api);
+  const client = kubeConfigFor(api).makeApiClient(CoordinationV1Api);
   const namespace = 'kube-system';
 
   const created = await client.createNamespacedLease({ namespace, body: lease('kilo-leader-a', 'n1') });
@@ -73,7 +74,7 @@ test('the lab API server keeps Leases as kube-apiserver does, through @kubernete
 
   // Watch from the list's version sees later changes only, in order, in this namespace only.
   const events: string[] = [];
-  const watch = new Watch(api.kubeConfig());
+  const watch = new Watch(kubeConfigFor(api));
   const controller = await watch.watch(
     `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`,
     { resourceVersion: list.metadata?.resourceVersion },
@@ -82,8 +83,7 @@ test('the lab API server keeps Leases as kube-apiserver does, through @kubernete
   );
   t.after(() => controller.abort());
   // As in kube-apiserver, a namespace must exist before anything is created in it.
-  await api
-    .kubeConfig()
+  await kubeConfigFor(api)
     .makeApiClient(CoreV1Api)
     .createNamespace({ body: { metadata: { name: 'other' } } });
   await client.createNamespacedLease({
