@@ -16,7 +16,9 @@ RUN --mount=type=secret,id=npmrc,target=/root/.npmrc --mount=type=secret,id=npmc
   npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+# The lab (a test API server and agents in network namespaces, `kg lab`) is the repository's demo, not
+# part of the agent: it stays out of the image, where `kg lab` says so.
+RUN npm run build && rm -rf dist/lab && npm prune --omit=dev --no-audit --no-fund
 # An image has no .git: `kg --version` reads the commit from here.
 ARG GIT_COMMIT=unknown
 RUN printf '{"commit":"%s"}\n' "$GIT_COMMIT" > dist/build-info.json

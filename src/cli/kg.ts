@@ -18,11 +18,7 @@ export function kgProgram(): Command {
       .addCommand(run, { isDefault: true })
       .addCommand(applyCommand())
       .addCommand(webhookCommand())
-      .addCommand(
-        lazyCommand('lab', 'a mesh of network namespaces on this machine: up, status, exec, down', () =>
-          import('../lab/command.js').then((m) => m.labCommand()),
-        ),
-      ),
+      .addCommand(lazyCommand('lab', 'a mesh of network namespaces on this machine: up, status, exec, down', loadLab)),
   );
   // Kilo's `kg` is the agent: a Kilo user looks for the agent's flags in `kg --help`.
   program.addHelpText(
@@ -38,6 +34,24 @@ export function kgProgram(): Command {
       );
   });
   return program;
+}
+
+/**
+ * The lab (a test API server and agents in network namespaces) is the repository's demo, not part
+ * of the agent: the image leaves dist/lab out, so there `kg lab` says where to find it.
+ */
+async function loadLab(): Promise<Command> {
+  try {
+    const { labCommand } = await import('../lab/command.js');
+    return labCommand();
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' && e instanceof Error && e.message.includes('/lab/command.js'))
+      throw new UsageError(
+        'the lab is not part of this installation (the image leaves it out): run `kg lab` from a checkout of kilo-ts (npm ci && npm run build && bin/kg lab up; README.md)',
+      );
+    throw e;
+  }
 }
 
 /** The "Options:" block of a command's help. */

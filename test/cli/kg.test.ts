@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -47,6 +47,41 @@ describe('kg', () => {
     assert.equal(r.status, 1);
     assert.match(r.stderr, /unknown option '--now'/);
     assert.match(kg('apply', '--help').stdout, /--now <seconds>/);
+  });
+});
+
+describe('kg as the image installs it (dist without the lab)', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'kg-image-layout-'));
+    // Copies, not links: a module's imports resolve from its real path.
+    cpSync(join(root, 'dist'), join(dir, 'dist'), {
+      recursive: true,
+      filter: (p) => p !== join(root, 'dist', 'lab'),
+    });
+    cpSync(join(root, 'bin'), join(dir, 'bin'), { recursive: true });
+    copyFileSync(join(root, 'package.json'), join(dir, 'package.json'));
+    symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const kgThere = (...args: string[]): Run => {
+    const r = spawnSync(process.execPath, [join(dir, 'bin', 'kg'), ...args], { cwd: dir, encoding: 'utf8' });
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  };
+
+  test('kg lab says the lab is not part of it and where to run it', () => {
+    userError(kgThere('lab', 'up'), /^kg: the lab is not part of this installation .*checkout of kilo-ts/);
+  });
+
+  test('the agent and its other commands do not need the lab', () => {
+    const r = kgThere('--help');
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^ {2}webhook /m);
+    userError(
+      kgThere('apply', '--cluster', example, '--key-file', join(dir, 'key'), '--hostname', 'nope'),
+      /^kg: .*"nope"/,
+    );
   });
 });
 

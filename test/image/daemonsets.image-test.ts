@@ -208,7 +208,10 @@ function checkCni(lab: Lab, pod: Pod, file: string): void {
   }
 }
 
-/** `kg --version` from the image: the package version and the commit it was built from (its revision label). */
+/**
+ * `kg --version` from the image: the package version and the commit it was built from (its revision
+ * label); and `kg lab`, which the image does not carry, says so.
+ */
 function checkVersion(pod: Pod): void {
   const kg = pod.containers[0]!;
   const r = spawnSync('chroot', [kg.root, '/app/bin/kg', '--version'], {
@@ -221,6 +224,15 @@ function checkVersion(pod: Pod): void {
   const commit = kg.img.labels['org.opencontainers.image.revision'] ?? '';
   assert.match(commit, /^[0-9a-f]{40}$/);
   assert.equal(r.stdout, `kg ${version} (commit ${commit})\n`);
+  // The lab and its test API server are the repository's demo, not the agent's.
+  assert.ok(!existsSync(join(kg.root, 'app', 'dist', 'lab')), 'the image has no dist/lab');
+  const lab = spawnSync('chroot', [kg.root, '/app/bin/kg', 'lab', 'up'], {
+    encoding: 'utf8',
+    env: Object.fromEntries(kg.env),
+    timeout: 30_000,
+  });
+  assert.equal(lab.status, 1);
+  assert.match(lab.stderr, /^kg: the lab is not part of this installation/);
 }
 
 interface Case {

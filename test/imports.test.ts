@@ -1,0 +1,136 @@
+/**
+ * The dependency direction of src/ (ARCHITECTURE.md, "What each folder may import"), read from the
+ * sources' import graph: every import, export-from and dynamic import(), type-only ones included
+ * (a type pointing the wrong way is a dependency pointing the wrong way).
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, test } from 'node:test';
+import ts from 'typescript';
+
+const root = join(import.meta.dirname, '..');
+
+interface Edge {
+  to: string;
+  dynamic: boolean;
+}
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    return statSync(p).isDirectory() ? sources(p) : name.endsWith('.ts') ? [p] : [];
+  });
+}
+
+/** A file's imports of other files of src/, as paths relative to the repository. */
+function importsOf(file: string): Edge[] {
+  const text = readFileSync(join(root, file), 'utf8');
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false);
+  const edges: Edge[] = [];
+  const add = (spec: ts.Expression | undefined, dynamic: boolean): void => {
+    if (spec === undefined || !ts.isStringLiteralLike(spec) || !spec.text.startsWith('.')) return;
+    const to = relative(root, resolve(dirname(join(root, file)), spec.text)).replace(/\.js$/, '.ts');
+    edges.push({ to, dynamic });
+  };
+  const visit = (node: ts.Node): void => {
+    if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) add(node.moduleSpecifier, false);
+    else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword)
+      add(node.arguments[0], true);
+    else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) add(node.argument.literal, false);
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return edges;
+}
+
+const graph = new Map(sources(join(root, 'src')).map((f) => [relative(root, f), importsOf(relative(root, f))]));
+const folderOf = (file: string): string => file.split('/')[1]!;
+
+/** The one door from the product into the lab: `kg lab`, loaded only when it runs. */
+const labDoor = { from: 'src/cli/kg.ts', to: 'src/lab/command.ts' };
+
+/** The files reachable from an entry point, with the import chain that reaches each. */
+function reachable(entry: string): Map<string, string[]> {
+  const chains = new Map<string, string[]>([[entry, [entry]]]);
+  const queue = [entry];
+  for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+    for (const { to, dynamic } of graph.get(file) ?? []) {
+      if (dynamic && file === labDoor.from && to === labDoor.to) continue;
+      if (chains.has(to)) continue;
+      chains.set(to, [...chains.get(file)!, to]);
+      queue.push(to);
+    }
+  }
+  return chains;
+}
+
+describe('the agent and kgctl do not carry the lab', () => {
+  for (const entry of ['src/cli/kg.ts', 'src/cli/kgctl.ts'])
+    test(`nothing under src/lab is reachable from ${entry}`, () => {
+      const chains = reachable(entry);
+      assert.ok(chains.has('src/agent/agent.ts') || entry.endsWith('kgctl.ts'), 'the walk reaches the agent');
+      assert.ok(chains.has('src/mesh/plan.ts'), 'the walk reaches the plan');
+      const lab = [...chains].filter(([f]) => folderOf(f) === 'lab').map(([, chain]) => chain.join(' → '));
+      assert.deepEqual(lab, [], 'the import chains into src/lab');
+    });
+
+  test('kg reaches the lab only through the dynamic import of `kg lab`', () => {
+    const door = graph.get(labDoor.from)!.filter((e) => folderOf(e.to) === 'lab');
+    assert.deepEqual(door, [{ to: labDoor.to, dynamic: true }]);
+    const others = [...graph]
+      .filter(([from]) => folderOf(from) !== 'lab' && from !== labDoor.from)
+      .flatMap(([from, edges]) => edges.filter((e) => folderOf(e.to) === 'lab').map((e) => `${from} → ${e.to}`));
+    assert.deepEqual(others, [], 'only the lab imports the lab');
+  });
+});
+
+/**
+ * What each folder of src/ may import besides itself (a folder, or one file of it). The pure core
+ * (net, model, mesh) imports no I/O; the dataplane never decides topology, so it does not import
+ * the agent; nothing of the product imports the lab.
+ */
+export const mayImport: Record<string, string[]> = {
+  net: [],
+  model: ['net'],
+  wireguard: ['net'],
+  mesh: ['net', 'model', 'src/election/types.ts'],
+  graph: ['mesh'],
+  backend: ['net', 'model'],
+  dataplane: ['net', 'model', 'mesh', 'wireguard'],
+  election: ['net', 'model', 'mesh', 'backend', 'dataplane'],
+  agent: ['net', 'model', 'mesh', 'wireguard', 'graph', 'backend', 'dataplane', 'election'],
+  cli: ['net', 'model', 'mesh', 'wireguard', 'graph', 'backend', 'dataplane', 'election', 'agent'],
+  lab: ['net', 'model', 'mesh', 'wireguard', 'backend', 'dataplane', 'election', 'agent'],
+};
+
+test('each folder of src/ imports only what ARCHITECTURE.md allows it', () => {
+  const folders = new Set([...graph.keys()].map(folderOf));
+  assert.deepEqual(
+    [...folders].filter((f) => !(f in mayImport)),
+    [],
+    'every folder has a rule',
+  );
+  const wrong: string[] = [];
+  for (const [from, edges] of graph)
+    for (const { to } of edges) {
+      const [a, b] = [folderOf(from), folderOf(to)];
+      if (a === b || mayImport[a]!.includes(b) || mayImport[a]!.includes(to)) continue;
+      if (from === labDoor.from && to === labDoor.to) continue;
+      wrong.push(`${from} → ${to}`);
+    }
+  assert.deepEqual(wrong, []);
+});
+
+test('ARCHITECTURE.md states the same rules', () => {
+  const whole = readFileSync(join(root, 'ARCHITECTURE.md'), 'utf8');
+  const start = whole.indexOf('\n## What each folder may import\n');
+  assert.ok(start >= 0, 'ARCHITECTURE.md has the section');
+  const doc = whole.slice(start, whole.indexOf('\n## ', start + 1));
+  for (const [folder, allowed] of Object.entries(mayImport)) {
+    const line = new RegExp(`^\\| \`src/${folder}/\` +\\| (.*?) +\\|$`, 'm').exec(doc);
+    assert.ok(line, `ARCHITECTURE.md has a row for src/${folder}/ in "What each folder may import"`);
+    const named = line[1] === 'nothing' ? [] : line[1]!.split(', ').map((s) => s.replace(/`/g, ''));
+    assert.deepEqual(named, allowed, `src/${folder}/`);
+  }
+});
