@@ -416,6 +416,7 @@ export class Agent {
       discoveredEndpoints: discovered,
       now,
       ciliumInternalIP: (await this.deps.ciliumInternalIP?.()) ?? null,
+      leaderHealth: this.election.report(),
     });
     if (patch) await source.patchNodeAnnotations(options.hostname, patch);
   }
