@@ -110,7 +110,7 @@ test('Lease watches that time out, are reset or stall on a full buffer while eve
   t.after(() => process.off('uncaughtException', onError));
   const api = await FakeApiServer.start({ bookmarkIntervalMs: 5 });
   t.after(() => api.close());
-  const client = api.kubeConfig().makeApiClient(CoordinationV1Api);
+  const client = kubeConfigFor(api).makeApiClient(CoordinationV1Api);
   const namespace = 'kube-system';
   let current = await client.createNamespacedLease({ namespace, body: lease('kilo-leader-a', 'n1') });
   const url = new URL(api.url);
