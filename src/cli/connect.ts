@@ -10,7 +10,7 @@ import type { MeshOptions } from '../mesh/options.js';
 import type { PlanPeer, PlanRoute } from '../mesh/types.js';
 import { UsageError } from '../model/errors.js';
 import { parseCluster, type ParsedCluster } from '../model/parse.js';
-import { isNodeReady, readinessTime } from '../model/ready.js';
+import { isNodeReady, judgeReadiness, type ReadinessMemory } from '../model/ready.js';
 import { Cidr } from '../net/cidr.js';
 import { publicKeyOf } from '../wireguard/keys.js';
 import { meshOptionsFrom, resolveGranularity, type MeshFlagValues } from './flags.js';
@@ -111,6 +111,8 @@ export class Connection {
   private pending: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopped = false;
+  /** Check-ins seen across passes: readiness stays as it froze while they resume after a silence. */
+  private readiness: ReadinessMemory | null = null;
 
   constructor(private readonly deps: ConnectDeps) {
     this.publicKey = publicKeyOf(deps.privateKey);
@@ -224,7 +226,9 @@ export class Connection {
     try {
       const objects = this.source.objects();
       let cluster = parseCluster(objects, { topologyLabel: options.mesh.topologyLabel });
-      const now = readinessTime(cluster.nodes, Math.floor(Date.now() / 1000));
+      const judged = judgeReadiness(this.readiness, cluster.nodes, Math.floor(Date.now() / 1000));
+      this.readiness = judged.memory;
+      const now = judged.at;
       const ready = cluster.nodes.filter((n) => isNodeReady(n, now)).map((n) => n.name);
       const viewer = ready.sort()[0];
       // Plan with the flags the agents run with (kilo.squat.ai/mesh-flags) unless the user gave them.

@@ -15,6 +15,7 @@ import { Annotation } from '../../src/model/annotations.js';
 import { formatMeshFlags, type MeshFlags } from '../../src/model/mesh-flags.js';
 import { Cidr } from '../../src/net/cidr.js';
 import { ensureBuilt, root, type Run } from './built.js';
+import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
 
 /** Runs the built kgctl without blocking this process (the API server answers from here). */
 function kgctl(...args: string[]): Promise<Run> {
@@ -110,8 +111,7 @@ describe('kgctl against a live cluster', () => {
 
   test('plan and graph --leader-election=lease: the Lease holder leads, and the plan says why', async () => {
     const { CoordinationV1Api, V1MicroTime } = await import('@kubernetes/client-node');
-    await api
-      .kubeConfig()
+    await kubeConfigFor(api)
       .makeApiClient(CoordinationV1Api)
       .createNamespacedLease({
         namespace: 'kube-system',
