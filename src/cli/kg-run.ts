@@ -6,8 +6,7 @@ import { UsageError } from '../model/errors.js';
 import { defaultKeyPath, loadOrCreateKey } from '../wireguard/keys.js';
 import { Agent } from '../agent/agent.js';
 import { createAgentServer, parseListen } from '../agent/http.js';
-import { CiliumHost } from '../agent/cilium.js';
-import { ipipTunnel, linuxDataplane } from '../agent/linux-dataplane.js';
+import { linuxDataplane } from '../agent/linux-dataplane.js';
 import { createLogger } from '../agent/log.js';
 import { AgentMetrics } from '../agent/metrics.js';
 import { discoverHost, resolveMTU } from '../agent/startup.js';
@@ -15,6 +14,7 @@ import { addAgentFlags, electionTiming, parseMTU, requireHostname, type AgentFla
 import { LeaseElection } from '../election/leader-election.js';
 import { ElectionMetrics } from '../election/metrics.js';
 import { meshOptionsFrom } from './flags.js';
+import { encapsulatorOf } from '../encapsulation/index.js';
 
 /** `kg` (the default command): the agent on a node of a Kubernetes cluster. */
 export function runCommand(): Command {
@@ -31,10 +31,7 @@ export function runCommand(): Command {
       ...meshOptionsFrom(flags, flags.meshGranularity === 'auto' ? 'location' : flags.meshGranularity),
       privateKeyPath: flags.keyFile,
     };
-    // In add-on mode the CNI routes inside the location: Kilo adds WireGuard (and, beside Cilium,
-    // IPIP between a leader and its followers through Cilium's overlay).
-    if (flags.compatibility) Object.assign(mesh, { local: false, compatibility: flags.compatibility });
-    const cilium = flags.compatibility === 'cilium' ? new CiliumHost(exec) : null;
+    const encapsulator = encapsulatorOf(mesh);
     const privateKey = loadOrCreateKey(flags.keyFile);
     const host = await discoverHost(exec, {
       interfaceName: flags.interface,
@@ -46,7 +43,8 @@ export function runCommand(): Command {
       {
         internalIP: host.internalIP?.toString() ?? null,
         endpoint: host.endpointIP?.text ?? null,
-        ...(cilium ? { ciliumInternalIP: (await cilium.internalIP())?.text ?? null } : {}),
+        encapsulation: encapsulator.name,
+        encapsulationAddress: (await encapsulator.ownAddress(exec))?.text ?? null,
       },
       'discovered host addresses',
     );
@@ -87,9 +85,7 @@ export function runCommand(): Command {
       metrics,
       ...(election ? { election } : {}),
       leaderTransition: (location) => electionMetrics.transitions.inc({ location }),
-      tunnel: mesh.encapsulate === 'never' || cilium ? null : await ipipTunnel(exec),
-      ...(cilium && mesh.encapsulate !== 'never' ? { resolveTunnel: () => cilium.tunnel() } : {}),
-      ...(cilium ? { ciliumInternalIP: () => cilium.internalIP() } : {}),
+      encapsulator,
       watchRouting: (onEvent) =>
         startRoutingMonitor(
           exec,
