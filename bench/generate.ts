@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import type { KubeObject } from '../src/model/parse.js';
 
 /** Deterministic-enough public keys: real X25519 keys, so parsing does real work. */
-function publicKey(): string {
+export function publicKey(): string {
   const { publicKey } = generateKeyPairSync('x25519');
   return publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64');
 }

@@ -2,7 +2,8 @@
  * `npm run bench:scale`: whole-process figures of what a user waits for at 1,000 to 10,000 nodes
  * (cross granularity, 20 locations, 10 Peers, a JSON snapshot as `bench/generate.ts` makes it):
  * `kgctl plan`, `kgctl graph`, and `kg apply` in a fresh network namespace (first, unchanged, one
- * node changed). Time is wall clock of the whole process (start-up included), min and median of
+ * node changed), and `kg run` against the lab's API server under heartbeats (bench/scale-run.ts).
+ * Time is wall clock of the whole process (start-up included), min and median of
  * several runs; memory is the peak RSS (`/usr/bin/time`'s maximum resident set size). Prints
  * figures, asserts nothing; the machine's load is printed with them, since it moves them.
  */
@@ -11,6 +12,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateCluster } from './generate.js';
+import { benchRunOnce } from './scale-run.js';
 
 const root = join(import.meta.dirname, '..');
 const kgctl = join(root, 'bin', 'kgctl');
@@ -83,13 +85,27 @@ function withOneNodeChanged(file: string): string {
 }
 
 const files = new Map<number, string>();
+/** Which parts to run: kgctl, apply, run (default all). */
+const parts = new Set((process.env['KILO_BENCH_PARTS'] ?? 'kgctl,apply,run').split(','));
 try {
   console.log(`## Whole processes at scale (load average ${load()} at start; the machine may be shared)\n`);
+  for (const n of sizes) files.set(n, snapshot(n));
+  if (parts.has('kgctl')) benchKgctl();
+  if (process.getuid?.() !== 0 || process.env['KILO_BENCH_SKIP_DATAPLANE']) {
+    console.log('kg apply, kg run: skipped (needs root for network namespaces)');
+  } else {
+    if (parts.has('apply')) benchApply();
+    if (parts.has('run')) await benchRun();
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+function benchKgctl(): void {
   console.log('| command | nodes | snapshot MB | min s | median s | peak RSS MiB |');
   console.log('|---|---:|---:|---:|---:|---:|');
   for (const n of sizes) {
-    const file = snapshot(n);
-    files.set(n, file);
+    const file = files.get(n)!;
     const mb = (readFileSync(file).length / 1e6).toFixed(1);
     const plan = Array.from({ length: runs }, () =>
       timed([kgctl, 'plan', 'node-00000', '--cluster', file, '-o', 'json']),
@@ -103,13 +119,6 @@ try {
     console.log(`| kgctl graph (DOT) | ${n} | ${(readFileSync(file).length / 1e6).toFixed(1)} | ${stats(graph)} |`);
   }
   console.log(`\nload average ${load()} after kgctl\n`);
-  if (process.getuid?.() !== 0 || process.env['KILO_BENCH_SKIP_DATAPLANE']) {
-    console.log('kg apply: skipped (needs root for network namespaces)');
-  } else {
-    benchApply();
-  }
-} finally {
-  rmSync(dir, { recursive: true, force: true });
 }
 
 function benchApply(): void {
@@ -160,4 +169,25 @@ function benchApply(): void {
     for (const [step, rs] of Object.entries(rows)) console.log(`| kg apply | ${n} | ${step} | ${stats(rs)} |`);
   }
   console.log(`\nload average ${load()} at the end`);
+}
+
+async function benchRun(): Promise<void> {
+  const windowS = Number(process.env['KILO_BENCH_RUN_WINDOW'] ?? 30);
+  const joins = Number(process.env['KILO_BENCH_RUN_JOINS'] ?? 9);
+  console.log(`\n## kg run under heartbeats (every node's last-seen once per 30 s; CPU over ${windowS} s)\n`);
+  console.log(
+    '| nodes | start → synced s | synced → first apply s | heartbeats/s | CPU % of a core | RSS MiB | peak RSS MiB | join p50 ms | join max ms | load |',
+  );
+  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  for (const n of sizes.filter((s) => s <= 5000)) {
+    const before = load();
+    try {
+      const r = await benchRunOnce(n, dir, { windowS, joins });
+      console.log(
+        `| ${n} | ${r.toSyncedS.toFixed(2)} | ${r.syncedToAppliedS.toFixed(2)} | ${r.heartbeatsPerS.toFixed(0)} | ${r.cpuPercent.toFixed(1)} | ${r.rssMiB.toFixed(0)} | ${r.peakRssMiB.toFixed(0)} | ${r.joinP50Ms} | ${r.joinMaxMs} | ${before} → ${load()} |`,
+      );
+    } catch (e) {
+      console.log(`| ${n} | failed: ${(e as Error).message.slice(0, 200)} | | | | | | | | ${before} |`);
+    }
+  }
 }

@@ -415,6 +415,7 @@ export class Agent {
       discoveredEndpoints: discovered,
       now,
       ciliumInternalIP: await this.encapsulation.ownAddress(),
+      leaderHealth: this.election.report(),
     });
     if (patch) await source.patchNodeAnnotations(options.hostname, patch);
   }

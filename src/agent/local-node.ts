@@ -17,6 +17,8 @@ export interface LocalFacts {
   now: number;
   /** --compatibility=cilium: cilium_host's address; null (published as "") otherwise or while unknown. */
   ciliumInternalIP?: IP | null;
+  /** kilo.squat.ai/leader-health (the election's report on this node's leader); null or absent: none. */
+  leaderHealth?: string | null;
 }
 
 const lastSeenSlackSeconds = 5;
@@ -49,6 +51,7 @@ export function annotationPatch(
     [Annotation.discoveredEndpoints]: discoveredJSON(facts.discoveredEndpoints),
     [Annotation.ciliumInternalIP]: facts.ciliumInternalIP?.text ?? '',
     [Annotation.cniCompatibilityIP]: facts.ciliumInternalIP?.text ?? '',
+    [Annotation.leaderHealth]: facts.leaderHealth ?? null,
   };
   // The endpoint is the operator's once set (Kilo's behaviour): detect it only for a new node.
   if (!current[Annotation.endpoint] && facts.endpoint) want[Annotation.endpoint] = facts.endpoint;

@@ -23,6 +23,7 @@ export class DataPathHealth {
   private failures = 0;
   private passes = 0;
   private unfit = false;
+  private last: { answering: Set<string>; remoteOk: boolean } | null = null;
 
   constructor(
     private readonly exec: Exec,
@@ -42,11 +43,17 @@ export class DataPathHealth {
         fwd ? this.routeForwards(fwd.from, fwd.to) : Promise.resolve(null),
       ]);
       targets.forEach((p, i) => this.observer.probed(p, results[i]!));
+      const remote = results.filter((_, i) => targets[i]!.kind === 'remote-leader');
+      this.last = {
+        answering: new Set(targets.filter((p, i) => p.kind === 'follower' && results[i]).map((p) => p.node)),
+        remoteOk: remote.filter((ok) => ok).length * 2 > remote.length,
+      };
       if (forwards !== null) this.observer.forwarding(forwards);
       failing = roundFails(results, forwards);
       const failed = targets.filter((_, i) => !results[i]).map((p) => p.node);
       why = forwards === false ? 'the kernel does not forward relayed packets' : `probes failing: ${failed.join(', ')}`;
     } else {
+      this.last = null;
       const forwards = await this.kernelForwards();
       this.observer.forwarding(forwards);
       failing = !forwards;
@@ -62,13 +69,16 @@ export class DataPathHealth {
     return this.unfit ? why : null;
   }
 
-  private async ping(address: string): Promise<boolean> {
-    try {
-      await this.exec.run(['ping', '-n', '-q', '-c', '1', '-W', '1', address], { timeoutMs: 3_000 });
-      return true;
-    } catch {
-      return false;
-    }
+  /**
+   * What the last round as leader saw: the followers that answered, and whether most remote
+   * leaders did (null: no round as leader since it last led).
+   */
+  lastLeaderRound(): { answering: ReadonlySet<string>; remoteOk: boolean } | null {
+    return this.last;
+  }
+
+  private ping(address: string): Promise<boolean> {
+    return ping(this.exec, address);
   }
 
   private async routeForwards(from: string, to: string): Promise<boolean> {
@@ -91,5 +101,15 @@ export class DataPathHealth {
       // Unknown is not a failure: a node must not resign over a missing file.
       return true;
     }
+  }
+}
+
+/** One ICMP echo with a second's patience: true when answered. */
+export async function ping(exec: Exec, address: string): Promise<boolean> {
+  try {
+    await exec.run(['ping', '-n', '-q', '-c', '1', '-W', '1', address], { timeoutMs: 3_000 });
+    return true;
+  } catch {
+    return false;
   }
 }

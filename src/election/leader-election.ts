@@ -2,10 +2,21 @@ import type { Logger } from '../backend/source.js';
 import type { Exec } from '../dataplane/exec.js';
 import type { Topology } from '../mesh/topology.js';
 import type { KiloNode } from '../model/types.js';
-import { DataPathHealth } from './health.js';
+import { DataPathHealth, ping } from './health.js';
 import type { LeaseApi } from './lease-api.js';
+import { leaseName } from './lease-name.js';
 import { Elector } from './elector.js';
 import type { ElectionMetrics } from './metrics.js';
+import { roundFails } from './probes.js';
+import {
+  RelayReporter,
+  RelayVerdict,
+  formatLeaderHealth,
+  forwardingComplaints,
+  forwardingDenied,
+  relayTargets,
+  relayTerm,
+} from './relay.js';
 import type { ElectedLeaders, ElectionTiming } from './types.js';
 
 /**
@@ -20,6 +31,8 @@ export interface LeaderElection {
   leaders(readyNodes: readonly KiloNode[], self: KiloNode | null): ElectedLeaders | undefined;
   /** Each reconcile's outcome: a dataplane failing for a while makes a leader resign. */
   reconciled(ok: boolean, topology: Topology | null): void;
+  /** kilo.squat.ai/leader-health to publish: this follower's report on its leader, or null for none. */
+  report(): string | null;
   /** Gives up any Lease held. */
   stop(): Promise<void>;
 }
@@ -29,6 +42,7 @@ export const annotationElection: LeaderElection = {
   start: () => Promise.resolve(),
   leaders: () => undefined,
   reconciled: () => {},
+  report: () => null,
   stop: () => Promise.resolve(),
 };
 
@@ -64,6 +78,9 @@ export class LeaseElection implements LeaderElection {
   private topology: Topology | null = null;
   private failingSince: number | null = null;
   private probeReason: string | null = null;
+  private ready: readonly KiloNode[] = [];
+  private readonly relayReporter: RelayReporter;
+  private readonly relayVerdict: RelayVerdict;
 
   constructor(private readonly o: LeaseElectionOptions) {
     this.clock = o.clock ?? Date.now;
@@ -83,6 +100,8 @@ export class LeaseElection implements LeaderElection {
         o.log.warn({ location, err }, 'renewing the location Lease failed');
       },
     });
+    this.relayReporter = new RelayReporter(o.probeFailures ?? 3);
+    this.relayVerdict = new RelayVerdict(o.timing.durationMs);
     this.health = new DataPathHealth(
       o.exec,
       { failuresToResign: o.probeFailures ?? 3, interfaceName: o.interfaceName },
@@ -110,6 +129,9 @@ export class LeaseElection implements LeaderElection {
     const inSegment = self !== null && self.internalIP !== null;
     this.elector.observe(readyNodes, inSegment ? self.location : null);
     const out = this.elector.leaders(readyNodes);
+    this.ready = readyNodes;
+    // A follower's report may just have arrived: judge it now, not at the next probe.
+    this.refit();
     this.armExpiry();
     if (this.tickTimer === null && !this.ticking) this.wake(0);
     return out;
@@ -121,6 +143,11 @@ export class LeaseElection implements LeaderElection {
     if (ok) this.failingSince = null;
     else this.failingSince ??= now;
     this.refit();
+  }
+
+  report(): string | null {
+    const r = this.relayReporter.current();
+    return r ? formatLeaderHealth(r) : null;
   }
 
   async stop(): Promise<void> {
@@ -137,15 +164,50 @@ export class LeaseElection implements LeaderElection {
     const grace = this.o.dataplaneGraceMs ?? 3000;
     const dataplane =
       this.failingSince !== null && this.clock() - this.failingSince >= grace ? 'the dataplane keeps failing' : null;
-    const reason = dataplane ?? this.probeReason;
+    const reason = dataplane ?? this.probeReason ?? this.relayVerdict.judge(this.clock(), this.denied());
     this.elector.setUnfit(reason);
     if (reason && this.elector.leads()) this.wake(0);
   }
 
+  /** The followers that cannot get through this leader, when they are most of those that count. */
+  private denied(): string[] | null {
+    const t = this.topology;
+    const own = this.health.lastLeaderRound();
+    if (!t || !own || !this.elector.leads()) return null;
+    const location = t.local.node.location;
+    const lease = this.o.api.cached(leaseName(location));
+    if (lease?.holder !== this.o.identity || lease.acquireTime === null) return null;
+    const c = forwardingComplaints(this.ready, this.o.identity, location, lease.acquireTime, own.answering);
+    this.o.metrics.relayComplaints.set(c.complaining.length);
+    return forwardingDenied(c, own.remoteOk) ? c.complaining : null;
+  }
+
   private async probe(): Promise<void> {
     if (this.stopped) return;
-    this.probeReason = await this.health.round(this.elector.leads() ? this.topology : null);
+    const leading = this.elector.leads();
+    // The relay round runs on a leader too: it has no leader to report on, so it withdraws.
+    const [reason] = await Promise.all([this.health.round(leading ? this.topology : null), this.relayRound()]);
+    this.probeReason = reason;
     this.refit();
+  }
+
+  /** A follower's round: ping remote leaders through its leader; report or withdraw (and publish). */
+  private async relayRound(): Promise<void> {
+    const t = this.topology;
+    const term = relayTerm(t, t ? this.o.api.cached(leaseName(t.local.node.location)) : null);
+    const targets = t && term ? relayTargets(t) : [];
+    const results = await Promise.all(targets.map((p) => ping(this.o.exec, p.address)));
+    targets.forEach((p, i) => {
+      this.o.metrics.probe.set({ kind: p.kind, node: p.node }, results[i] ? 1 : 0);
+      this.o.metrics.probes.inc({ kind: p.kind, result: results[i] ? 'ok' : 'failed' });
+    });
+    const before = this.report();
+    const after = this.relayReporter.round(term, targets.length > 0 ? roundFails(results, null) : null);
+    if (this.report() === before) return;
+    if (after)
+      this.o.log.warn({ leader: after.leader, targets: targets.map((p) => p.node) }, 'probes through the leader fail');
+    else this.o.log.info({ leader: term?.leader ?? null }, 'withdrew the report on the leader');
+    this.onChange();
   }
 
   private wake(delayMs: number): void {

@@ -8,6 +8,7 @@ export class ElectionMetrics {
   readonly probe: Gauge<'kind' | 'node'>;
   readonly probes: Counter<'kind' | 'result'>;
   readonly forwarding: Gauge;
+  readonly relayComplaints: Gauge;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -43,6 +44,11 @@ export class ElectionMetrics {
     this.forwarding = new Gauge({
       name: 'kilo_leader_forwarding',
       help: 'Whether the kernel forwards relayed packets (1) or not (0), as last checked.',
+      registers,
+    });
+    this.relayComplaints = new Gauge({
+      name: 'kilo_leader_relay_complaints',
+      help: "Followers reporting that their probes through this leader fail, in this node's term as leader.",
       registers,
     });
   }

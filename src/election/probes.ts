@@ -8,7 +8,8 @@ import { groupSegments, remoteSegments } from '../mesh/topology.js';
  * private network with the configured encapsulation, to a remote leader through WireGuard.
  */
 export interface ProbeTarget {
-  kind: 'follower' | 'remote-leader';
+  /** relay: a follower's probe of a remote leader through its own leader (relay.ts). */
+  kind: 'follower' | 'remote-leader' | 'relay';
   node: string;
   address: string;
 }

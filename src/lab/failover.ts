@@ -10,8 +10,13 @@ import type { Lab } from './lab.js';
 import { locationName } from './layout.js';
 import { inNs, ipBatch, run, sleep } from './sh.js';
 
-export type Fault = 'kill' | 'uplink' | 'forwarding';
-export const faults: readonly Fault[] = ['kill', 'uplink', 'forwarding'];
+/**
+ * kill: the agent SIGKILLed; uplink: its public interface down; forwarding: ip_forward off;
+ * forward-drop: `iptables -I FORWARD -j DROP` (squat/kilo#489: up, reachable, handshaking, and
+ * forwarding nothing — only its followers' probes through it can tell).
+ */
+export type Fault = 'kill' | 'uplink' | 'forwarding' | 'forward-drop';
+export const faults: readonly Fault[] = ['kill', 'uplink', 'forwarding', 'forward-drop'];
 
 export interface Outage {
   fault: Fault;
@@ -59,6 +64,7 @@ export async function inject(lab: Lab, node: string, fault: Fault): Promise<void
   const n = lab.node(node);
   if (fault === 'kill') await lab.stopAgent(node, 'SIGKILL');
   else if (fault === 'uplink') ipBatch(n.ns, ['link set pub0 down']);
+  else if (fault === 'forward-drop') run(['ip', 'netns', 'exec', n.ns, 'iptables', '-I', 'FORWARD', '-j', 'DROP']);
   else run(['ip', 'netns', 'exec', n.ns, 'sysctl', '-q', '-w', 'net.ipv4.ip_forward=0']);
 }
 
@@ -68,6 +74,7 @@ export function repair(lab: Lab, node: string, fault: Fault): void {
   if (fault === 'kill') lab.startAgent(node);
   else if (fault === 'uplink')
     ipBatch(n.ns, ['link set pub0 up', `route replace default via 198.18.${n.location}.254`]);
+  else if (fault === 'forward-drop') run(['ip', 'netns', 'exec', n.ns, 'iptables', '-D', 'FORWARD', '-j', 'DROP']);
   else run(['ip', 'netns', 'exec', n.ns, 'sysctl', '-q', '-w', 'net.ipv4.ip_forward=1']);
 }
 

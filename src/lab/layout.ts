@@ -9,7 +9,7 @@ import type { Granularity } from '../model/types.js';
  *   location L           LAN 192.168.L.0/24 (a bridge in its own namespace)
  *   node i of location L lan0 192.168.L.(10+i)/24, pub0 198.18.L.(10+i)/24 (none behind NAT)
  *   NAT gateway          192.168.L.1 on the LAN, 198.18.L.1 public, masquerading
- *   pod of node K        10.42.K.2/24 (eth0 in the pod ns), 10.42.K.1 on the node's pod0
+ *   pod of node K        10.42.K.2/24 (eth0 in the pod ns), 10.42.K.1 on the node's kube-bridge
  *   Peer                 198.18.200.10/24 public, 10.5.0.1/32 its allowed IP
  *   API server           198.18.0.1:6443 (its own namespace), and a Unix socket for the lab
  */

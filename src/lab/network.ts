@@ -2,6 +2,9 @@ import { apiAddress, apiNs, gatewayNs, lanNs, peerNs, peerPublicIP, routerNs, ty
 import { ipBatch, run, sysctl } from './sh.js';
 import type { StateDir } from './state.js';
 
+/** Kilo's CNI bridge name. */
+export const podBridge = 'kube-bridge';
+
 /**
  * The lab's wires: namespaces joined by veth pairs created directly inside them (never in the
  * host namespace, so no name there can collide), bridges for the location LANs and the
@@ -63,7 +66,11 @@ export function buildLocation(state: StateDir, prefix: string, l: number, nat: b
   run(['ip', 'netns', 'exec', gw, 'iptables', '-t', 'nat', '-A', 'POSTROUTING', '-o', 'pub0', '-j', 'MASQUERADE']);
 }
 
-/** A node namespace (lan0, pub0 unless behind NAT, pod0) and its pod namespace. */
+/**
+ * A node namespace (lan0, pub0 unless behind NAT, the pod bridge) and its pod namespace. The pod
+ * bridge is named `kube-bridge`, as Kilo's CNI names it: Kilo's agent skips only that name when it
+ * picks its private address, so a lab node looks to it as a real Kilo node does.
+ */
 export function buildNode(state: StateDir, prefix: string, n: LabNode): void {
   addNamespace(state, n.ns);
   sysctl(n.ns, {
@@ -86,8 +93,13 @@ export function buildNode(state: StateDir, prefix: string, n: LabNode): void {
     lines.push(`route add default via 192.168.${n.location}.1`);
   }
   addNamespace(state, n.podNs);
-  veth({ ns: n.ns, name: 'pod0' }, { ns: n.podNs, name: 'eth0' });
-  lines.push(`addr add ${n.podGateway}/24 dev pod0`);
+  veth({ ns: n.ns, name: 'veth-pod' }, { ns: n.podNs, name: 'eth0' });
+  lines.push(
+    `link add ${podBridge} type bridge`,
+    `link set veth-pod master ${podBridge}`,
+    `link set ${podBridge} up`,
+    `addr add ${n.podGateway}/24 dev ${podBridge}`,
+  );
   ipBatch(n.ns, lines);
   ipBatch(n.podNs, [`addr add ${n.podIP}/24 dev eth0`, `route add default via ${n.podGateway}`]);
 }

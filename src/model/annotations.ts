@@ -22,6 +22,11 @@ export const Annotation = {
    * cilium-internal-ip; kilo-ts writes both and reads Kilo's first, so either kind of agent finds it.
    */
   cniCompatibilityIP: `${prefix}cni-compatibility-ip`,
+  /**
+   * kilo-ts, --leader-election=lease: a follower whose probes through its location's leader fail
+   * names that leader and its term, so the leader learns it no longer forwards (see election/relay.ts).
+   */
+  leaderHealth: `${prefix}leader-health`,
 } as const;
 
 export const defaultTopologyLabel = 'topology.kubernetes.io/region';

@@ -2,7 +2,7 @@ import { Cidr, IP } from '../net/cidr.js';
 import { Annotation, defaultTopologyLabel } from './annotations.js';
 import { ValidationError } from './errors.js';
 import { checkShape, nodeShape, objectLabel, objectShape, peerShape } from './schema.js';
-import type { Endpoint, KiloNode, KiloPeer } from './types.js';
+import type { Endpoint, KiloNode, KiloPeer, LeaderHealthReport } from './types.js';
 
 /** The parts of a Kubernetes object that Kilo reads. */
 export interface KubeObject {
@@ -228,6 +228,9 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
   const ciliumField = [Annotation.ciliumInternalIP, Annotation.cniCompatibilityIP].find((k) => a[k]?.trim());
   const ciliumInternalIP = ciliumField ? r.ip(field(ciliumField), a[ciliumField]!.trim()) : null;
 
+  const lh = a[Annotation.leaderHealth];
+  const leaderHealth = lh ? parseLeaderHealth(r, field(Annotation.leaderHealth), lh) : null;
+
   return r.result<KiloNode>({
     name,
     location,
@@ -243,7 +246,22 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
     wireGuardIP,
     granularity: a[Annotation.granularity] || null,
     ciliumInternalIP,
+    leaderHealth,
   });
+}
+
+function parseLeaderHealth(r: Reader, field: string, text: string): LeaderHealthReport | null {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return r.fail(field, text, 'not valid JSON');
+  }
+  const o = (typeof json === 'object' && json !== null ? json : {}) as Record<string, unknown>;
+  const term = typeof o['term'] === 'string' && /^\d{4}-\d\d-\d\dT/.test(o['term']) ? Date.parse(o['term']) : NaN;
+  if (typeof o['leader'] !== 'string' || o['leader'] === '' || Number.isNaN(term))
+    return r.fail(field, text, 'not a JSON object {"leader": node name, "term": RFC 3339 time}');
+  return { leader: o['leader'], term };
 }
 
 function parseDiscoveredEndpoints(r: Reader, field: string, text: string, into: Map<string, Endpoint>): void {

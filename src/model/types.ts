@@ -42,6 +42,17 @@ export interface KiloNode {
    * --compatibility=cilium: the outer destination of IPIP to this node through Cilium's overlay.
    */
   readonly ciliumInternalIP: IP | null;
+  /** The node's complaint that its probes through its location's leader fail, if it has one. */
+  readonly leaderHealth: LeaderHealthReport | null;
+}
+
+/**
+ * A follower's report: its probes through `leader` (to the other locations' leaders) have failed
+ * during the leader's term, the Lease whose acquireTime is `term` (ms since the epoch).
+ */
+export interface LeaderHealthReport {
+  readonly leader: string;
+  readonly term: number;
 }
 
 /** A kilo.squat.ai/v1alpha1 Peer, validated. */

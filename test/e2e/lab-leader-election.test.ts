@@ -1,9 +1,10 @@
 /**
  * --leader-election=lease in the lab: 2 locations × 3 nodes, location granularity. A pod of
  * location 1 pings a pod of location 2 ten times a second while location 2's leader is broken
- * three ways (agent SIGKILLed, uplink down, forwarding off); each time another member takes the
+ * four ways (agent SIGKILLed, uplink down, ip_forward off, FORWARD DROP — the leader stays up,
+ * reachable and handshaking: only its followers' relay probes tell); each time another member takes the
  * Lease and the pings come back. The outages are reported, not asserted (bench/failover.ts
- * measures five runs of each). About 3 minutes on 2 idle cores.
+ * measures five runs of each). About 4 minutes on 2 idle cores.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -12,7 +13,7 @@ import { sleep } from '../../src/lab/sh.js';
 import { eventually, skipLab, upLab } from './lab-helpers.js';
 
 describe('lab: location leaders elected by Lease fail over', { skip: skipLab, timeout: 900_000 }, () => {
-  test('kill, uplink down, forwarding off: a follower takes over; a restarted old leader takes nothing back', async (t) => {
+  test('kill, uplink down, forwarding off, FORWARD DROP: a follower takes over; a recovered old leader takes nothing back', async (t) => {
     const lab = await upLab(t, {
       locations: 2,
       nodesPerLocation: 3,

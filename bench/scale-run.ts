@@ -1,0 +1,305 @@
+/**
+ * `kg run` at scale, part of `npm run bench:scale`: one agent in a network namespace of its own,
+ * with real wireguard-go, against the lab's API server (`kg lab apiserver`, started in the same
+ * namespace) holding a generated cross cluster of N nodes, while a simulator patches every other
+ * node's last-seen once per resync period, spread evenly over it (Kilo's heartbeat). Measures:
+ * - start-up: process start to its list done ("cluster synced"), and that to the first apply
+ *   done (the first "dataplane updated");
+ * - steady state under heartbeats: the agent's CPU (% of one core, from /proc) over a window, its
+ *   RSS then and its peak RSS;
+ * - join: a new Node object created → the pass that put its peer and routes on the machine done
+ *   ("dataplane updated", with the peer then checked in wireguard-go and the route in the kernel).
+ * The agent runs as the image runs it (bin/kg with its V8 flags). Everything runs inside the
+ * namespace and is killed with it.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { LabApiClient } from '../src/lab/client.js';
+import { inNodeNs } from '../src/lab/sh.js';
+import { Annotation } from '../src/model/annotations.js';
+import type { KubeObject } from '../src/model/parse.js';
+import { parseUapiGet, uapiRequest } from '../src/dataplane/wireguard/uapi.js';
+import { loadOrCreateKey, publicKeyOf } from '../src/wireguard/keys.js';
+import { generateCluster, publicKey } from './generate.js';
+
+const root = join(import.meta.dirname, '..');
+const kg = join(root, 'bin', 'kg');
+const iface = 'kilo0';
+const resyncPeriodMs = 30_000;
+const clockTicks = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+export interface RunFigures {
+  nodes: number;
+  toSyncedS: number;
+  syncedToAppliedS: number;
+  cpuPercent: number;
+  windowS: number;
+  heartbeatsPerS: number;
+  rssMiB: number;
+  peakRssMiB: number;
+  joinP50Ms: number;
+  joinMaxMs: number;
+  joins: number;
+}
+
+interface LogLine {
+  time: number;
+  msg: string;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** The agent's log, line by line as JSON, with a way to wait for a line. */
+class AgentLog {
+  readonly lines: LogLine[] = [];
+  private waiters: (() => void)[] = [];
+
+  constructor(stream: NodeJS.ReadableStream, copyTo?: string) {
+    createInterface({ input: stream }).on('line', (text) => {
+      if (copyTo) appendFileSync(copyTo, `${text}\n`);
+      try {
+        const line = JSON.parse(text) as Omit<LogLine, 'time'> & { time: number | string };
+        this.lines.push({ ...line, time: typeof line.time === 'number' ? line.time : Date.parse(line.time) });
+      } catch {
+        this.lines.push({ time: Date.now(), msg: text });
+      }
+      for (const w of this.waiters.splice(0)) w();
+    });
+  }
+
+  /** The first line from index `from` on that `match` accepts. */
+  async waitFor(match: (l: LogLine) => boolean, from: number, timeoutMs: number): Promise<LogLine> {
+    const deadline = Date.now() + timeoutMs;
+    for (let i = from; ;) {
+      for (; i < this.lines.length; i++) if (match(this.lines[i]!)) return this.lines[i]!;
+      if (Date.now() > deadline) {
+        const tail = this.lines.slice(-3).map((l) => l.msg);
+        throw new Error(`agent: no matching log line within ${timeoutMs} ms (last: ${tail.join(' | ')})`);
+      }
+      await new Promise<void>((r) => {
+        this.waiters.push(r);
+        setTimeout(r, 200);
+      });
+    }
+  }
+}
+
+/** utime + stime of a process, in seconds. */
+function cpuSeconds(pid: number): number {
+  const stat = spawnSync('cat', [`/proc/${pid}/stat`], { encoding: 'utf8' }).stdout;
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // Fields 14 and 15 of stat(5); the slice starts at field 3.
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+}
+
+function statusMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  const status = spawnSync('cat', [`/proc/${pid}/status`], { encoding: 'utf8' }).stdout;
+  const kb = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1];
+  return Number(kb) / 1024;
+}
+
+/** Creates objects `concurrency` at a time. */
+async function createAll(api: LabApiClient, objects: KubeObject[], concurrency = 16): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < objects.length) {
+      const o = objects[next++]!;
+      await api.create(o.kind === 'Peer' ? 'peers' : 'nodes', o);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+}
+
+/**
+ * Patches each named node's last-seen to now once per period, spread evenly over it, until
+ * stopped. Resolves with the number of patches sent.
+ */
+function heartbeats(
+  api: LabApiClient,
+  names: string[],
+  periodMs: number,
+): { started: number; stop(): Promise<number> } {
+  const started = Date.now();
+  let sent = 0;
+  let inFlight = 0;
+  let failed: Error | null = null;
+  const timer = setInterval(() => {
+    const due = Math.floor(((Date.now() - started) / periodMs) * names.length);
+    // A loaded machine falls behind; at most 64 in flight keeps the simulator from piling up.
+    while (sent < due && inFlight < 64) {
+      const name = names[sent % names.length]!;
+      sent++;
+      inFlight++;
+      const annotations = { [Annotation.lastSeen]: String(Math.floor(Date.now() / 1000)) };
+      api
+        .patch('nodes', name, { metadata: { annotations } })
+        .catch((e: unknown) => (failed ??= e as Error))
+        .finally(() => inFlight--);
+    }
+  }, 10);
+  return {
+    started,
+    async stop() {
+      clearInterval(timer);
+      while (inFlight > 0) await sleep(10);
+      if (failed) throw failed;
+      return sent;
+    },
+  };
+}
+
+/**
+ * A new node in location 1 (not the agent's): its own key, endpoint, internal IP and pod CIDR.
+ * Its name sorts after every other: WireGuard IPs go by segment order (as in Kilo), so a name
+ * sorting first would renumber every peer and make the join a rewrite of the whole device.
+ */
+function joiningNode(j: number, lastSeen: number): { node: KubeObject; key: string; podCIDR: string } {
+  const key = publicKey();
+  const podCIDR = `10.200.${j}.0/24`;
+  const node: KubeObject = {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name: `node-${90_000 + j}`,
+      labels: { 'topology.kubernetes.io/region': 'region-1' },
+      annotations: {
+        [Annotation.key]: key,
+        [Annotation.endpoint]: `100.127.0.${j + 1}:51820`,
+        [Annotation.internalIP]: `172.16.31.${j + 1}/20`,
+        [Annotation.lastSeen]: String(lastSeen),
+        [Annotation.granularity]: 'cross',
+      },
+    },
+    spec: { podCIDR },
+  };
+  return { node, key, podCIDR };
+}
+
+async function joined(ns: string, runDir: string, key: string, podCIDR: string): Promise<boolean> {
+  const peers = parseUapiGet(await uapiRequest(join(runDir, `${iface}.sock`), iface, 'get=1\n\n')).state.peers;
+  const route = spawnSync('ip', ['-n', ns, 'route', 'show', 'table', 'all', podCIDR], { encoding: 'utf8' }).stdout;
+  return peers.some((p) => p.publicKey === key) && route.includes(iface);
+}
+
+function kill(child: ChildProcess | null): void {
+  if (child?.pid !== undefined && child.exitCode === null) child.kill('SIGKILL');
+}
+
+/** One size: namespace, API server, cluster, agent, heartbeats, joins; torn down whatever happens. */
+export async function benchRunOnce(
+  nodes: number,
+  dir: string,
+  o: { windowS: number; joins: number },
+): Promise<RunFigures> {
+  const ns = `kts-br-${process.pid}-${nodes}`;
+  const runDir = join(dir, `run-${nodes}`);
+  mkdirSync(runDir, { recursive: true, mode: 0o700 });
+  const sock = join(runDir, 'api.sock');
+  const kubeconfig = join(runDir, 'kubeconfig');
+  const keyFile = join(runDir, 'key');
+  let apiserver: ChildProcess | null = null;
+  let agent: ChildProcess | null = null;
+  let beating: ReturnType<typeof heartbeats> | null = null;
+  spawnSync('ip', ['netns', 'add', ns]);
+  try {
+    // node-00000's private NIC, holding its internal IP (as in the kg apply bench).
+    const setUp = 'ip link set lo up && ip link add priv0 type veth peer name priv1 && '.concat(
+      'ip addr add 172.16.0.1/20 dev priv0 && ip link set priv0 up && ip link set priv1 up',
+    );
+    spawnSync('ip', ['netns', 'exec', ns, 'sh', '-c', setUp]);
+    apiserver = spawn(
+      'ip',
+      ['netns', 'exec', ns, process.execPath, kg, 'lab', 'apiserver', '--listen', '127.0.0.1:6443', '--socket', sock],
+      { stdio: 'ignore' },
+    );
+    const api = new LabApiClient(sock);
+    await api.waitReady(120_000);
+    const now = Math.floor(Date.now() / 1000);
+    const cluster = generateCluster(nodes, 20, 10, now);
+    // The agent's own node already carries its key: an agent restarted on a node of the mesh.
+    cluster[0]!.metadata!.annotations![Annotation.key] = publicKeyOf(loadOrCreateKey(keyFile));
+    await createAll(api, cluster);
+    writeFileSync(
+      kubeconfig,
+      'apiVersion: v1\nkind: Config\nclusters: [{name: b, cluster: {server: "http://127.0.0.1:6443"}}]\n' +
+        'users: [{name: b, user: {}}]\ncontexts: [{name: b, context: {cluster: b, user: b}}]\ncurrent-context: b\n',
+    );
+    const started = Date.now();
+    const argv = inNodeNs(ns, runDir, [kg, '--hostname', 'node-00000'])
+      .concat(['--kubeconfig', kubeconfig, '--mesh-granularity', 'cross', '--encapsulate=never'])
+      .concat(['--clean-up=false', '--key-file', keyFile, '--interface', iface, '--mtu', '1420'])
+      .concat(['--listen', '127.0.0.1:1107', '--resync-period', `${resyncPeriodMs / 1000}s`]);
+    agent = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
+    const pid = agent.pid!;
+    // KILO_BENCH_AGENT_LOG: a file to copy the agent's log to.
+    const log = new AgentLog(agent.stderr!, process.env['KILO_BENCH_AGENT_LOG']);
+    const synced = await log.waitFor((l) => l.msg === 'cluster synced', 0, 120_000);
+    const applied = await log.waitFor((l) => l.msg === 'dataplane updated', 0, 120_000);
+
+    // Settle (the agent's own annotations published and seen), then heartbeats for a while before measuring.
+    await sleep(3000);
+    const names = cluster.filter((x) => x.kind === 'Node' && x.metadata!.name !== 'node-00000');
+    beating = heartbeats(
+      api,
+      names.map((x) => x.metadata!.name!),
+      resyncPeriodMs,
+    );
+    await sleep(5000);
+    const cpu0 = cpuSeconds(pid);
+    const t0 = Date.now();
+    await sleep(o.windowS * 1000);
+    const cpu1 = cpuSeconds(pid);
+    const t1 = Date.now();
+    const rssMiB = statusMiB(pid, 'VmRSS');
+
+    // Joins under the same heartbeats, one at a time.
+    const latencies: number[] = [];
+    for (let j = 0; j < o.joins; j++) {
+      const { node, key, podCIDR } = joiningNode(j, Math.floor(Date.now() / 1000));
+      const from = log.lines.length;
+      const createdAt = Date.now();
+      await api.create('nodes', node);
+      if (process.env['KILO_BENCH_AGENT_LOG'])
+        appendFileSync(
+          process.env['KILO_BENCH_AGENT_LOG'],
+          `created node-${90_000 + j} at ${new Date(createdAt).toISOString()}\n`,
+        );
+      // The first pass after which its peer is in wireguard-go and its route in the kernel.
+      let done: LogLine | null = null;
+      for (let at = from; !done;) {
+        const line = await log.waitFor((l) => l.msg === 'dataplane updated', at, 30_000);
+        at = log.lines.indexOf(line) + 1;
+        if (await joined(ns, runDir, key, podCIDR)) done = line;
+      }
+      latencies.push(done.time - createdAt);
+      await sleep(1000);
+    }
+    const beatStart = beating.started;
+    const sent = await beating.stop();
+    beating = null;
+    latencies.sort((a, b) => a - b);
+    return {
+      nodes,
+      toSyncedS: (synced.time - started) / 1000,
+      syncedToAppliedS: (applied.time - synced.time) / 1000,
+      cpuPercent: ((cpu1 - cpu0) / ((t1 - t0) / 1000)) * 100,
+      windowS: (t1 - t0) / 1000,
+      heartbeatsPerS: sent / ((Date.now() - beatStart) / 1000),
+      rssMiB,
+      peakRssMiB: statusMiB(pid, 'VmHWM'),
+      joinP50Ms: latencies[Math.floor(latencies.length / 2)] ?? NaN,
+      joinMaxMs: latencies.at(-1) ?? NaN,
+      joins: latencies.length,
+    };
+  } finally {
+    await beating?.stop().catch(() => 0);
+    kill(agent);
+    kill(apiserver);
+    // wireguard-go runs detached in the namespace: everything in it is ours.
+    const pids = spawnSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).stdout.split('\n');
+    for (const p of pids.filter((x) => /^\d+$/.test(x))) spawnSync('kill', ['-9', p]);
+    spawnSync('ip', ['netns', 'del', ns]);
+  }
+}
