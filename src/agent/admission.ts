@@ -2,7 +2,7 @@
  * The validating admission review of kilo.squat.ai Peers: AdmissionReview v1 in, AdmissionReview v1
  * out. Pure: the HTTPS server in webhook.ts hands the parsed body here and writes back what it gets.
  */
-import type { ValidationError } from '../model/errors.js';
+import { showValue, shownValue, type ValidationError } from '../model/errors.js';
 import { parsePeer } from '../model/parse.js';
 
 export const admissionApiVersion = 'admission.k8s.io/v1';
@@ -36,6 +36,13 @@ export function denialReason(errors: readonly ValidationError[]): string {
   return text.length > maxDenialLength ? `${text.slice(0, maxDenialLength)}…` : text;
 }
 
+const operations = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'] as const;
+type Operation = (typeof operations)[number];
+
+function isOperation(v: unknown): v is Operation {
+  return typeof v === 'string' && (operations as readonly string[]).includes(v);
+}
+
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -50,15 +57,21 @@ export function reviewPeerAdmission(body: unknown): Review {
   if (body['apiVersion'] !== admissionApiVersion || body['kind'] !== 'AdmissionReview') {
     return {
       ok: false,
-      message: `want apiVersion ${admissionApiVersion} kind AdmissionReview, got apiVersion ${JSON.stringify(body['apiVersion'] ?? null)} kind ${JSON.stringify(body['kind'] ?? null)}`,
+      message: `want apiVersion ${admissionApiVersion} kind AdmissionReview, got apiVersion ${showValue(body['apiVersion'])} kind ${showValue(body['kind'])}`,
     };
   }
   const request = body['request'];
   if (!isRecord(request)) return { ok: false, message: 'AdmissionReview has no request' };
   const uid = request['uid'];
   if (typeof uid !== 'string' || uid === '')
-    return { ok: false, message: `AdmissionReview request.uid is not a string: ${JSON.stringify(uid ?? null)}` };
-  const operation = typeof request['operation'] === 'string' ? request['operation'] : '';
+    return { ok: false, message: `AdmissionReview request.uid is not a string: ${showValue(uid)}` };
+  const operation = request['operation'];
+  // The operation becomes a metric label: only the API server's four, never a client's invention.
+  if (!isOperation(operation))
+    return {
+      ok: false,
+      message: `AdmissionReview request.operation is not one of ${operations.join(', ')}: ${showValue(operation)}`,
+    };
   const answer = (allowed: boolean, message?: string): AdmissionReviewOut => ({
     apiVersion: admissionApiVersion,
     kind: 'AdmissionReview',
@@ -71,15 +84,15 @@ export function reviewPeerAdmission(body: unknown): Review {
 
   const object = request['object'];
   if (!isRecord(object))
-    return { ok: false, message: `AdmissionReview request.object is not an object: ${JSON.stringify(object ?? null)}` };
-  const name =
-    isRecord(object['metadata']) && typeof object['metadata']['name'] === 'string' ? object['metadata']['name'] : '';
+    return { ok: false, message: `AdmissionReview request.object is not an object: ${showValue(object)}` };
+  // For the log only: parsePeer checks the name.
+  const name = isRecord(object['metadata']) ? String(shownValue(object['metadata']['name']) ?? '') : '';
   if (
     object['kind'] !== 'Peer' ||
     typeof object['apiVersion'] !== 'string' ||
     !object['apiVersion'].startsWith('kilo.squat.ai/')
   ) {
-    const got = `${JSON.stringify(object['apiVersion'] ?? null)} ${JSON.stringify(object['kind'] ?? null)}`;
+    const got = `${showValue(object['apiVersion'])} ${showValue(object['kind'])}`;
     return {
       ok: true,
       review: answer(false, `this webhook validates kilo.squat.ai Peers, got ${got}`),

@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { extname } from 'node:path';
-import { UsageError } from '../model/errors.js';
+import { oneLine, UsageError } from '../model/errors.js';
 import type { KubeObject } from '../model/parse.js';
 
 /**
@@ -49,7 +49,7 @@ export function parseSnapshot(text: string, source: string): KubeObject[] {
     try {
       value = JSON.parse(text);
     } catch (e) {
-      const error = new UsageError(`cluster file ${source} is not valid JSON: ${oneLine(e)}`);
+      const error = new UsageError(`cluster file ${source} is not valid JSON: ${firstLine(e)}`);
       // JSON documents separated by `---` are YAML; a file named .json must be JSON.
       if (ext === '.json') throw error;
       try {
@@ -80,7 +80,7 @@ function parseYaml(text: string, source: string): unknown[] {
     });
   } catch (e) {
     // A document nested too deeply overflows the parser's stack: a RangeError, one line too.
-    const reason = e instanceof RangeError || /call stack/i.test(oneLine(e)) ? 'nested too deeply' : oneLine(e);
+    const reason = e instanceof RangeError || /call stack/i.test(firstLine(e)) ? 'nested too deeply' : firstLine(e);
     throw new UsageError(`cluster file ${source} is not valid YAML or JSON: ${reason}`);
   }
 }
@@ -103,9 +103,8 @@ function collect(value: unknown, into: KubeObject[], source: string, depth = 0):
   into.push(obj);
 }
 
-function oneLine(e: unknown): string {
-  return ((e as Error).message ?? String(e)).split('\n')[0]!.slice(0, 200);
-}
+/** A parser's first line is the reason; the rest quotes the input back. */
+const firstLine = (e: unknown) => oneLine(e, 200, true);
 
 function mb(bytes: number): string {
   return `${Math.round(bytes / (1024 * 1024))} MB`;

@@ -1,17 +1,11 @@
 import { Command, CommanderError } from 'commander';
-import { UsageError, ValidationError } from '../model/errors.js';
+import { oneLine, UsageError, ValidationError } from '../model/errors.js';
 import { TopologyError } from '../mesh/topology.js';
 import { goBoolFlags } from './flags.js';
 
 /** Errors a user can act on: one line on stderr, exit 1, no stack trace. Bugs keep theirs. */
 export function isUserError(e: unknown): e is Error {
   return e instanceof UsageError || e instanceof ValidationError || e instanceof TopologyError;
-}
-
-/** An error's message as one line of at most `max` characters: a library may throw a page. */
-export function oneLine(e: unknown, max = 300): string {
-  const text = (e instanceof Error ? e.message : String(e)).replace(/\s*\n\s*/g, ' ').trim();
-  return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
 /** --log-level debug or all anywhere on the command line: a bug then prints its stack trace. */

@@ -30,6 +30,12 @@ export function shownValue(value: unknown, max = maxShownValue): string | number
   }
 }
 
+/** A value as a message quotes it: shownValue's primitives as JSON (so "5" and 5 differ), objects as their sketch. */
+export function showValue(value: unknown, max = maxShownValue): string {
+  const shown = shownValue(value, max);
+  return typeof value === 'object' && value !== null ? String(shown) : JSON.stringify(shown);
+}
+
 function cut(s: string, max: number): string {
   return s.length > max ? `${s.slice(0, max)}…` : s;
 }
@@ -76,8 +82,7 @@ export class ValidationError extends Error {
     const secret = secretField.test(field);
     const shown = secret ? withheld : shownValue(value);
     const shownReason = cut(reason, 2 * maxShownValue);
-    // Objects are shown as their sketch (JSON-like already); primitives as JSON, so "5" and 5 differ.
-    const text = !secret && typeof value === 'object' && value !== null ? String(shown) : JSON.stringify(shown);
+    const text = secret ? JSON.stringify(withheld) : showValue(value);
     super(`${shownObject}: field ${shownField}: ${shownReason}: ${text}`);
     this.name = 'ValidationError';
     this.object = shownObject;
@@ -85,6 +90,16 @@ export class ValidationError extends Error {
     this.value = shown;
     this.reason = shownReason;
   }
+}
+
+/**
+ * An error's message as one line, cut to `max` characters: lines joined by a space, or with
+ * `firstLine` only the first (a parser's message whose later lines quote the input back).
+ */
+export function oneLine(e: unknown, max = 300, firstLine = false): string {
+  const message = e instanceof Error ? e.message : String(e);
+  const text = firstLine ? message.split('\n')[0]!.trim() : message.replace(/\s*\n\s*/g, ' ').trim();
+  return cut(text, max);
 }
 
 /** A mistake of the user's (a bad flag, a missing file): printed as one line, no stack trace. */

@@ -116,3 +116,53 @@ export const badPeers: BadPeerExample[] = [
     value: '-5',
   },
 ];
+
+let nested: unknown = '10.5.0.1/32';
+// Deep enough to show the sketch is cut; JSON.stringify (the test's client) overflows near 10,000.
+for (let i = 0; i < 2_000; i++) nested = [nested];
+
+/**
+ * Peers the CRD's schema lets through (or cannot judge: it checks types, not meaning) but that the
+ * agent would drop or that would take a cluster down: the webhook refuses them.
+ */
+export const hostilePeers: BadPeerExample[] = [
+  {
+    name: 'catch-all-v4',
+    spec: { allowedIPs: ['10.5.0.1/32', '0.0.0.0/0'], publicKey: wgKey('j') },
+    field: 'spec.allowedIPs[1]',
+    value: '"0.0.0.0/0"',
+  },
+  {
+    name: 'catch-all-v6',
+    spec: { allowedIPs: ['::/0'], publicKey: wgKey('k') },
+    field: 'spec.allowedIPs[0]',
+    value: '"::/0"',
+  },
+  {
+    name: 'zero-padded-length',
+    spec: { allowedIPs: ['10.5.0.0/024'], publicKey: wgKey('l') },
+    field: 'spec.allowedIPs[0]',
+    value: '"10.5.0.0/024"',
+  },
+  ...(
+    [
+      ['dns-number', { dns: 5 }, 'dns', '5'],
+      ['dns-list', { dns: ['x'] }, 'dns', '["x"]'],
+      ['dns-five-labels', { dns: '1.2.3.4.5' }, 'dns', '"1.2.3.4.5"'],
+      ['dns-hex-ip', { dns: '0x1.2.3.4' }, 'dns', '"0x1.2.3.4"'],
+      ['ip-number', { ip: 5 }, 'ip', '5'],
+    ] as const
+  ).map(([name, dnsOrIP, field, value]) => ({
+    name,
+    spec: { allowedIPs: ['10.5.0.1/32'], publicKey: wgKey(name), endpoint: { dnsOrIP, port: 51820 } },
+    field: `spec.endpoint.dnsOrIP.${field}`,
+    value,
+  })),
+  {
+    name: 'nested-allowed-ip',
+    spec: { allowedIPs: [nested], publicKey: wgKey('m') },
+    field: 'spec.allowedIPs[0]',
+    value: '[[[[…]]]]',
+  },
+  { name: 'key-number', spec: { allowedIPs: ['10.5.0.1/32'], publicKey: 5 }, field: 'spec.publicKey', value: '5' },
+];

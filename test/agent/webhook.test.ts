@@ -6,8 +6,9 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { connect as netConnect, createServer as createNetServer, type AddressInfo } from 'node:net';
 import { request as httpsRequest } from 'node:https';
+import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
@@ -18,7 +19,7 @@ import { parseListenAddress } from '../../src/cli/webhook.js';
 import { UsageError } from '../../src/model/errors.js';
 import { ensureBuilt, root } from '../cli/built.js';
 import { wgKey } from '../helpers/cluster.js';
-import { badPeers, goodPeers } from './peer-examples.js';
+import { badPeers, goodPeers, hostilePeers } from './peer-examples.js';
 import { skipUnless } from '../helpers/requirements.js';
 
 const noOpenssl = skipUnless(spawnSync('openssl', ['version']).status === 0, 'needs the openssl command');
@@ -179,7 +180,7 @@ describe('kg webhook: Peer validation over HTTPS', { skip: noOpenssl }, () => {
       port: 0,
       log,
       metrics,
-      maxBodyBytes: 64 * 1024,
+      limits: { maxBodyBytes: 64 * 1024 },
     });
     port = server.address.port;
   });
@@ -199,7 +200,7 @@ describe('kg webhook: Peer validation over HTTPS', { skip: noOpenssl }, () => {
   });
 
   test('an invalid Peer is refused with code 400 and a reason naming the Peer, the field and the value', async () => {
-    for (const [i, p] of badPeers.entries()) {
+    for (const [i, p] of [...badPeers, ...hostilePeers].entries()) {
       const uid = `7d1c0a2e-bad-${i}`;
       const out = await validate(port, admissionReview(uid, peerObject(p.name, p.spec)));
       assert.equal(out.response.uid, uid);
@@ -263,7 +264,8 @@ describe('kg webhook: Peer validation over HTTPS', { skip: noOpenssl }, () => {
     assert.deepEqual(out.response, { uid: 'del', allowed: true });
   });
 
-  test('a malformed request gets 400 with the reason, and the server keeps serving', async () => {
+  test('a malformed request gets 400 with the reason (one short line), and the server keeps serving', async () => {
+    const deep = `${'['.repeat(30_000)}${']'.repeat(30_000)}`;
     const cases: [string, string | Buffer, RegExp][] = [
       ['truncated JSON', '{"apiVersion": "admission.k8s.io/v1", "kind": "Adm', /not JSON/],
       ['not UTF-8 JSON', Buffer.from([0xff, 0xfe, 0x00, 0x7b]), /not JSON/],
@@ -276,11 +278,33 @@ describe('kg webhook: Peer validation over HTTPS', { skip: noOpenssl }, () => {
       ['no request', JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }), /no request/],
       ['no uid', JSON.stringify(admissionReview('', peerObject('p', goodPeers[0]!.spec))), /request\.uid/],
       ['CREATE without an object', JSON.stringify(admissionReview('u', null)), /request\.object/],
+      [
+        'no operation',
+        JSON.stringify(admissionReview('u', null, 'DELETE')).replace('"operation":"DELETE",', ''),
+        /operation/,
+      ],
+      ['an invented operation', JSON.stringify(admissionReview('u', null, 'x'.repeat(10_000))), /operation.*x…/],
+      [
+        'a uid nested 30,000 deep',
+        `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":${deep}}}`,
+        /uid/,
+      ],
+      ['an apiVersion nested 30,000 deep', `{"apiVersion":${deep}}`, /apiVersion \[\[\[\[…\]\]\]\]/],
+      [
+        'a kind of 60,000 characters',
+        JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'K'.repeat(60_000) }),
+        /kind "K+…"/,
+      ],
+      ['an array 30,000 deep', deep, /not a JSON object/],
     ];
     for (const [what, body, reason] of cases) {
       const r = await send(port, 'POST', '/validate', body);
       assert.equal(r.status, 400, what);
       assert.match(r.text, reason, what);
+      assert.ok(
+        r.text.length <= 600 && r.text.trimEnd().split('\n').length === 1,
+        `${what}: ${r.text.length} characters`,
+      );
     }
     const health = await send(port, 'GET', '/healthz');
     assert.equal(health.status, 200);
@@ -337,6 +361,169 @@ describe('kg webhook: Peer validation over HTTPS', { skip: noOpenssl }, () => {
       before.denied + 1,
     );
     assert.equal(await value('errors_total'), before.errors + 1);
+  });
+});
+
+/** What a raw TLS client saw: every byte the server sent, and whether the server closed the connection. */
+interface RawOutcome {
+  text: string;
+  closed: boolean;
+}
+
+/**
+ * A TLS client that writes `parts` (each after `gapMs`), then waits for the server to close the
+ * connection, for at most `waitMs`; `abortAfterMs` resets it instead, as a client giving up.
+ */
+function rawTls(
+  port: number,
+  parts: (string | Buffer)[],
+  { waitMs = 30_000, gapMs = 0, abortAfterMs }: { waitMs?: number; gapMs?: number; abortAfterMs?: number } = {},
+): Promise<RawOutcome> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let done = false;
+    const finish = (closed: boolean) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ text: Buffer.concat(chunks).toString('utf8'), closed });
+    };
+    const timer = setTimeout(() => finish(false), abortAfterMs ?? waitMs);
+    const write = async () => {
+      for (const p of parts) {
+        if (socket.destroyed) return;
+        socket.write(p);
+        if (gapMs) await new Promise((r) => setTimeout(r, gapMs));
+      }
+    };
+    const socket = tlsConnect({ host: '127.0.0.1', port, ca }, () => void write());
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', () => finish(true));
+    socket.on('close', () => finish(true));
+  });
+}
+
+const headers = (extra: string) =>
+  `POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${extra}\r\n`;
+
+describe('kg webhook: hostile and broken clients', { skip: noOpenssl }, () => {
+  let server: RunningServer | undefined;
+  let port = 0;
+  const lines: { level: string; text: string }[] = [];
+  const at =
+    (level: string) =>
+    (f: object, m: string): void => {
+      lines.push({ level, text: JSON.stringify({ ...f, m }) });
+    };
+  const hostileLog: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+  const maxBodyBytes = 256 * 1024;
+  let hostileDir = '';
+
+  before(async () => {
+    hostileDir = mkdtempSync(join(tmpdir(), 'kilo-webhook-hostile-'));
+    const { cert: certFile, key: keyFile } = makeCertificate(hostileDir, 'hostile');
+    ca = readFileSync(certFile);
+    // Short timeouts so the test does not wait for the real ones; checked every 100 ms.
+    server = await startWebhook({
+      certFile,
+      keyFile,
+      host: '127.0.0.1',
+      port: 0,
+      log: hostileLog,
+      limits: {
+        maxBodyBytes,
+        handshakeTimeoutMs: 1000,
+        headersTimeoutMs: 1000,
+        requestTimeoutMs: 2000,
+        checkIntervalMs: 100,
+      },
+    });
+    port = server.address.port;
+  });
+  after(async () => {
+    await server?.close();
+    if (hostileDir) rmSync(hostileDir, { recursive: true, force: true });
+  });
+
+  test('a declared Content-Length over the limit gets 413 before a byte of the body is sent', async () => {
+    // The body is never written: the answer can only come from the header.
+    const r = await rawTls(port, [headers(`Content-Length: ${maxBodyBytes + 1}\r\n`)]);
+    assert.match(r.text, /^HTTP\/1\.1 413 /);
+    assert.match(r.text, /larger than 262144 bytes/);
+    assert.ok(r.closed, 'the connection is closed after the 413');
+  });
+
+  test('a chunked body is cut at the limit with 413', async () => {
+    const chunk = 'x'.repeat(16 * 1024);
+    const parts = [headers('Transfer-Encoding: chunked\r\n')];
+    for (let i = 0; i < 17; i++) parts.push(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
+    const r = await rawTls(port, parts);
+    assert.match(r.text, /^HTTP\/1\.1 413 /);
+    assert.ok(r.closed);
+  });
+
+  test('idle, half-sent and slow requests are answered 408 and closed; others are served meanwhile', async () => {
+    const idle = rawTls(port, []);
+    const halfHeaders = rawTls(port, ['POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\n']);
+    const slowBody = rawTls(port, [headers('Content-Length: 100\r\n'), '{']);
+    const noHandshake = new Promise<boolean>((resolve) => {
+      const s = netConnect(port, '127.0.0.1');
+      s.on('error', () => {});
+      s.on('close', () => resolve(true));
+    });
+    // While they hang, a real review is answered.
+    const out = await validate(port, admissionReview('during', peerObject('p', goodPeers[0]!.spec)));
+    assert.equal(out.response.allowed, true);
+    for (const [what, r] of [
+      ['idle', await idle],
+      ['half headers', await halfHeaders],
+      ['slow body', await slowBody],
+    ] as const) {
+      assert.ok(r.closed, `${what}: closed by the server`);
+      assert.match(r.text, /^HTTP\/1\.1 408 /, what);
+    }
+    assert.ok(await noHandshake, 'a TCP connection that never starts TLS is closed');
+  });
+
+  test('a client that gives up mid-body is logged once, at debug, and the server goes on', async () => {
+    lines.length = 0;
+    const r = await rawTls(port, [headers('Content-Length: 1000\r\n'), '{"apiVersion":'], { abortAfterMs: 300 });
+    assert.equal(r.text, '', 'nothing to answer');
+    // The server sees the reset a moment later; a request after it is ordered behind it.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal((await send(port, 'GET', '/healthz')).status, 200);
+    assert.deepEqual(
+      lines.map((l) => l.level),
+      ['debug'],
+      JSON.stringify(lines),
+    );
+  });
+
+  test('a Peer whose allowed IP is nested 100,000 deep is refused, not a 500', async () => {
+    const text = JSON.stringify(
+      admissionReview('deep', peerObject('deep', { allowedIPs: ['@'], publicKey: wgKey('deep') })),
+    );
+    const deep = text.replace('"@"', `${'['.repeat(100_000)}"10.5.0.1/32"${']'.repeat(100_000)}`);
+    const r = await send(port, 'POST', '/validate', deep);
+    assert.equal(r.status, 200);
+    const out = JSON.parse(r.text) as ReviewOut;
+    assert.equal(out.response.allowed, false);
+    assert.match(out.response.status!.message, /field spec\.allowedIPs\[0\]: want string: \[\[\[\[…\]\]\]\]$/);
+  });
+
+  test('a denial lists every problem but stays short; nothing was logged above warn, no stack trace', async () => {
+    const spec: Record<string, unknown> = { allowedIPs: ['x'.repeat(5000)], publicKey: 'y'.repeat(5000) };
+    spec['endpoint'] = { dnsOrIP: { dns: 'z'.repeat(5000) }, port: -1 };
+    spec['persistentKeepalive'] = 'w'.repeat(5000);
+    const out = await validate(port, admissionReview('long', peerObject('n'.repeat(250), spec)));
+    assert.equal(out.response.allowed, false);
+    assert.ok(out.response.status!.message.length <= 1025, `${out.response.status!.message.length} characters`);
+    assert.ok(lines.length > 0);
+    assert.ok(
+      lines.every((l) => l.level !== 'error' && !/\n\s+at |"stack"/.test(l.text)),
+      JSON.stringify(lines.filter((l) => l.level === 'error')),
+    );
   });
 });
 
