@@ -135,3 +135,66 @@ test('ARCHITECTURE.md states the same rules', () => {
     assert.deepEqual(named, allowed, `src/${folder}/`);
   }
 });
+
+/** The packages a file imports for its values at load time (not type-only, not import()). */
+function staticPackagesOf(file: string): string[] {
+  const text = readFileSync(join(root, file), 'utf8');
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false);
+  return source.statements.flatMap((s) =>
+    ts.isImportDeclaration(s) &&
+    !s.importClause?.isTypeOnly &&
+    ts.isStringLiteralLike(s.moduleSpecifier) &&
+    !s.moduleSpecifier.text.startsWith('.')
+      ? [s.moduleSpecifier.text]
+      : [],
+  );
+}
+
+/** The files an entry point loads before any command runs: static imports only. */
+function loadedAtStart(entry: string): Map<string, string[]> {
+  const chains = new Map<string, string[]>([[entry, [entry]]]);
+  const queue = [entry];
+  for (let file = queue.shift(); file !== undefined; file = queue.shift())
+    for (const { to } of (graph.get(file) ?? []).filter((e) => !e.dynamic && !isTypeOnly(file, e.to))) {
+      if (chains.has(to)) continue;
+      chains.set(to, [...chains.get(file)!, to]);
+      queue.push(to);
+    }
+  return chains;
+}
+
+/** True when every import of `to` in `from` is `import type` (erased at build). */
+function isTypeOnly(from: string, to: string): boolean {
+  const source = ts.createSourceFile(from, readFileSync(join(root, from), 'utf8'), ts.ScriptTarget.Latest, false);
+  const target = (spec: string) => relative(root, resolve(dirname(join(root, from)), spec)).replace(/\.js$/, '.ts');
+  const imports = source.statements.filter(
+    (s): s is ts.ImportDeclaration | ts.ExportDeclaration =>
+      (ts.isImportDeclaration(s) || ts.isExportDeclaration(s)) &&
+      s.moduleSpecifier !== undefined &&
+      ts.isStringLiteralLike(s.moduleSpecifier) &&
+      target(s.moduleSpecifier.text) === to,
+  );
+  return (
+    imports.length > 0 &&
+    imports.every((s) => (ts.isImportDeclaration(s) ? (s.importClause?.isTypeOnly ?? false) : s.isTypeOnly))
+  );
+}
+
+describe('kg and kgctl start without what only some commands use', () => {
+  // The Kubernetes client takes seconds and ~80 MB to load; prom-client is the agent's and the webhook's.
+  const heavy: Record<string, string[]> = {
+    'src/cli/kg.ts': ['@kubernetes/client-node', 'prom-client', '@hpcc-js/wasm-graphviz'],
+    'src/cli/kgctl.ts': ['@kubernetes/client-node', 'prom-client', '@hpcc-js/wasm-graphviz', 'pino'],
+  };
+  for (const [entry, packages] of Object.entries(heavy))
+    test(`${entry} loads none of ${packages.join(', ')} at start`, () => {
+      const chains = loadedAtStart(entry);
+      assert.ok(chains.has('src/mesh/compute.ts') || chains.has('src/cli/apply.ts'), 'the walk reaches the commands');
+      const found = [...chains].flatMap(([file, chain]) =>
+        staticPackagesOf(file)
+          .filter((p) => packages.includes(p))
+          .map((p) => `${chain.join(' → ')} → ${p}`),
+      );
+      assert.deepEqual(found, []);
+    });
+});

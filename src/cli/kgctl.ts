@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { logLevels } from '../agent/log.js';
+import { logLevels } from '../agent/log-levels.js';
 import { connectCommand } from './connect-command.js';
 import { goBoolFlags } from './flags.js';
 import { withVersion } from './version.js';

@@ -68,7 +68,7 @@ export function showconfCommand(): Command {
   ).action(async (name: string, flags: ShowconfFlags) => {
     checkFlags(flags);
     const loaded = await loadCluster(flags, name);
-    const t = topologyOf(loaded.cluster, name, loaded.options, loaded.now);
+    const t = topologyOf(loaded.cluster, name, loaded.options, loaded.now, loaded.leaders);
     if (flags.asPeer) return writeAsPeer(nodeAsPeer(t, flags.allowedIps), flags.output);
     requireLeader(t);
     await write(nodeConfig(planNode(t, loaded.options)), flags.output);
@@ -81,7 +81,7 @@ export function showconfCommand(): Command {
       if (!found) throw new UsageError(missingPeer(loaded, name));
       if (flags.asPeer) return writeAsPeer(peerAsPeer(found, flags.allowedIps), flags.output);
       await write(
-        peerConfig(topologyOf(loaded.cluster, anyReadyNode(loaded), loaded.options, loaded.now), name),
+        peerConfig(topologyOf(loaded.cluster, anyReadyNode(loaded), loaded.options, loaded.now, loaded.leaders), name),
         flags.output,
       );
     },

@@ -1,7 +1,5 @@
 import { Command, Option } from 'commander';
-import { createLogger, logLevels, type LogLevel } from '../agent/log.js';
-import { startWebhook } from '../agent/webhook.js';
-import { serveMetrics, WebhookMetrics } from '../agent/webhook-metrics.js';
+import { logLevels, type LogLevel } from '../agent/log-levels.js';
 import { UsageError } from '../model/errors.js';
 
 /** Parses a Go-style listen address: `:8443` (every address), `127.0.0.1:8443`, `[::1]:8443`. */
@@ -52,6 +50,12 @@ export function webhookCommand(): Command {
     .action(async (flags: WebhookFlags) => {
       const webhookAt = parseListenAddress('listen', flags.listen);
       const metricsAt = parseListenAddress('listen-metrics', flags.listenMetrics);
+      // Loaded when it runs: the other kg commands need neither pino nor prom-client.
+      const [{ createLogger }, { startWebhook }, { serveMetrics, WebhookMetrics }] = await Promise.all([
+        import('../agent/log.js'),
+        import('../agent/webhook.js'),
+        import('../agent/webhook-metrics.js'),
+      ]);
       const log = createLogger(flags.logLevel);
       const metrics = new WebhookMetrics();
       const stopped = stopSignal();

@@ -113,6 +113,20 @@ describe('kgctl against a live cluster', () => {
     );
     const graph = await kgctl('graph', '--leader-election=lease', ...args);
     assert.match(graph.stdout, /leader \(lease\)/);
+
+    // showconf agrees with plan: b runs WireGuard for eu, and a Peer dials b.
+    const ruleConf = await kgctl('showconf', 'node', 'b', ...args);
+    assert.equal(ruleConf.status, 1);
+    assert.match(ruleConf.stderr, /node "b" is not a leader: "a" runs WireGuard for location "eu"/);
+    const leaseConf = await kgctl('showconf', 'node', 'b', '--leader-election=lease', ...args);
+    assert.equal(leaseConf.status, 0, leaseConf.stderr);
+    assert.match(leaseConf.stdout, /^ListenPort = 51820$/m);
+    const follower = await kgctl('showconf', 'node', 'a', '--leader-election=lease', ...args);
+    assert.match(follower.stderr, /node "a" is not a leader: "b" runs WireGuard for location "eu"/);
+    const peerConf = await kgctl('showconf', 'peer', 'laptop', '--leader-election=lease', ...args);
+    assert.equal(peerConf.status, 0, peerConf.stderr);
+    assert.match(peerConf.stdout, /^Endpoint = 198\.51\.100\.2:51820$/m);
+    assert.doesNotMatch(peerConf.stdout, /198\.51\.100\.1:51820/);
   });
 
   test('an unreachable API server is one line naming it', async () => {

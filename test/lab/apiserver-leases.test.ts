@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { test } from 'node:test';
 import { CoordinationV1Api, CoreV1Api, V1MicroTime, Watch, type V1Lease } from '@kubernetes/client-node';
 import { FakeApiServer, leasesType, waitUntil } from '../../src/lab/apiserver.js';
@@ -99,4 +100,61 @@ test('the lab API server keeps Leases as kube-apiserver does, through @kubernete
   await client.deleteNamespacedLease({ name: 'kilo-leader-a', namespace });
   await waitUntil('the watch saw the update and the delete', () => events.length >= 2);
   assert.deepEqual(events, ['MODIFIED kilo-leader-a n2', 'DELETED kilo-leader-a n2']);
+});
+
+test('Lease watches that time out, are reset or stall on a full buffer while events stream end cleanly', async (t) => {
+  // A write after end() would be an 'error' on the response and, unhandled, kill the server.
+  const errors: unknown[] = [];
+  const onError = (e: unknown) => errors.push(e);
+  process.on('uncaughtException', onError);
+  t.after(() => process.off('uncaughtException', onError));
+  const api = await FakeApiServer.start({ bookmarkIntervalMs: 5 });
+  t.after(() => api.close());
+  const client = api.kubeConfig().makeApiClient(CoordinationV1Api);
+  const namespace = 'kube-system';
+  let current = await client.createNamespacedLease({ namespace, body: lease('kilo-leader-a', 'n1') });
+  const url = new URL(api.url);
+  const ended: Promise<'end' | 'reset'>[] = [];
+  for (let i = 0; i < 30; i++)
+    ended.push(
+      new Promise((resolve) => {
+        const req = request(
+          {
+            host: url.hostname,
+            port: url.port,
+            path: `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases?watch=true&allowWatchBookmarks=true&timeoutSeconds=1`,
+          },
+          (res) => {
+            // A third never read (the server's writes back up), a third reset by the client.
+            res.on('data', () => i % 3 === 0 && res.pause());
+            res.on('end', () => resolve('end'));
+            if (i % 3 === 1) setTimeout(() => req.destroy(), 950 + i);
+          },
+        );
+        req.on('error', () => resolve('reset'));
+        req.on('close', () => resolve('reset'));
+        req.end();
+      }),
+    );
+  // Big events, back to back, across the moment the watches time out.
+  const big = 'x'.repeat(50_000);
+  const until = Date.now() + 1_500;
+  while (Date.now() < until)
+    current = await client.replaceNamespacedLease({
+      name: 'kilo-leader-a',
+      namespace,
+      body: {
+        ...current,
+        metadata: { ...current.metadata, annotations: { big } },
+        spec: { ...current.spec, renewTime: new V1MicroTime(Date.now()) },
+      },
+    });
+  const read = await Promise.all(ended.filter((_, i) => i % 3 === 2));
+  assert.ok(
+    read.every((o) => o === 'end'),
+    `a watch that is read ends by its timeout: ${read.join(' ')}`,
+  );
+  await waitUntil('every watch is gone', () => api.openWatches('leases') === 0);
+  assert.equal((await client.readNamespacedLease({ name: 'kilo-leader-a', namespace })).spec?.holderIdentity, 'n1');
+  assert.deepEqual(errors, []);
 });

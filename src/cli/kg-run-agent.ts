@@ -1,0 +1,139 @@
+import { hostExec } from '../dataplane/exec.js';
+import { startRoutingMonitor } from '../dataplane/monitor.js';
+import { kiloRouteProtocol, kiloRulePriority } from '../dataplane/routes/constants.js';
+import { UsageError } from '../model/errors.js';
+import { loadOrCreateKey } from '../wireguard/keys.js';
+import { Agent } from '../agent/agent.js';
+import { createAgentServer, parseListen } from '../agent/http.js';
+import { linuxDataplane } from '../agent/linux-dataplane.js';
+import { encapsulatorOf } from '../encapsulation/index.js';
+import { createLogger } from '../agent/log.js';
+import { AgentMetrics } from '../agent/metrics.js';
+import { discoverHost, resolveMTU } from '../agent/startup.js';
+import { electionTiming, parseMTU, requireHostname, type AgentFlagValues } from './agent-flags.js';
+import { LeaseElection } from '../election/leader-election.js';
+import { ElectionMetrics } from '../election/metrics.js';
+import { meshOptionsFrom } from './flags.js';
+
+/** The body of `kg run`: start the agent and run it until SIGTERM or SIGINT. */
+export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Promise<void> {
+  const hostname = requireHostname(flags);
+  const listen = parseListen(flags.listen);
+  if (!listen) throw new UsageError(`--listen: not host:port: ${JSON.stringify(flags.listen)}`);
+  const mtu = parseMTU(flags.mtu);
+  const log = createLogger(flags.logLevel);
+  const exec = hostExec();
+  const mesh = {
+    ...meshOptionsFrom(flags, flags.meshGranularity === 'auto' ? 'location' : flags.meshGranularity),
+    privateKeyPath: flags.keyFile,
+  };
+  const encapsulator = encapsulatorOf(mesh);
+  const privateKey = loadOrCreateKey(flags.keyFile);
+  const host = await discoverHost(exec, {
+    interfaceName: flags.interface,
+    subnet: mesh.subnet,
+    internalCIDRs: flags.internalCidr,
+    prioritisePrivate: flags.prioritisePrivateAddresses,
+  });
+  log.info(
+    {
+      internalIP: host.internalIP?.toString() ?? null,
+      endpoint: host.endpointIP?.text ?? null,
+      encapsulation: encapsulator.name,
+      encapsulationAddress: (await encapsulator.ownAddress(exec))?.text ?? null,
+    },
+    'discovered host addresses',
+  );
+  const metrics = new AgentMetrics();
+  // Loaded here: the client takes seconds to import, and kg apply/webhook/lab never need it.
+  const { KubernetesSource, kubeConfigFrom } = await import('../backend/kubernetes/index.js');
+  const source = new KubernetesSource({ kubeConfig: kubeConfigFrom(flags), logger: log });
+  const electionMetrics = new ElectionMetrics(metrics.registry);
+  let election: LeaseElection | undefined;
+  if (flags.leaderElection === 'lease') {
+    const { KubernetesLeases } = await import('../election/kubernetes-leases.js');
+    election = new LeaseElection({
+      api: new KubernetesLeases({ kubeConfig: kubeConfigFrom(flags), namespace: flags.namespace, logger: log }),
+      exec,
+      identity: hostname,
+      interfaceName: flags.interface,
+      timing: electionTiming(flags),
+      log,
+      metrics: electionMetrics,
+    });
+  }
+  const dataplane = linuxDataplane(exec, {
+    interfaceName: flags.interface,
+    createInterface: flags.createInterface,
+    implementation: flags.wireguard,
+    log: (line) => log.info({}, line),
+    debug: (line) => log.debug({}, line),
+    // A restarted wireguard-go comes back without addresses and routes: read and reconcile.
+    onRestart: () => agent.resync(),
+  });
+  const agent: Agent = new Agent({
+    source,
+    dataplane,
+    exec,
+    privateKey,
+    host,
+    log,
+    metrics,
+    ...(election ? { election } : {}),
+    leaderTransition: (location) => electionMetrics.transitions.inc({ location }),
+    encapsulator,
+    watchRouting: (onEvent) =>
+      startRoutingMonitor(
+        exec,
+        { protocol: kiloRouteProtocol, priority: kiloRulePriority, interfaces: [flags.interface] },
+        onEvent,
+      ),
+    options: {
+      hostname,
+      mesh,
+      interfaceName: flags.interface,
+      topologyLabel: flags.topologyLabel,
+      resyncPeriodMs: flags.resyncPeriod,
+      mtu: await resolveMTU(exec, mtu),
+      cleanUp: flags.cleanUp,
+      cleanUpInterface: flags.cleanUpInterface,
+      coalesceMs: 100,
+      staleAfterMs: Math.max(3 * flags.resyncPeriod, 120_000),
+      cniPath: flags.cni ? flags.cniPath : null,
+    },
+  });
+  const server = createAgentServer({
+    agent,
+    source,
+    metrics,
+    staleAfterMs: Math.max(3 * flags.resyncPeriod, 120_000),
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(listen.port, listen.host, resolve);
+  });
+  await runUntilSignal(agent, () => server.close(), log);
+}
+
+/** Runs the agent until SIGTERM or SIGINT, then stops it (cleaning up per --clean-up). */
+export async function runUntilSignal(
+  agent: { start(): Promise<void>; stop(): Promise<void> },
+  close: () => void,
+  log: { info(o: object, m: string): void },
+): Promise<void> {
+  let stopping: Promise<void> | null = null;
+  const done = new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      if (stopping) return;
+      log.info({ signal }, 'stopping');
+      stopping = agent.stop().finally(() => {
+        close();
+        resolve();
+      });
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  await agent.start();
+  await done;
+}
