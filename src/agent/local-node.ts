@@ -23,8 +23,11 @@ export interface LocalFacts {
 
 const lastSeenSlackSeconds = 5;
 
-function discoveredJSON(m: ReadonlyMap<string, Endpoint>): string | null {
-  if (m.size === 0) return null;
+/**
+ * `{}` when nothing roams, as Kilo writes it (its map is made empty, never nil, once the node is
+ * in its topology): a node reads the same whichever of the two agents runs on it.
+ */
+function discoveredJSON(m: ReadonlyMap<string, Endpoint>): string {
   const keys = [...m.keys()].sort();
   const out: Record<string, { IP: string; Port: number; Zone: string }> = {};
   for (const k of keys) {

@@ -47,7 +47,11 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
   const metrics = new AgentMetrics();
   // Loaded here: the client takes seconds to import, and kg apply/webhook/lab never need it.
   const { KubernetesSource, kubeConfigFrom } = await import('../backend/kubernetes/index.js');
-  const source = new KubernetesSource({ kubeConfig: kubeConfigFrom(flags), logger: log });
+  const source = new KubernetesSource({
+    kubeConfig: kubeConfigFrom(flags),
+    logger: log,
+    nodeLabels: [flags.topologyLabel],
+  });
   const electionMetrics = new ElectionMetrics(metrics.registry);
   let election: LeaseElection | undefined;
   if (flags.leaderElection === 'lease') {

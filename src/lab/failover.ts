@@ -82,7 +82,7 @@ export function repair(lab: Lab, node: string, fault: Fault): void {
  * Pings `dst` from namespace `ns` every 100 ms until stopped; returns the sequence numbers
  * answered, with when the process was asked to stop.
  */
-function pinger(ns: string, dst: string): { stop(): Promise<number[]>; replies(): number } {
+export function pinger(ns: string, dst: string): { stop(): Promise<number[]>; replies(): number } {
   const argv = inNs(ns, ['ping', '-n', '-i', '0.1', '-W', '1', dst]);
   const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
   const seqs: number[] = [];

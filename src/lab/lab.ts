@@ -18,8 +18,9 @@ import {
   type LabOptions,
 } from './layout.js';
 import { buildInternet, buildLocation, buildNode, buildPeerNetwork, removeNodeNetwork } from './network.js';
+import { ensureKiloKeyMountPoint, inKiloNodeNs, kiloArgv, kiloKeyDir, kiloStartedLine } from './kilo-agent.js';
 import { cliArgv, killNamespaceProcesses, startRecorded, stopProcess } from './processes.js';
-import { configurePeer, createPeerObject, peerEndpoint } from './peer.js';
+import { configurePeer, createPeerObject, peerEndpoint, resetPeerDevice } from './peer.js';
 import { allOk, allPairs, firstReplies, pingPairs, type Endpoint, type Matrix, type Pair } from './probe.js';
 import { inNodeNs, run, sleep } from './sh.js';
 import { StateDir, isAlive, type LabState } from './state.js';
@@ -232,11 +233,42 @@ export class Lab {
     return p && p.kind === 'process' && isAlive(p) ? p : null;
   }
 
+  /**
+   * Which agent a node runs from its next start: Kilo's `kg` at `binary`, or kilo-ts (null).
+   * The key stays (see kilo-agent.ts), so a switch is what an operator's rollout does.
+   */
+  setKiloAgent(name: string, binary: string | null): void {
+    this.node(name);
+    const agents = { ...this.options.kiloAgents };
+    if (binary === null) delete agents[name];
+    else agents[name] = binary;
+    this.state.state.options.kiloAgents = agents;
+    this.state.save();
+  }
+
+  /** The path of Kilo's `kg` a node runs, or null when it runs kilo-ts. */
+  kiloAgent(name: string): string | null {
+    return this.options.kiloAgents?.[name] ?? null;
+  }
+
   startAgent(name: string, o: AgentStartOptions = {}): number {
     const n = this.node(name);
     if (this.agentProcess(name)) throw new Error(`the agent of ${name} is already running`);
     this.state.forget((m) => m.kind === 'process' && m.what === `kg ${name}`);
     mkdirSync(this.runDir(name), { recursive: true, mode: 0o700 });
+    const kilo = this.kiloAgent(name);
+    if (kilo !== null) {
+      // Kilo has no --clean-up=false in this build (it always cleans up): o.cleanUp does not apply.
+      if (ensureKiloKeyMountPoint()) this.state.record({ kind: 'dir', path: kiloKeyDir });
+      const args = {
+        binary: kilo,
+        hostname: n.name,
+        kubeconfig: this.labKubeconfig,
+        granularity: this.options.granularity,
+      };
+      const argv = inKiloNodeNs(n.ns, this.runDir(name), this.nodeDir(name), kiloArgv(args));
+      return startRecorded(this.state, `kg ${name}`, argv, `${this.nodeDir(name)}/kg.log`);
+    }
     const argv = inNodeNs(n.ns, this.runDir(name), [
       ...cliArgv('kg'),
       '--hostname',
@@ -302,7 +334,7 @@ export class Lab {
         const log = readFileSync(`${this.nodeDir(name)}/kg.log`)
           .subarray(offsets.get(name) ?? 0)
           .toString('utf8');
-        if (log.includes('"cluster synced"')) pending.delete(name);
+        if (log.includes(this.kiloAgent(name) === null ? '"cluster synced"' : kiloStartedLine)) pending.delete(name);
       }
       if (pending.size === 0) return;
       if (Date.now() > deadline)
@@ -359,6 +391,11 @@ export class Lab {
 
   async removePeer(): Promise<void> {
     await this.api.delete('peers', peerName);
+  }
+
+  /** The Peer's tunnel from scratch at its next refresh (see resetPeerDevice). */
+  async resetPeer(): Promise<void> {
+    await resetPeerDevice(this);
   }
 
   async addPeer(): Promise<void> {

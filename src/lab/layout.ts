@@ -22,6 +22,11 @@ export interface LabOptions {
   peer: boolean;
   /** Prefix of every namespace name: keeps labs (and other work) apart. */
   prefix: string;
+  /**
+   * Nodes whose agent is Kilo's own `kg` (mixed clusters): node name → path of the binary. The
+   * others run kilo-ts. Changed by `Lab.setKiloAgent` for the node's next start.
+   */
+  kiloAgents?: Record<string, string>;
 }
 
 export interface LabNode {

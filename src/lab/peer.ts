@@ -5,7 +5,7 @@ import { netnsExec } from '../dataplane/exec.js';
 import type { Lab } from './lab.js';
 import { peerAllowedIP, peerKeepaliveSeconds, peerName, peerNs, peerPublicIP } from './layout.js';
 import type { Endpoint } from './probe.js';
-import { cliArgv, startRecorded } from './processes.js';
+import { cliArgv, startRecorded, stopProcess } from './processes.js';
 import { inNodeNs, run, sleep } from './sh.js';
 import { isAlive } from './state.js';
 
@@ -89,6 +89,19 @@ async function ensureDevice(lab: Lab): Promise<void> {
   }
   run(['ip', '-n', peerNs(lab.options.prefix), 'addr', 'replace', peerAllowedIP, 'dev', 'kilo0']);
   run(['ip', '-n', peerNs(lab.options.prefix), 'link', 'set', 'kilo0', 'up']);
+}
+
+/**
+ * Stops the Peer's wireguard-go (its interface, sessions and routes go with it): the next
+ * configurePeer starts from nothing, as an owner re-importing `kgctl showconf peer` after a
+ * granularity change would. Until then its old sessions and routes would carry its packets for
+ * addresses the new configuration gives to another peer into the wrong tunnel.
+ */
+export async function resetPeerDevice(lab: Lab): Promise<void> {
+  const p = lab.state.state.made.find((m) => m.kind === 'process' && m.what === 'wireguard-go peer');
+  if (p && p.kind === 'process') await stopProcess(p, 'SIGTERM', 5000);
+  lab.state.forget((m) => m.kind === 'process' && m.what === 'wireguard-go peer');
+  run(['ip', '-n', peerNs(lab.options.prefix), 'link', 'del', 'kilo0'], { allowFail: true });
 }
 
 /** `kgctl showconf peer` against the API server's objects, without the lines `wg` rejects. */

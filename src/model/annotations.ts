@@ -1,5 +1,6 @@
 /** Kilo's annotation keys: the same names as upstream, so a Kilo cluster can switch agents. */
-const prefix = 'kilo.squat.ai/';
+export const kiloAnnotationPrefix = 'kilo.squat.ai/';
+const prefix = kiloAnnotationPrefix;
 
 export const Annotation = {
   location: `${prefix}location`,

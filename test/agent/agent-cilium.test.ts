@@ -43,6 +43,7 @@ describe('local node: the cilium-internal-ip annotation', () => {
       [Annotation.internalIP]: '',
       [Annotation.wireGuardIP]: '',
       [Annotation.granularity]: 'location',
+      [Annotation.discoveredEndpoints]: '{}',
       [Annotation.ciliumInternalIP]: '10.42.0.180',
       [Annotation.cniCompatibilityIP]: '10.42.0.180',
     };

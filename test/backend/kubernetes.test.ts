@@ -38,10 +38,15 @@ async function setup(
     timings?: Partial<ReflectorTimings>;
     server?: FakeApiServerOptions;
     seed?: (api: FakeApiServer) => void;
+    nodeLabels?: readonly string[];
   } = {},
 ): Promise<Setup> {
   const api = await FakeApiServer.start({ bookmarkIntervalMs: 200, ...options.server });
-  const source = new KubernetesSource({ kubeConfig: api.kubeConfig(), timings: { ...fast, ...options.timings } });
+  const source = new KubernetesSource({
+    kubeConfig: api.kubeConfig(),
+    timings: { ...fast, ...options.timings },
+    ...(options.nodeLabels ? { nodeLabels: options.nodeLabels } : {}),
+  });
   t.after(async () => {
     await source.stop();
     await api.close();
@@ -160,16 +165,16 @@ describe('KubernetesSource against a fake API server', () => {
 
   test("a patch of the node's annotations lands on the server and comes back through the watch", async (t) => {
     const { api, source } = await setup(t);
-    api.patchNode('a', { metadata: { annotations: { 'example.com/stale': 'x' } } });
-    await waitUntil('stale annotation seen', () => annotation(source, 'a', 'example.com/stale') === 'x');
+    api.patchNode('a', { metadata: { annotations: { 'kilo.squat.ai/leader-health': 'x' } } });
+    await waitUntil('stale annotation seen', () => annotation(source, 'a', 'kilo.squat.ai/leader-health') === 'x');
 
     await source.patchNodeAnnotations('a', {
       'kilo.squat.ai/endpoint': '198.51.100.7:51820',
-      'example.com/stale': null,
+      'kilo.squat.ai/leader-health': null,
     });
     const onServer = api.node('a')!.metadata!.annotations!;
     assert.equal(onServer['kilo.squat.ai/endpoint'], '198.51.100.7:51820');
-    assert.equal('example.com/stale' in onServer, false, 'null deleted the key');
+    assert.equal('kilo.squat.ai/leader-health' in onServer, false, 'null deleted the key');
     assert.equal(onServer['kilo.squat.ai/location'], 'eu', 'other annotations untouched');
     assert.equal(api.count('patch-node'), 1);
 
@@ -177,7 +182,7 @@ describe('KubernetesSource against a fake API server', () => {
       'patched endpoint seen',
       () => annotation(source, 'a', 'kilo.squat.ai/endpoint') === '198.51.100.7:51820',
     );
-    assert.equal(annotation(source, 'a', 'example.com/stale'), undefined);
+    assert.equal(annotation(source, 'a', 'kilo.squat.ai/leader-health'), undefined);
   });
 
   test('a patch of a missing node fails naming the node and the status', async (t) => {
@@ -361,5 +366,47 @@ describe('KubernetesSource against a fake API server', () => {
     await api.restart();
     await started;
     assert.deepEqual(names(source, 'Node'), ['only']);
+  });
+});
+
+describe('what the agent keeps of a Node', () => {
+  /** A Node as kubelet and Kilo leave it: most of it is not Kilo's. */
+  const kubeletNode = (name: string): KubeObject => {
+    const n = node(name, { location: 'eu', endpoint: '198.51.100.1:51820', podCIDR: '10.2.0.0/24' });
+    n.metadata!.labels = {
+      'topology.kubernetes.io/region': 'eu',
+      'kubernetes.io/os': 'linux',
+      'node.kubernetes.io/instance-type': 'm5',
+    };
+    Object.assign(n.metadata!.annotations!, { 'node.alpha.kubernetes.io/ttl': '0', 'volumes.kubernetes.io/x': 'y' });
+    n.spec = {
+      ...n.spec,
+      podCIDRs: ['10.2.0.0/24'],
+      providerID: 'aws:///i-1',
+      taints: [{ key: 'k', effect: 'NoSchedule' }],
+    };
+    return n;
+  };
+
+  test("Kilo's annotations, the topology label and spec.podCIDR only, listed and watched", async (t) => {
+    const { api, source } = await setup(t, {
+      seed: (a) => a.addNode(kubeletNode('a')),
+      nodeLabels: ['topology.kubernetes.io/region'],
+    });
+    const check = (name: string) => {
+      const o = find(source, 'Node', name)!;
+      assert.deepEqual(Object.keys(o.metadata!.labels!), ['topology.kubernetes.io/region']);
+      assert.ok(Object.keys(o.metadata!.annotations!).every((k) => k.startsWith('kilo.squat.ai/')));
+      assert.ok(o.metadata!.annotations!['kilo.squat.ai/endpoint'], 'the endpoint is kept');
+      assert.deepEqual(o.spec, { podCIDR: '10.2.0.0/24' });
+    };
+    check('a');
+    api.addNode(kubeletNode('b'));
+    await waitUntil('node b is seen', () => find(source, 'Node', 'b') !== undefined);
+    check('b');
+    assert.deepEqual(
+      parseCluster(source.objects(), { topologyLabel: 'topology.kubernetes.io/region' }).nodes.map((n) => n.location),
+      ['eu', 'eu'],
+    );
   });
 });

@@ -16,6 +16,7 @@ import {
   type Logger,
   type ObjectUpdate,
 } from '../source.js';
+import { kiloAnnotationPrefix } from '../../model/annotations.js';
 import { withSignal } from './abort.js';
 import { describeError } from './errors.js';
 import {
@@ -43,6 +44,8 @@ export interface KubernetesSourceOptions {
   random?: () => number;
   /** Replaces the client's Watch (tests). */
   watch?: WatchClient;
+  /** The only Node labels kept in memory (the agent's --topology-label); all when absent. */
+  nodeLabels?: readonly string[];
 }
 
 /**
@@ -76,7 +79,7 @@ export class KubernetesSource implements ClusterSource {
       ...common,
       resource: 'nodes',
       path: nodesPath,
-      normalize: normalizeAs(NodeType),
+      normalize: normalizeNode(options.nodeLabels),
       list: async (signal, resourceVersion): Promise<ListResult> => {
         const list = await this.core.listNode({ resourceVersion }, withSignal(signal));
         return { resourceVersion: list.metadata?.resourceVersion ?? '', items: list.items as KubeObject[] };
@@ -182,4 +185,28 @@ function normalizeAs(type: { apiVersion: string; kind: string }): (raw: unknown)
       out.spec = JSON.parse(JSON.stringify(o.spec)) as Record<string, unknown>;
     return out;
   };
+}
+
+/**
+ * A Node as the agent keeps it for as long as it runs, one per node of the cluster: Kilo's
+ * annotations, the wanted labels and spec.podCIDR — what parseCluster reads. Kubelet's labels
+ * and annotations, taints, providerID and the rest would be most of it.
+ */
+function normalizeNode(labels: readonly string[] | undefined): (raw: unknown) => KubeObject | null {
+  const whole = normalizeAs(NodeType);
+  return (raw) => {
+    const out = whole(raw);
+    if (!out) return null;
+    const m = out.metadata!;
+    if (m.annotations) m.annotations = pick(m.annotations, (k) => k.startsWith(kiloAnnotationPrefix));
+    if (m.labels && labels) m.labels = pick(m.labels, (k) => labels.includes(k));
+    if (out.spec) out.spec = out.spec['podCIDR'] === undefined ? {} : { podCIDR: out.spec['podCIDR'] };
+    return out;
+  };
+}
+
+function pick(map: Record<string, string>, keep: (key: string) => boolean): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(map)) if (keep(k)) out[k] = v;
+  return out;
 }
