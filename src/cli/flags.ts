@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { Cidr } from '../net/cidr.js';
 import { UsageError } from '../model/errors.js';
+import type { Compatibility } from '../encapsulation/index.js';
 import { encapsulations, granularities, type Encapsulate, type Granularity, type KiloNode } from '../model/types.js';
 import { defaultMeshOptions, type MeshOptions } from '../mesh/options.js';
 import { defaultTopologyLabel } from '../model/annotations.js';
@@ -158,7 +159,7 @@ export function addMeshFlags(cmd: Command, opts: { allowAuto: boolean }): Comman
     );
 }
 
-export const compatibilities = ['', 'flannel', 'cilium'] as const;
+export const compatibilities = ['', 'flannel', 'cilium'] as const satisfies readonly (Compatibility | '')[];
 
 /** For commands that read the cluster once (kgctl, kg apply); the agent judges readiness by its clock. */
 export function nowOption(): Option {
@@ -203,7 +204,7 @@ export function resolveGranularity(
 }
 
 export function meshOptionsFrom(v: MeshFlagValues, granularity: Granularity): MeshOptions {
-  return {
+  const options: MeshOptions = {
     ...defaultMeshOptions,
     granularity,
     subnet: v.subnet.masked(),
@@ -214,8 +215,8 @@ export function meshOptionsFrom(v: MeshFlagValues, granularity: Granularity): Me
     iptablesForwardRules: v.iptablesForwardRules,
     routeHostTraffic: v.routeHostTraffic ?? false,
     serviceCIDRs: v.serviceCidr,
-    // In add-on mode the CNI routes inside the location: Kilo adds WireGuard (and, beside Cilium,
-    // IPIP between a leader and its followers through Cilium's overlay).
-    ...(v.compatibility ? { local: false, compatibility: v.compatibility } : {}),
   };
+  // Beside a CNI, the CNI routes inside the location: Kilo adds WireGuard (and, beside Cilium, IPIP
+  // between a leader and its followers through Cilium's overlay).
+  return v.compatibility ? { ...options, local: false, compatibility: v.compatibility } : options;
 }
