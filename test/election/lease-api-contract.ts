@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { LeaseConflict, type LeaseApi } from '../../src/election/lease-api.js';
 import type { LeaseRecord } from '../../src/election/types.js';
+import { waitUntil as until } from '../../src/lab/apiserver.js';
 
 /** One API server's Leases (memory or the lab API server) and clients of it. */
 export interface LeaseApiHarness {
@@ -22,14 +23,6 @@ function record(name: string, holder: string | null, at = T): LeaseRecord {
     transitions: 0,
     resourceVersion: '',
   };
-}
-
-async function until(what: string, f: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!f()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 /**

@@ -18,6 +18,7 @@ import { topologyOf } from '../../src/mesh/compute.js';
 import { Annotation } from '../../src/model/annotations.js';
 import type { KubeObject } from '../../src/model/parse.js';
 import { NOW, meshOptions, node, parsed } from '../helpers/cluster.js';
+import { waitUntil as until } from '../../src/lab/apiserver.js';
 
 const timing = { durationMs: 2_000, renewMs: 100, skewMs: 100 };
 const names = ['eu-1', 'eu-2', 'eu-3'];
@@ -35,14 +36,6 @@ function fakeExec(from: string, answers: Answers, leader: () => string | null): 
       return Promise.resolve({ stdout: argv[0] === 'cat' ? '1\n' : '', stderr: '' });
     },
   } as unknown as Exec;
-}
-
-async function until(what: string, f: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!f()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 function location(answers: Answers) {
