@@ -12,8 +12,8 @@ import type { MeshOptions } from '../mesh/options.js';
 import { TopologyError, type Topology } from '../mesh/topology.js';
 import type { Plan } from '../mesh/types.js';
 import { formatEndpoint, parseCluster, parseEndpoint } from '../model/parse.js';
-import { lastSeenIntervalSeconds } from '../model/annotations.js';
-import { readinessTime } from '../model/ready.js';
+import { Annotation, lastSeenIntervalSeconds } from '../model/annotations.js';
+import { judgeReadiness, rememberCheckIn, type ReadinessMemory } from '../model/ready.js';
 import type { Endpoint } from '../model/types.js';
 import { publicKeyOf } from '../wireguard/keys.js';
 import type { Cidr, IP } from '../net/cidr.js';
@@ -130,6 +130,8 @@ export class Agent {
   private readyNodes = new Set<string>();
   /** Heartbeats that arrived during a reconcile, judged against the ready set it leaves. */
   private heldHeartbeats = new Set<string>();
+  /** Check-ins seen, so that readiness stays as it froze while they resume after a silence. */
+  private readiness: ReadinessMemory | null = null;
 
   constructor(private readonly deps: AgentDeps) {
     this.publicKey = publicKeyOf(deps.privateKey);
@@ -226,6 +228,10 @@ export class Agent {
    */
   private onClusterChange(update: ObjectUpdate | undefined): void {
     const name = update?.current.metadata?.name ?? '';
+    // Every check-in, as it comes: a pass may be 30 s away, and the first after a silence marks it.
+    const lastSeen =
+      update?.current.kind === 'Node' ? Number(update.current.metadata?.annotations?.[Annotation.lastSeen]) : NaN;
+    if (Number.isFinite(lastSeen)) this.readiness = rememberCheckIn(this.readiness, lastSeen);
     if (update && onlyLastSeenMoved(update) && this.readyNodes.has(name)) {
       // The pass under way may have judged this node stale from its older last-seen.
       if (this.running) this.heldHeartbeats.add(name);
@@ -287,7 +293,9 @@ export class Agent {
       const discovered = this.discoveredEndpoints(device);
       let topology: Topology | null = null;
       try {
-        const readyAt = readinessTime(cluster.nodes, nowSeconds);
+        const judged = judgeReadiness(this.readiness, cluster.nodes, nowSeconds);
+        this.readiness = judged.memory;
+        const readyAt = judged.at;
         const ready = cluster.nodes.filter((n) => isNodeReady(n, readyAt));
         const leaders = this.election.leaders(ready, ready.find((n) => n.name === options.hostname) ?? null);
         topology = topologyOf(cluster, options.hostname, options.mesh, readyAt, leaders);

@@ -10,7 +10,7 @@ import type { MeshOptions } from '../mesh/options.js';
 import type { PlanPeer, PlanRoute } from '../mesh/types.js';
 import { UsageError } from '../model/errors.js';
 import { parseCluster, type ParsedCluster } from '../model/parse.js';
-import { isNodeReady, readinessTime } from '../model/ready.js';
+import { isNodeReady, judgeReadiness, type ReadinessMemory } from '../model/ready.js';
 import { Cidr } from '../net/cidr.js';
 import { publicKeyOf } from '../wireguard/keys.js';
 import { meshOptionsFrom, resolveGranularity, type MeshFlagValues } from './flags.js';
@@ -109,6 +109,8 @@ export class Connection {
   private pending: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopped = false;
+  /** Check-ins seen across passes: readiness stays as it froze while they resume after a silence. */
+  private readiness: ReadinessMemory | null = null;
 
   constructor(private readonly deps: ConnectDeps) {
     this.publicKey = publicKeyOf(deps.privateKey);
@@ -214,7 +216,9 @@ export class Connection {
     this.syncs++;
     try {
       const cluster = parseCluster(this.source.objects(), { topologyLabel: options.mesh.topologyLabel });
-      const now = readinessTime(cluster.nodes, Math.floor(Date.now() / 1000));
+      const judged = judgeReadiness(this.readiness, cluster.nodes, Math.floor(Date.now() / 1000));
+      this.readiness = judged.memory;
+      const now = judged.at;
       const viewer = cluster.nodes
         .filter((n) => isNodeReady(n, now))
         .map((n) => n.name)

@@ -29,11 +29,10 @@
  * Usage:
  *   const api = await FakeApiServer.start();
  *   api.addNode(node('a', {...}));
- *   const source = new KubernetesSource({ kubeConfig: api.kubeConfig() });
+ *   const source = new KubernetesSource({ kubeConfig: kubeConfigFor(api) }); // apiserver-kubeconfig.ts
  *   ...
  *   await api.close();
  */
-import { KubeConfig } from '@kubernetes/client-node';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { readFileSync, rmSync } from 'node:fs';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
@@ -206,13 +205,6 @@ export class FakeApiServer {
   /** Every stored object (each with kind and apiVersion), type by type: Nodes, Peers, then the others. */
   allObjects(): KubeObject[] {
     return this.types.flatMap((t) => this.objectsOf(t));
-  }
-
-  /** A client configuration pointing at this server (no auth). */
-  kubeConfig(): KubeConfig {
-    const kc = new KubeConfig();
-    kc.loadFromClusterAndUser({ name: 'fake', server: this.url, skipTLSVerify: true }, { name: 'fake' });
-    return kc;
   }
 
   /** The same as a kubeconfig file's text, for processes started with --kubeconfig. */

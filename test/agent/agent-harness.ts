@@ -18,6 +18,7 @@ import { Cidr, IP } from '../../src/net/cidr.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
 import { FakeApiServer, waitUntil } from '../fixtures/apiserver.js';
 import { NOW, node, peer } from '../helpers/cluster.js';
+import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
 
 export { waitUntil };
 
@@ -126,7 +127,11 @@ export async function startHarness(t: TestContext, o: HarnessOptions = {}): Prom
   const api = await FakeApiServer.start({ bookmarkIntervalMs: 200 });
   const log = captureLogger();
   const clock = { ms: NOW * 1000 };
-  const source = new KubernetesSource({ kubeConfig: api.kubeConfig(), timings: fastTimings, requestTimeoutMs: 2_000 });
+  const source = new KubernetesSource({
+    kubeConfig: kubeConfigFor(api),
+    timings: fastTimings,
+    requestTimeoutMs: 2_000,
+  });
   const machine = new FakeMachine();
   machine.addLink('eth0', { addresses: ['192.168.0.1/24'] });
   machine.addLink('kilo0', { up: false, mtu: 1420 });

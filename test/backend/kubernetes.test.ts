@@ -12,6 +12,7 @@ import type { ReflectorTimings } from '../../src/backend/kubernetes/reflector.js
 import { parseCluster, type KubeObject } from '../../src/model/parse.js';
 import { FakeApiServer, waitUntil, type FakeApiServerOptions } from '../fixtures/apiserver.js';
 import { node, peer } from '../helpers/cluster.js';
+import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
 
 const backoff: BackoffOptions = { initialMs: 50, maxMs: 400, factor: 2, jitter: 0.5 };
 
@@ -43,7 +44,7 @@ async function setup(
 ): Promise<Setup> {
   const api = await FakeApiServer.start({ bookmarkIntervalMs: 200, ...options.server });
   const source = new KubernetesSource({
-    kubeConfig: api.kubeConfig(),
+    kubeConfig: kubeConfigFor(api),
     timings: { ...fast, ...options.timings },
     ...(options.nodeLabels ? { nodeLabels: options.nodeLabels } : {}),
   });
@@ -344,7 +345,7 @@ describe('KubernetesSource against a fake API server', () => {
     const api = await FakeApiServer.start();
     t.after(() => api.close());
     await api.stop();
-    const source = new KubernetesSource({ kubeConfig: api.kubeConfig(), timings: fast });
+    const source = new KubernetesSource({ kubeConfig: kubeConfigFor(api), timings: fast });
     const started = source.start();
     await sleep(300);
     assert.equal(source.synced(), false);
@@ -355,7 +356,7 @@ describe('KubernetesSource against a fake API server', () => {
   test('start() resolves once a late API server answers', async (t) => {
     const api = await FakeApiServer.start();
     await api.stop();
-    const source = new KubernetesSource({ kubeConfig: api.kubeConfig(), timings: fast });
+    const source = new KubernetesSource({ kubeConfig: kubeConfigFor(api), timings: fast });
     t.after(async () => {
       await source.stop();
       await api.close();

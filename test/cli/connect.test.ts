@@ -15,6 +15,7 @@ import { UsageError } from '../../src/model/errors.js';
 import { FakeApiServer, waitUntil } from '../fixtures/apiserver.js';
 import { NOW, node, peer, wgKey } from '../helpers/cluster.js';
 import { captureLogger, eventually, fastTimings } from '../agent/agent-harness.js';
+import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
 
 function cluster(lastSeen: number) {
   return [
@@ -131,7 +132,7 @@ async function connect(
     },
   };
   const connection = new Connection({
-    kubeConfig: api.kubeConfig(),
+    kubeConfig: kubeConfigFor(api),
     dataplane: { device, links: new FakeLinks(machine), routes: fakeRoutingTables(machine) },
     privateKey,
     log: captureLogger(),

@@ -12,6 +12,7 @@ import { FakeApiServer } from '../fixtures/apiserver.js';
 import { node, peer, wgKey } from '../helpers/cluster.js';
 import { leaseName } from '../../src/election/lease-name.js';
 import { ensureBuilt, root, type Run } from './built.js';
+import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
 
 /** Runs the built kgctl without blocking this process (the API server answers from here). */
 function kgctl(...args: string[]): Promise<Run> {
@@ -91,8 +92,7 @@ describe('kgctl against a live cluster', () => {
 
   test('plan and graph --leader-election=lease: the Lease holder leads, and the plan says why', async () => {
     const { CoordinationV1Api, V1MicroTime } = await import('@kubernetes/client-node');
-    await api
-      .kubeConfig()
+    await kubeConfigFor(api)
       .makeApiClient(CoordinationV1Api)
       .createNamespacedLease({
         namespace: 'kube-system',

@@ -54,13 +54,18 @@ const junk = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
 );
 
-/** A path into an object and a value to put there. */
+/**
+ * A path into an object and a value to put there. Copies only the objects along the path (the
+ * rest is shared, never written), so a value nested 50,000 deep costs nothing to copy.
+ */
 function mutate(obj: unknown, path: string[], value: unknown): unknown {
   if (typeof obj !== 'object' || obj === null) return obj;
-  const copy = structuredClone(obj) as Record<string, unknown>;
+  const shallow = (o: object) => (Array.isArray(o) ? [...(o as unknown[])] : { ...o }) as Record<string, unknown>;
+  const copy = shallow(obj);
   let at: Record<string, unknown> = copy;
   for (const p of path.slice(0, -1)) {
-    if (typeof at[p] !== 'object' || at[p] === null) at[p] = {};
+    const next = at[p];
+    at[p] = typeof next === 'object' && next !== null ? shallow(next) : {};
     at = at[p] as Record<string, unknown>;
   }
   at[path[path.length - 1]!] = value;
@@ -115,6 +120,51 @@ export const mutatedClusterArb: fc.Arbitrary<unknown[]> = fc
       out[k] = whole && i % 7 === 0 ? value : mutate(out[k], path, value);
     }
     return out;
+  });
+
+/** Arrays nested up to 50,000 deep around an allowed IP: the depth the issue broke the webhook with. */
+const deeplyNested = fc.integer({ min: 1, max: 50_000 }).map((depth) => {
+  let v: unknown = '10.5.0.1/32';
+  for (let i = 0; i < depth; i++) v = [v];
+  return v;
+});
+
+const reviewPaths: string[][] = [
+  ['apiVersion'],
+  ['kind'],
+  ['request'],
+  ['request', 'uid'],
+  ['request', 'operation'],
+  ['request', 'object'],
+  ['request', 'object', 'spec', 'allowedIPs', '0'],
+  ['request', 'object', 'spec', 'endpoint', 'dnsOrIP', 'dns'],
+  ['request', 'object', 'spec', 'endpoint', 'dnsOrIP', 'ip'],
+  ...paths.filter((p) => p[1] !== 'annotations' || p.length < 3).map((p) => ['request', 'object', ...p]),
+];
+
+/** An AdmissionReview v1 of a generated Peer, as the API server sends it, with broken values anywhere. */
+export const admissionReviewArb: fc.Arbitrary<unknown> = fc
+  .tuple(
+    peerArb,
+    fc.constantFrom('CREATE', 'UPDATE'),
+    fc.array(
+      fc.tuple(
+        fc.constantFrom(...reviewPaths),
+        fc.oneof({ weight: 9, arbitrary: junk }, { weight: 1, arbitrary: deeplyNested }),
+      ),
+      {
+        maxLength: 3,
+      },
+    ),
+  )
+  .map(([p, operation, mutations]) => {
+    let review: unknown = {
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      request: { uid: `uid-${p.name}`, operation, object: peer(p.name, p) },
+    };
+    for (const [path, value] of mutations) review = mutate(review, path, value);
+    return review;
   });
 
 export { junk, mutate };

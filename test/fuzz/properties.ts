@@ -9,10 +9,11 @@ import { planNode } from '../../src/mesh/plan.js';
 import { TopologyError } from '../../src/mesh/topology.js';
 import type { MeshOptions } from '../../src/mesh/options.js';
 import { ValidationError } from '../../src/model/errors.js';
-import { parseCluster } from '../../src/model/parse.js';
+import { parseCluster, parsePeer } from '../../src/model/parse.js';
+import { maxDenialLength, reviewPeerAdmission } from '../../src/agent/admission.js';
 import { granularities } from '../../src/model/types.js';
 import { NOW, meshOptions } from '../helpers/cluster.js';
-import { clusterArb, mutate, mutatedClusterArb } from './arbitraries.js';
+import { admissionReviewArb, clusterArb, mutate, mutatedClusterArb } from './arbitraries.js';
 import { planViolations } from './invariants.js';
 
 const hostnames = ['a', 'b', 'c', 'd', 'e', 'f'];
@@ -141,6 +142,44 @@ export function orderDoesNotMatter(numRuns: number, seed?: number): Counts {
         }
       },
     ),
+    { numRuns, ...(seed === undefined ? {} : { seed }) },
+  );
+  return counts;
+}
+
+/**
+ * The webhook's review of broken AdmissionReviews: never an exception (a 500), every answer one
+ * short line, and a Peer it allows is one the agent keeps whole (no value dropped, no catch-all).
+ * Counts: `plans` are the allowed reviews, `refusals` the denials and bad requests.
+ */
+export function admissionAnswers(numRuns: number, seed?: number): Counts {
+  const counts: Counts = { cases: 0, plans: 0, refusals: 0 };
+  fc.assert(
+    fc.property(admissionReviewArb, (body) => {
+      counts.cases++;
+      const r = reviewPeerAdmission(body);
+      if (!r.ok) {
+        counts.refusals++;
+        assert.ok(!r.message.includes('\n') && r.message.length <= 600, r.message);
+        return;
+      }
+      const { response } = r.review;
+      const request = (body as { request: { uid: unknown; object: unknown } }).request;
+      assert.equal(response.uid, request.uid);
+      if (!response.allowed) {
+        counts.refusals++;
+        const message = response.status?.message ?? '';
+        assert.ok(!message.includes('\n') && message.length <= maxDenialLength + 1, message);
+        return;
+      }
+      counts.plans++;
+      const parsed = parsePeer(request.object);
+      assert.ok(parsed.ok, 'an allowed Peer parses');
+      assert.ok(
+        parsed.value.allowedIPs.every((c) => c.prefix > 0),
+        'an allowed Peer has no catch-all allowed IP',
+      );
+    }),
     { numRuns, ...(seed === undefined ? {} : { seed }) },
   );
   return counts;

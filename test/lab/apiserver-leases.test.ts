@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import { CoordinationV1Api, CoreV1Api, V1MicroTime, Watch, type V1Lease } from '@kubernetes/client-node';
 import { FakeApiServer, leasesType, waitUntil } from '../../src/lab/apiserver.js';
 import { statusCodeOf } from '../../src/backend/kubernetes/errors.js';
+import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
 
 const lease = (name: string, holder: string): V1Lease => ({
   metadata: { name, namespace: 'kube-system' },
@@ -22,7 +23,7 @@ async function code(p: Promise<unknown>): Promise<number | undefined> {
 test('the lab API server keeps Leases as kube-apiserver does, through @kubernetes/client-node', async (t) => {
   const api = await FakeApiServer.start();
   t.after(() => api.close());
-  const client = api.kubeConfig().makeApiClient(CoordinationV1Api);
+  const client = kubeConfigFor(api).makeApiClient(CoordinationV1Api);
   const namespace = 'kube-system';
 
   const created = await client.createNamespacedLease({ namespace, body: lease('kilo-leader-a', 'n1') });
@@ -74,7 +75,7 @@ test('the lab API server keeps Leases as kube-apiserver does, through @kubernete
 
   // Watch from the list's version sees later changes only, in order, in this namespace only.
   const events: string[] = [];
-  const watch = new Watch(api.kubeConfig());
+  const watch = new Watch(kubeConfigFor(api));
   const controller = await watch.watch(
     `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`,
     { resourceVersion: list.metadata?.resourceVersion },
@@ -83,8 +84,7 @@ test('the lab API server keeps Leases as kube-apiserver does, through @kubernete
   );
   t.after(() => controller.abort());
   // As in kube-apiserver, a namespace must exist before anything is created in it.
-  await api
-    .kubeConfig()
+  await kubeConfigFor(api)
     .makeApiClient(CoreV1Api)
     .createNamespace({ body: { metadata: { name: 'other' } } });
   await client.createNamespacedLease({
@@ -110,7 +110,7 @@ test('Lease watches that time out, are reset or stall on a full buffer while eve
   t.after(() => process.off('uncaughtException', onError));
   const api = await FakeApiServer.start({ bookmarkIntervalMs: 5 });
   t.after(() => api.close());
-  const client = api.kubeConfig().makeApiClient(CoordinationV1Api);
+  const client = kubeConfigFor(api).makeApiClient(CoordinationV1Api);
   const namespace = 'kube-system';
   let current = await client.createNamespacedLease({ namespace, body: lease('kilo-leader-a', 'n1') });
   const url = new URL(api.url);

@@ -14,13 +14,14 @@ import { FakeApiServer } from '../../src/lab/apiserver.js';
 import { loadState, saveState } from '../../src/lab/apiserver-state.js';
 import { waitUntil } from '../fixtures/apiserver.js';
 import { node } from '../helpers/cluster.js';
+import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
 
 test('a restart on the state file keeps objects, resourceVersions, uids and the revision; clients re-list and go on', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'kilo-lab-state-'));
   const file = join(dir, 'cluster.json');
   let api = await FakeApiServer.start({ bookmarkIntervalMs: 100, onChange: () => saveState(file, api) });
   const source = new KubernetesSource({
-    kubeConfig: api.kubeConfig(),
+    kubeConfig: kubeConfigFor(api),
     timings: { watchSilenceMs: 1_500, watchdogIntervalMs: 100, listTimeoutMs: 2_000, healthyWatchMs: 500 },
   });
   t.after(async () => {

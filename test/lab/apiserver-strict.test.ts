@@ -18,6 +18,7 @@ import {
 import { parse } from 'yaml';
 import { FakeApiServer, crdsType } from '../../src/lab/apiserver.js';
 import { node, peer } from '../helpers/cluster.js';
+import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
 
 async function setup(t: { after: (f: () => Promise<void>) => void }) {
   const api = await FakeApiServer.start();
@@ -30,7 +31,7 @@ async function setup(t: { after: (f: () => Promise<void>) => void }) {
     api.addNode({ ...n, metadata: { ...n.metadata, labels: { 'topology.kubernetes.io/region': region } } });
   }
   api.addPeer(peer('laptop', { allowedIPs: ['10.5.0.1/32'] }));
-  const kc = api.kubeConfig();
+  const kc = kubeConfigFor(api);
   return {
     api,
     core: kc.makeApiClient(CoreV1Api),

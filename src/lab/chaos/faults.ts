@@ -16,8 +16,22 @@ export interface FaultContext {
 
 const pick = <T>(items: readonly T[], n: number): T => items[n % items.length]!;
 
-/** Performs one fault; resolves when it is over (the convergence window starts then). Says what it hit. */
-export async function perform(f: ScheduledFault, c: FaultContext): Promise<string> {
+/**
+ * What a fault did; for a fault pings may not notice (an item deleted by hand), also whether the
+ * agent has put it back: the mesh has recovered only then.
+ */
+export interface Done {
+  what: string;
+  repaired?: () => Promise<boolean>;
+}
+
+/** Performs one fault; resolves when it is over (the convergence window starts then). */
+export async function perform(f: ScheduledFault, c: FaultContext): Promise<Done> {
+  const done = await performOne(f, c);
+  return typeof done === 'string' ? { what: done } : done;
+}
+
+async function performOne(f: ScheduledFault, c: FaultContext): Promise<string | Done> {
   const { lab } = c;
   const node = pick(lab.nodes, f.target);
   switch (f.kind) {
@@ -88,8 +102,15 @@ export async function perform(f: ScheduledFault, c: FaultContext): Promise<strin
         const routes = JSON.parse(r.stdout || '[]') as { dst: string; table?: string }[];
         if (routes.length === 0) continue;
         const victim = pick(routes, f.target);
-        run(['ip', '-n', n.ns, 'route', 'del', victim.dst, 'table', victim.table ?? 'main', 'proto', '107']);
-        return `${n.name}: route ${victim.dst} table ${victim.table ?? 'main'}`;
+        const table = victim.table ?? 'main';
+        run(['ip', '-n', n.ns, 'route', 'del', victim.dst, 'table', table, 'proto', '107']);
+        return {
+          what: `${n.name}: route ${victim.dst} table ${table}`,
+          repaired: async () => {
+            const r = await runAsync(['ip', '-n', n.ns, '-j', 'route', 'show', 'table', table, 'proto', '107']);
+            return (JSON.parse(r.stdout || '[]') as { dst: string }[]).some((x) => x.dst === victim.dst);
+          },
+        };
       }
       return 'no node had a Kilo route';
     }
@@ -102,7 +123,13 @@ export async function perform(f: ScheduledFault, c: FaultContext): Promise<strin
         const victim = pick(rules, f.target);
         // iptables-save quotes as a shell does: let one parse it back into arguments.
         run(['ip', 'netns', 'exec', n.ns, 'sh', '-c', `iptables -t nat ${victim.replace(/^-A /, '-D ')}`]);
-        return `${n.name}: nat ${victim.slice(0, 100)}`;
+        return {
+          what: `${n.name}: nat ${victim.slice(0, 100)}`,
+          repaired: async () => {
+            const r = await runAsync(['ip', 'netns', 'exec', n.ns, 'iptables-save', '-t', 'nat']);
+            return r.code === 0 && r.stdout.split('\n').includes(victim);
+          },
+        };
       }
       return 'no node had a Kilo iptables rule';
     }

@@ -3,7 +3,7 @@ import { planOf } from '../../mesh/compute.js';
 import { defaultMeshOptions } from '../../mesh/options.js';
 import type { Plan } from '../../mesh/types.js';
 import { parseCluster } from '../../model/parse.js';
-import { snapshotNow } from '../../model/ready.js';
+import { judgeReadiness, type ReadinessMemory } from '../../model/ready.js';
 import type { Lab } from '../lab.js';
 import { dataplaneFingerprint } from '../observe.js';
 import { locationLabel } from '../layout.js';
@@ -12,22 +12,30 @@ import { runAsync } from '../sh.js';
 /**
  * The desired state of every node, as `kgctl plan NODE --cluster <the API server's state file>`
  * computes it (the same functions, in this process: a kgctl process per node per second would
- * cost more than the agents). The lab's agents run with --encapsulate=never and defaults otherwise.
+ * cost more than the agents), but with readiness judged as a running agent judges it: at the
+ * live time, with the check-ins seen so far (`memory`, kept across calls) — offline, kgctl judges
+ * at the newest last-seen and would drop, right after an API server outage, the nodes that the
+ * agents rightly keep until every node has had its turn to check in again (model/ready.ts). The
+ * lab's agents run with --encapsulate=never and defaults otherwise.
  */
-export function desiredPlans(lab: Lab): Map<string, Plan> {
+export function desiredPlans(
+  lab: Lab,
+  memory: ReadinessMemory | null,
+  now = Math.floor(Date.now() / 1000),
+): { plans: Map<string, Plan>; memory: ReadinessMemory | null } {
   const list = JSON.parse(readFileSync(lab.clusterFile, 'utf8')) as { items?: unknown[] };
   const cluster = parseCluster(list.items ?? [], { topologyLabel: locationLabel });
-  const now = snapshotNow(cluster.nodes);
+  const judged = judgeReadiness(memory, cluster.nodes, now);
   const options = { ...defaultMeshOptions, granularity: lab.options.granularity, encapsulate: 'never' as const };
-  const out = new Map<string, Plan>();
+  const plans = new Map<string, Plan>();
   for (const n of lab.nodes) {
     try {
-      out.set(n.name, planOf(cluster, n.name, options, now));
+      plans.set(n.name, planOf(cluster, n.name, options, judged.at));
     } catch {
       // Not (yet) a ready node of the cluster: nothing is desired of it, nothing checked.
     }
   }
-  return out;
+  return { plans, memory: judged.memory };
 }
 
 const hostLen = (ip: string) => (ip.includes(':') ? 128 : 32);

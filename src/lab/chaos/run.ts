@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import type { ReadinessMemory } from '../../model/ready.js';
 import { Lab } from '../lab.js';
 import { peerEndpoint } from '../peer.js';
 import { allPairs, type Pair } from '../probe.js';
@@ -72,12 +73,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
     // stale for more than 5 s in quiet time (no fault, no convergence window open) is a violation.
     const staleSince = new Map<string, number>();
     const reported = new Set<string>();
+    let readiness: ReadinessMemory | null = null;
     background.push(
       (async () => {
         while (!stopping) {
           const t0 = Date.now();
           try {
-            const plans = desiredPlans(lab);
+            const desired = desiredPlans(lab, readiness);
+            readiness = desired.memory;
+            const plans = desired.plans;
             const seen = new Set<string>();
             await Promise.all(
               [...plans].map(async ([node, plan]) => {
@@ -157,13 +161,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
         }
       };
       let what: string;
+      let repaired: (() => Promise<boolean>) | undefined;
       try {
-        what = await perform(f, {
+        ({ what, repaired } = await perform(f, {
           lab,
           apiAwaySeconds: o.apiAwaySeconds,
           whileAway,
           membershipChanged: () => traffic.set(pairs()),
-        });
+        }));
       } catch (e) {
         what = `failed: ${(e as Error).message.slice(0, 200)}`;
         violations.push(`the fault itself failed: ${(e as Error).message.slice(0, 200)}`);
@@ -171,18 +176,23 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosResult> {
       traffic.set(pairs());
       const over = Date.now();
       // Wait for a reply on every pair by ping's clock, allowing the window plus 20 s for replies
-      // read late; a recovery later than the window is a violation.
+      // read late, and for what the fault deleted to be back (pings may not need it, the next
+      // fault's baseline does); a recovery later than the window is a violation.
       let r = recoveredAt(traffic, over);
-      while (r.at === null && Date.now() < over + (window + 20) * 1000) {
+      let repairedAt = repaired ? null : over;
+      while ((r.at === null || repairedAt === null) && Date.now() < over + (window + 20) * 1000) {
         await sleep(250);
         r = recoveredAt(traffic, over);
+        if (repairedAt === null && (await repaired!().catch(() => false))) repairedAt = Date.now();
       }
-      const recovered = r.at;
+      const recovered = r.at === null || repairedAt === null ? null : Math.max(r.at, repairedAt);
       if (recovered === null || recovered > over + window * 1000) {
         const v =
           recovered === null
-            ? `not every pair reachable ${window} s after the fault: ${r.failing.join(', ')}`
-            : `every pair reachable only ${((recovered - over) / 1000).toFixed(1)} s after the fault (window ${window} s)`;
+            ? repairedAt === null
+              ? `what the fault deleted was not back ${window + 20} s after it`
+              : `not every pair reachable ${window} s after the fault: ${r.failing.join(', ')}`
+            : `every pair reachable and the deletion repaired only ${((recovered - over) / 1000).toFixed(1)} s after the fault (window ${window} s)`;
         violations.push(v);
         o.log(`VIOLATION ${f.kind}: ${v}`);
       }
