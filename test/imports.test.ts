@@ -94,14 +94,15 @@ export const mayImport: Record<string, string[]> = {
   net: [],
   model: ['net'],
   wireguard: ['net'],
-  mesh: ['net', 'model', 'src/election/types.ts'],
+  encapsulation: ['net', 'model', 'src/dataplane/exec.ts'],
+  mesh: ['net', 'model', 'encapsulation', 'src/election/types.ts'],
   graph: ['mesh'],
   backend: ['net', 'model'],
   dataplane: ['net', 'model', 'mesh', 'wireguard'],
   election: ['net', 'model', 'mesh', 'backend', 'dataplane'],
-  agent: ['net', 'model', 'mesh', 'wireguard', 'graph', 'backend', 'dataplane', 'election'],
-  cli: ['net', 'model', 'mesh', 'wireguard', 'graph', 'backend', 'dataplane', 'election', 'agent'],
-  lab: ['net', 'model', 'mesh', 'wireguard', 'backend', 'dataplane', 'election', 'agent'],
+  agent: ['net', 'model', 'encapsulation', 'mesh', 'wireguard', 'graph', 'backend', 'dataplane', 'election'],
+  cli: ['net', 'model', 'encapsulation', 'mesh', 'wireguard', 'graph', 'backend', 'dataplane', 'election', 'agent'],
+  lab: ['net', 'model', 'encapsulation', 'mesh', 'wireguard', 'backend', 'dataplane', 'election', 'agent'],
 };
 
 test('each folder of src/ imports only what ARCHITECTURE.md allows it', () => {

@@ -25,9 +25,8 @@ import { keepRoamingEndpoints } from './roaming.js';
 import { isNodeReady } from '../model/ready.js';
 import { annotationElection, type LeaderElection } from '../election/leader-election.js';
 import { LeadershipLog } from './leadership.js';
-
-/** flannel's VXLAN device (its VTEP), the `private` role under --compatibility=flannel. */
-export const flannelInterface = 'flannel.1';
+import { MachineEncapsulation } from './encapsulation.js';
+import { encapsulatorOf, type Encapsulator } from '../encapsulation/index.js';
 
 export interface AgentOptions {
   hostname: string;
@@ -67,12 +66,11 @@ export interface AgentDeps {
   metrics: AgentMetrics;
   /** Milliseconds since the epoch. */
   clock?: () => number;
-  /** The encapsulation interface, when the kernel has one (tunl0); null otherwise. */
-  tunnel?: string | null;
-  /** Looks the encapsulation interface up on each pass instead (Cilium renames tunl0 to cilium_tunl). */
-  resolveTunnel?: () => Promise<string | null>;
-  /** --compatibility=cilium: this node's Cilium internal IP, published for its location mates. */
-  ciliumInternalIP?: () => Promise<IP | null>;
+  /**
+   * The encapsulation (its devices, set up on the first pass and after its recheck period; the
+   * address it publishes); by default the one the mesh options name.
+   */
+  encapsulator?: Encapsulator;
   /**
    * Reports changes to Kilo's routes, rules and interface as the kernel makes them (routing
    * monitor). With it, a reconcile triggered by the cluster trusts the last write and reads
@@ -126,6 +124,7 @@ export class Agent {
   private watch: { stop(): Promise<void> } | null = null;
   private readonly election: LeaderElection;
   private readonly leadership: LeadershipLog;
+  private readonly encapsulation: MachineEncapsulation;
   /** Names of the nodes the last plan was made of: those that were ready. */
   private readyNodes = new Set<string>();
   /** Heartbeats that arrived during a reconcile, judged against the ready set it leaves. */
@@ -138,6 +137,11 @@ export class Agent {
     this.clock = deps.clock ?? Date.now;
     this.election = deps.election ?? annotationElection;
     this.leadership = new LeadershipLog(deps.log, deps.leaderTransition ?? (() => {}));
+    this.encapsulation = new MachineEncapsulation(
+      deps.encapsulator ?? encapsulatorOf(deps.options.mesh),
+      deps.exec,
+      this.clock,
+    );
   }
 
   async start(): Promise<void> {
@@ -169,6 +173,9 @@ export class Agent {
     if (this.deps.options.cleanUp) {
       const errors = await cleanUp(this.deps.dataplane, { interface: this.deps.options.cleanUpInterface });
       for (const e of errors) this.deps.log.error({ err: e.message }, 'clean-up failed');
+      await this.encapsulation
+        .cleanUp()
+        .catch((e: Error) => this.deps.log.error({ err: e.message }, 'clean-up of the encapsulation failed'));
     }
   }
 
@@ -415,7 +422,7 @@ export class Agent {
       granularity: options.mesh.granularity,
       discoveredEndpoints: discovered,
       now,
-      ciliumInternalIP: (await this.deps.ciliumInternalIP?.()) ?? null,
+      ciliumInternalIP: await this.encapsulation.ownAddress(),
       leaderHealth: this.election.report(),
     });
     if (patch) await source.patchNodeAnnotations(options.hostname, patch);
@@ -445,15 +452,14 @@ export class Agent {
   }
 
   private async devices(): Promise<DeviceNames> {
-    // Beside flannel, location mates are reached over flannel's VXLAN device, not our private NIC.
-    if (this.deps.options.mesh.compatibility === 'flannel') {
-      return { kilo: this.deps.options.interfaceName, private: flannelInterface, tunnel: null };
-    }
+    const kilo = this.deps.options.interfaceName;
+    const { tunnel, private: cni } = await this.encapsulation.devices();
+    // Beside a CNI that names it (flannel.1), location mates are reached over its device.
+    if (cni) return { kilo, private: cni, tunnel };
     const ip = this.deps.host.internalIP?.ip.text ?? null;
     if (ip && this.privateIface?.ip !== ip) {
       this.privateIface = { ip, name: await findPrivateInterface(this.deps.exec, ip) };
     }
-    const tunnel = this.deps.resolveTunnel ? await this.deps.resolveTunnel() : (this.deps.tunnel ?? null);
-    return { kilo: this.deps.options.interfaceName, private: ip ? (this.privateIface?.name ?? null) : null, tunnel };
+    return { kilo, private: ip ? (this.privateIface?.name ?? null) : null, tunnel };
   }
 }

@@ -32,19 +32,3 @@ export function linuxDataplane(exec: Exec, o: LinuxDataplaneOptions): Dataplane 
     firewall: new LinuxFirewallTables(exec, o.log ? { log: o.log } : {}),
   };
 }
-
-/**
- * The IPIP interface when the kernel has one. tunl0 appears when the ipip module is loaded; a
- * kernel without it (these CI machines) gets null, and a plan that needs it fails with a clear error.
- */
-export async function ipipTunnel(exec: Exec): Promise<string | null> {
-  const exists = async () =>
-    exec.run(['ip', 'link', 'show', 'tunl0']).then(
-      () => true,
-      () => false,
-    );
-  if (!(await exists())) await exec.run(['modprobe', 'ipip']).catch(() => undefined);
-  if (!(await exists())) return null;
-  await exec.run(['ip', 'link', 'set', 'tunl0', 'up']).catch(() => undefined);
-  return 'tunl0';
-}

@@ -9,9 +9,8 @@ import { parseCluster } from '../model/parse.js';
 import { snapshotNow } from '../model/ready.js';
 import { UsageError } from '../model/errors.js';
 import { defaultKeyPath, loadOrCreateKey } from '../wireguard/keys.js';
-import { ciliumTunnel } from '../agent/cilium.js';
-import { ipipTunnel, linuxDataplane } from '../agent/linux-dataplane.js';
-import { flannelInterface } from '../agent/agent.js';
+import { linuxDataplane } from '../agent/linux-dataplane.js';
+import { encapsulatorOf, type EncapsulationDevices, type Encapsulator } from '../encapsulation/index.js';
 import { createLogger } from '../agent/log.js';
 import { resolveMTU } from '../agent/startup.js';
 import { addAgentFlags, parseMTU, requireHostname, type AgentFlagValues } from './agent-flags.js';
@@ -55,7 +54,8 @@ export function applyCommand(): Command {
     const mtuFlag = parseMTU(flags.mtu);
     // Measured once, after the first plan: a node missing from the snapshot is the first thing to say.
     let mtu: number | null | undefined;
-    let tunnel: string | null | undefined;
+    let encapsulator: Encapsulator | undefined;
+    let devices: EncapsulationDevices | undefined;
     const source = new FileSource(flags.cluster, { watch: flags.watch, logger: log });
     await source.start();
 
@@ -65,20 +65,12 @@ export function applyCommand(): Command {
         log.warn({ object: e.object, field: e.field, value: e.value }, `dropping object from the mesh: ${e.reason}`);
       const granularity = resolveGranularity(flags.meshGranularity, cluster.nodes, hostname);
       const options = { ...meshOptionsFrom(flags, granularity), privateKeyPath: flags.keyFile };
-      if (flags.compatibility) Object.assign(options, { local: false, compatibility: flags.compatibility });
       const plan = planOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
       const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip.text ?? null;
       mtu ??= await resolveMTU(exec, mtuFlag);
-      tunnel ??=
-        options.encapsulate === 'never'
-          ? null
-          : await (flags.compatibility === 'cilium' ? ciliumTunnel(exec) : ipipTunnel(exec));
-      const privateInterface =
-        flags.compatibility === 'flannel'
-          ? flannelInterface
-          : internalIP
-            ? await findPrivateInterface(exec, internalIP)
-            : null;
+      encapsulator = encapsulatorOf(options);
+      devices ??= await encapsulator.setUp(exec);
+      const privateInterface = devices.private ?? (internalIP ? await findPrivateInterface(exec, internalIP) : null);
       if (internalIP && !privateInterface)
         log.warn(
           { node: hostname, internalIP },
@@ -88,7 +80,7 @@ export function applyCommand(): Command {
         plan,
         privateKey,
         mtu,
-        devices: { kilo: flags.interface, private: privateInterface, tunnel },
+        devices: { kilo: flags.interface, private: privateInterface, tunnel: devices.tunnel },
       });
       log.info(
         {
@@ -127,9 +119,12 @@ export function applyCommand(): Command {
     });
     await chain;
     await source.stop();
-    if (flags.cleanUp)
+    if (flags.cleanUp) {
       for (const e of await cleanUp(dataplane, { interface: flags.cleanUpInterface }))
         log.error({ err: e.message }, 'clean-up failed');
-    else await (dataplane.device as { detach?: () => Promise<void> }).detach?.();
+      await encapsulator
+        ?.cleanUp(exec)
+        .catch((e: Error) => log.error({ err: e.message }, 'clean-up of the encapsulation failed'));
+    } else await (dataplane.device as { detach?: () => Promise<void> }).detach?.();
   });
 }

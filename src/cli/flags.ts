@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { Cidr } from '../net/cidr.js';
 import { UsageError } from '../model/errors.js';
+import type { Compatibility } from '../encapsulation/index.js';
 import { encapsulations, granularities, type Encapsulate, type Granularity, type KiloNode } from '../model/types.js';
 import { defaultMeshOptions, type MeshOptions } from '../mesh/options.js';
 import { defaultTopologyLabel } from '../model/annotations.js';
@@ -189,8 +190,11 @@ export function resolveGranularity(
   return best;
 }
 
-export function meshOptionsFrom(v: MeshFlagValues, granularity: Granularity): MeshOptions {
-  return {
+export function meshOptionsFrom(
+  v: MeshFlagValues & { compatibility?: Compatibility },
+  granularity: Granularity,
+): MeshOptions {
+  const options: MeshOptions = {
     ...defaultMeshOptions,
     granularity,
     subnet: v.subnet.masked(),
@@ -202,4 +206,7 @@ export function meshOptionsFrom(v: MeshFlagValues, granularity: Granularity): Me
     routeHostTraffic: v.routeHostTraffic ?? false,
     serviceCIDRs: v.serviceCidr,
   };
+  // Beside a CNI, the CNI routes inside the location: Kilo adds WireGuard (and, beside Cilium, IPIP
+  // between a leader and its followers through Cilium's overlay).
+  return v.compatibility ? { ...options, local: false, compatibility: v.compatibility } : options;
 }

@@ -5,8 +5,8 @@ import { UsageError } from '../model/errors.js';
 import { loadOrCreateKey } from '../wireguard/keys.js';
 import { Agent } from '../agent/agent.js';
 import { createAgentServer, parseListen } from '../agent/http.js';
-import { CiliumHost } from '../agent/cilium.js';
-import { ipipTunnel, linuxDataplane } from '../agent/linux-dataplane.js';
+import { linuxDataplane } from '../agent/linux-dataplane.js';
+import { encapsulatorOf } from '../encapsulation/index.js';
 import { createLogger } from '../agent/log.js';
 import { AgentMetrics } from '../agent/metrics.js';
 import { discoverHost, resolveMTU } from '../agent/startup.js';
@@ -27,10 +27,7 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
     ...meshOptionsFrom(flags, flags.meshGranularity === 'auto' ? 'location' : flags.meshGranularity),
     privateKeyPath: flags.keyFile,
   };
-  // In add-on mode the CNI routes inside the location: Kilo adds WireGuard (and, beside Cilium,
-  // IPIP between a leader and its followers through Cilium's overlay).
-  if (flags.compatibility) Object.assign(mesh, { local: false, compatibility: flags.compatibility });
-  const cilium = flags.compatibility === 'cilium' ? new CiliumHost(exec) : null;
+  const encapsulator = encapsulatorOf(mesh);
   const privateKey = loadOrCreateKey(flags.keyFile);
   const host = await discoverHost(exec, {
     interfaceName: flags.interface,
@@ -42,7 +39,8 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
     {
       internalIP: host.internalIP?.toString() ?? null,
       endpoint: host.endpointIP?.text ?? null,
-      ...(cilium ? { ciliumInternalIP: (await cilium.internalIP())?.text ?? null } : {}),
+      encapsulation: encapsulator.name,
+      encapsulationAddress: (await encapsulator.ownAddress(exec))?.text ?? null,
     },
     'discovered host addresses',
   );
@@ -87,9 +85,7 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
     metrics,
     ...(election ? { election } : {}),
     leaderTransition: (location) => electionMetrics.transitions.inc({ location }),
-    tunnel: mesh.encapsulate === 'never' || cilium ? null : await ipipTunnel(exec),
-    ...(cilium && mesh.encapsulate !== 'never' ? { resolveTunnel: () => cilium.tunnel() } : {}),
-    ...(cilium ? { ciliumInternalIP: () => cilium.internalIP() } : {}),
+    encapsulator,
     watchRouting: (onEvent) =>
       startRoutingMonitor(
         exec,

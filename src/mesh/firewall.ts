@@ -1,5 +1,6 @@
 import { aggregate, PrefixSet } from '../net/aggregate.js';
 import type { Cidr } from '../net/cidr.js';
+import { encapsulatorOf, type Encapsulator } from '../encapsulation/index.js';
 import type { MeshOptions } from './options.js';
 import { groupSegments, type Topology } from './topology.js';
 import type { Firewall, FirewallRule, IPFamily } from './types.js';
@@ -11,7 +12,7 @@ export const ipipChain = 'KILO-IPIP';
  * Kilo's iptables rules for one node: masquerade what leaves the mesh, never what stays in it;
  * accept IPIP only from the nodes that route to this one in the clear.
  */
-export function planFirewall(t: Topology, options: MeshOptions): Firewall {
+export function planFirewall(t: Topology, options: MeshOptions, enc: Encapsulator = encapsulatorOf(options)): Firewall {
   const fw: Firewall = {
     chains: [
       { family: 4, table: 'nat', name: natChain },
@@ -108,12 +109,7 @@ export function planFirewall(t: Topology, options: MeshOptions): Firewall {
   add(4, 'nat', natChain, ['-j', 'MASQUERADE'], 'Kilo: NAT remaining packets');
   add(6, 'nat', natChain, ['-j', 'MASQUERADE'], 'Kilo: NAT remaining packets');
 
-  // Beside Cilium, IPIP runs between a leader and its followers even without --local.
-  if (
-    options.encapsulate !== 'never' &&
-    (options.local || options.compatibility === 'cilium') &&
-    options.compatibility !== 'flannel'
-  ) {
+  if (enc.acceptsIPIP) {
     fw.chains.push({ family: 4, table: 'filter', name: ipipChain }, { family: 6, table: 'filter', name: ipipChain });
     for (const family of [4, 6] as const) {
       add(family, 'filter', 'INPUT', ['-p', 'ipencap', '-j', ipipChain], 'Kilo: jump to IPIP chain');
@@ -123,12 +119,8 @@ export function planFirewall(t: Topology, options: MeshOptions): Firewall {
     for (const s of groupSegments(t)) {
       for (const n of s.nodes) {
         if (n === self || !n.internalIP) continue;
-        const c = n.internalIP.ip.toHostCidr();
-        add(fam(c), 'filter', ipipChain, ['-s', c.networkText, '-j', 'ACCEPT'], 'Kilo: allow IPIP traffic');
-        // Through Cilium's overlay the outer source is the sender's cilium_host address.
-        const cilium = options.compatibility === 'cilium' ? n.ciliumInternalIP?.toHostCidr() : undefined;
-        if (cilium)
-          add(fam(cilium), 'filter', ipipChain, ['-s', cilium.networkText, '-j', 'ACCEPT'], 'Kilo: allow IPIP traffic');
+        for (const c of enc.ipipSourcesOf(n))
+          add(fam(c), 'filter', ipipChain, ['-s', c.networkText, '-j', 'ACCEPT'], 'Kilo: allow IPIP traffic');
       }
     }
     for (const family of [4, 6] as const) {

@@ -1,4 +1,5 @@
 import { Cidr } from '../net/cidr.js';
+import type { Compatibility } from '../encapsulation/index.js';
 import type { Encapsulate, Granularity } from '../model/types.js';
 
 /** The flags of `kg` that shape one node's plan. */
@@ -17,15 +18,8 @@ export interface MeshOptions {
   iptablesForwardRules: boolean;
   /** Route other nodes' internal IPs through WireGuard even when they are its endpoints (rule-based routing). */
   routeHostTraffic: boolean;
-  /**
-   * --compatibility=flannel: flannel carries traffic inside a location over flannel.1 (the
-   * `private` role), to the remote node's VTEP address — the network address of its pod CIDR —
-   * and kilo-ts adds no tunnel of its own.
-   * --compatibility=cilium: a non-leader reaches its leader (and the leader its non-leaders) by
-   * IPIP through Cilium's overlay: the outer destination is the other node's Cilium internal IP
-   * (its pod CIDR's network address while unpublished), which Cilium carries to that node.
-   */
-  compatibility?: 'flannel' | 'cilium' | null;
+  /** The CNI kilo-ts runs beside (--compatibility): it picks the encapsulation (src/encapsulation/). */
+  compatibility?: Compatibility | null;
   privateKeyPath: string;
 }
 

@@ -1,6 +1,7 @@
 import type { Cidr, IP } from '../net/cidr.js';
 import { formatEndpoint } from '../model/parse.js';
 import type { KiloNode, KiloPeer } from '../model/types.js';
+import { encapsulatorOf, type Encapsulator } from '../encapsulation/index.js';
 import { planFirewall } from './firewall.js';
 import type { MeshOptions } from './options.js';
 import { effectiveEndpoint, groupSegments, remoteSegments, type Topology } from './topology.js';
@@ -17,7 +18,8 @@ import {
 /** One node's desired state, from the topology as that node sees it. Pure. */
 export function planNode(t: Topology, options: MeshOptions): Plan {
   const { node, leader } = t.local;
-  const routing = leader ? leaderRoutes(t, options) : followerRoutes(t, options);
+  const enc = encapsulatorOf(options);
+  const routing = leader ? leaderRoutes(t, options, enc) : followerRoutes(t, options, enc);
   return {
     node: node.name,
     granularity: t.granularity,
@@ -36,7 +38,7 @@ export function planNode(t: Topology, options: MeshOptions): Plan {
     peers: leader ? wireGuardPeers(t) : [],
     routes: routing.routes,
     rules: routing.rules,
-    firewall: planFirewall(t, options),
+    firewall: planFirewall(t, options, enc),
   };
 }
 
@@ -76,51 +78,17 @@ interface Routing {
   rules: PlanRule[];
 }
 
-/** Whether traffic to `gw` inside the location must be encapsulated under the strategy. */
-function encapsulates(options: MeshOptions, self: KiloNode, gw: IP): boolean {
-  if (options.compatibility === 'flannel') return false;
-  if (options.encapsulate === 'always') return true;
-  if (options.encapsulate === 'crosssubnet') return !self.internalIP || !self.internalIP.contains(gw);
-  return false;
+function viaPrivate(enc: Encapsulator, self: KiloNode, dst: Cidr, gw: IP): PlanRoute {
+  return { dst: dst.networkText, gw: gw.text, dev: enc.deviceTo(self, gw), src: null, table: 'main', onlink: true };
 }
 
-function viaPrivate(options: MeshOptions, self: KiloNode, dst: Cidr, gw: IP): PlanRoute {
-  return {
-    dst: dst.networkText,
-    gw: gw.text,
-    dev: encapsulates(options, self, gw) ? 'tunnel' : 'private',
-    src: null,
-    table: 'main',
-    onlink: true,
-  };
-}
-
-/** Where a location mate is reached in the clear: its internal IP, or its flannel VTEP address. */
-function gatewayOf(options: MeshOptions, n: KiloNode): IP {
-  if (options.compatibility === 'flannel' && n.podCIDR) return n.podCIDR.network;
-  return n.internalIP!.ip;
-}
-
-/**
- * Where a follower sends to its leader and, beside Cilium, a leader to its followers. Beside
- * Cilium that is the node's Cilium internal IP, so the IPIP packet rides Cilium's overlay to the
- * node; until the node publishes it, Kilo's placeholder: the network address of its pod CIDR.
- */
-function segmentGatewayOf(options: MeshOptions, n: KiloNode): IP {
-  if (options.compatibility === 'cilium') return n.ciliumInternalIP ?? n.podCIDR?.network ?? gatewayOf(options, n);
-  return gatewayOf(options, n);
-}
-
-/**
- * Beside Cilium without --local, a leader returns its followers' pod traffic the way it came: by
- * IPIP to their Cilium internal IPs (Kilo's return path), not as raw packets handed to Cilium.
- */
-function ciliumReturnRoutes(t: Topology, options: MeshOptions, out: Routing): void {
-  if (options.compatibility !== 'cilium' || options.local || options.encapsulate === 'never') return;
+/** The routes by which a leader reaches its followers' pods through the encapsulation without --local (Cilium). */
+function returnRoutes(t: Topology, enc: Encapsulator, out: Routing): void {
+  if (!enc.returnsToFollowers) return;
   const self = t.local.node;
   for (const n of t.local.segment.nodes) {
     if (n === self || !n.podCIDR) continue;
-    out.routes.push(viaPrivate(options, self, n.podCIDR, segmentGatewayOf(options, n)));
+    out.routes.push(viaPrivate(enc, self, n.podCIDR, enc.segmentGateway(n)));
   }
 }
 
@@ -128,15 +96,16 @@ function ciliumReturnRoutes(t: Topology, options: MeshOptions, out: Routing): vo
  * Routes to the other members of the own group, in the clear over the private network; with
  * encapsulation also the table-1107 route and rules that send pod traffic through the tunnel.
  */
-function localRoutes(t: Topology, options: MeshOptions, out: Routing, withKiloRule: boolean): void {
+function localRoutes(t: Topology, options: MeshOptions, enc: Encapsulator, out: Routing, withKiloRule: boolean): void {
   if (!options.local) return;
   const self = t.local.node;
   for (const s of groupSegments(t)) {
     for (const n of s.nodes) {
       if (n === self || !n.internalIP || !n.podCIDR) continue;
-      const gw = gatewayOf(options, n);
-      out.routes.push(viaPrivate(options, self, n.podCIDR, gw));
-      if (!encapsulates(options, self, gw)) continue;
+      const gw = enc.mateGateway(n);
+      const route = viaPrivate(enc, self, n.podCIDR, gw);
+      out.routes.push(route);
+      if (route.dev !== 'tunnel') continue;
       const host = gw.toHostCidr().networkText;
       out.routes.push({ dst: host, gw: gw.text, dev: 'tunnel', src: null, table: kiloTable, onlink: true });
       out.rules.push({ src: self.podCIDR?.networkText ?? null, dst: host, table: kiloTable, iif: null });
@@ -145,10 +114,10 @@ function localRoutes(t: Topology, options: MeshOptions, out: Routing, withKiloRu
   }
 }
 
-function leaderRoutes(t: Topology, options: MeshOptions): Routing {
+function leaderRoutes(t: Topology, options: MeshOptions, enc: Encapsulator): Routing {
   const out: Routing = { routes: [], rules: [] };
-  localRoutes(t, options, out, true);
-  ciliumReturnRoutes(t, options, out);
+  localRoutes(t, options, enc, out, true);
+  returnRoutes(t, enc, out);
   const own = t.local.node.internalIP?.ip ?? null;
   const viaKilo = (dst: Cidr, segmentIP: IP | null): PlanRoute => {
     // WireGuard picks the peer by allowed IPs, so the gateway is only a label: an IPv6 pod CIDR in
@@ -196,13 +165,13 @@ function leaderRoutes(t: Topology, options: MeshOptions): Routing {
 }
 
 /** A non-leader sends everything remote to its segment leader over the private network. */
-function followerRoutes(t: Topology, options: MeshOptions): Routing {
+function followerRoutes(t: Topology, options: MeshOptions, enc: Encapsulator): Routing {
   const out: Routing = { routes: [], rules: [] };
   const self = t.local.node;
-  const gw = segmentGatewayOf(options, t.local.segment.leader);
-  const via = (dst: Cidr) => out.routes.push(viaPrivate(options, self, dst, gw));
+  const gw = enc.segmentGateway(t.local.segment.leader);
+  const via = (dst: Cidr) => out.routes.push(viaPrivate(enc, self, dst, gw));
   for (const s of t.segments) via(s.wireGuardIP.toHostCidr());
-  localRoutes(t, options, out, false);
+  localRoutes(t, options, enc, out, false);
   for (const s of remoteSegments(t)) {
     for (const n of s.nodes) if (n.podCIDR) via(n.podCIDR);
     for (const n of s.nodes) if (n.internalIP) via(n.internalIP.ip.toHostCidr());

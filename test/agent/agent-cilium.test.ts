@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { annotationPatch, type LocalFacts } from '../../src/agent/local-node.js';
+import { encapsulatorOf } from '../../src/encapsulation/index.js';
+import { defaultMeshOptions } from '../../src/mesh/options.js';
 import { Annotation } from '../../src/model/annotations.js';
 import { IP } from '../../src/net/cidr.js';
 import { NOW, node, peer } from '../helpers/cluster.js';
@@ -80,7 +82,14 @@ describe('agent: --compatibility=cilium', () => {
       seed: (api) => seedCilium(api),
       mesh,
       start: false,
-      deps: { ciliumInternalIP: async () => ciliumIP, resolveTunnel: async () => 'cilium_tunl' },
+      deps: {
+        encapsulator: {
+          ...encapsulatorOf({ ...defaultMeshOptions, ...mesh }),
+          setUp: async () => ({ tunnel: 'cilium_tunl' }),
+          ownAddress: async () => ciliumIP,
+          recheckMs: 0,
+        },
+      },
     });
     h.machine.addLink('cilium_tunl', {});
     await h.agent.start();

@@ -4,6 +4,7 @@
  * API server and read what reached the "machine".
  */
 import type { TestContext } from 'node:test';
+import { encapsulatorOf, type Encapsulator } from '../../src/encapsulation/index.js';
 import { KubernetesSource } from '../../src/backend/kubernetes/source.js';
 import type { ReflectorTimings } from '../../src/backend/kubernetes/reflector.js';
 import type { Logger } from '../../src/backend/source.js';
@@ -58,6 +59,12 @@ export function fakeExec(machine: FakeMachine): Exec {
     },
     wireGuardRunDir: '/nonexistent',
   };
+}
+
+/** The mesh's encapsulation, with the fake machine's tunl0 as IPIP's tunnel. */
+function harnessEncapsulator(mesh: MeshOptions): Encapsulator {
+  const e = encapsulatorOf(mesh);
+  return e.name === 'ipip' ? { ...e, setUp: async () => ({ tunnel: 'tunl0' }) } : e;
 }
 
 export const backoff = { initialMs: 50, maxMs: 300, factor: 2, jitter: 0.5 };
@@ -117,7 +124,7 @@ export interface HarnessOptions {
   mesh?: Partial<MeshOptions>;
   agent?: Partial<AgentOptions>;
   /** Extra dependencies of the agent (e.g. the --compatibility=cilium lookups). */
-  deps?: Partial<Pick<AgentDeps, 'resolveTunnel' | 'ciliumInternalIP' | 'watchRouting'>>;
+  deps?: Partial<Pick<AgentDeps, 'encapsulator' | 'watchRouting'>>;
   /** Start the agent (default true). */
   start?: boolean;
 }
@@ -150,7 +157,7 @@ export async function startHarness(t: TestContext, o: HarnessOptions = {}): Prom
     log,
     metrics,
     clock: () => clock.ms,
-    tunnel: 'tunl0',
+    encapsulator: harnessEncapsulator(mesh),
     ...o.deps,
     options: {
       hostname: 'a',

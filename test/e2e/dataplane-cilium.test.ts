@@ -9,7 +9,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
-import { CiliumHost, ciliumHostIP, ciliumTunnel } from '../../src/agent/cilium.js';
+import { ciliumHostIP, ciliumTunnel } from '../../src/encapsulation/cilium.js';
+import { encapsulatorOf } from '../../src/encapsulation/index.js';
 import type { Plan } from '../../src/mesh/types.js';
 import { Annotation } from '../../src/model/annotations.js';
 import type { KubeObject } from '../../src/model/parse.js';
@@ -71,8 +72,16 @@ test('--compatibility=cilium on a namespaced node', { skip: skipNoNetns }, async
   });
 
   await t.test('the agent publishes the address it finds on cilium_host', async (st) => {
-    const host = new CiliumHost(eu2.ns.exec);
-    const h = await startHarness(st, { mesh: options, deps: { ciliumInternalIP: () => host.internalIP() } });
+    const h = await startHarness(st, {
+      mesh: options,
+      deps: {
+        encapsulator: {
+          ...encapsulatorOf(options),
+          setUp: async () => ({ tunnel: 'tunl0' }),
+          ownAddress: () => ciliumHostIP(eu2.ns.exec),
+        },
+      },
+    });
     await settled(h);
     assert.equal(h.api.node('a')?.metadata?.annotations?.[Annotation.ciliumInternalIP], '10.42.2.180');
   });

@@ -1,0 +1,41 @@
+import type { Exec } from '../dataplane/exec.js';
+import type { EncapsulationDevices, Encapsulator } from '../encapsulation/index.js';
+import type { IP } from '../net/cidr.js';
+
+interface Answer<T> {
+  at: number;
+  value: T;
+}
+
+/** The encapsulation's answers about this machine, asked again once its recheck period is over. */
+export class MachineEncapsulation {
+  private devicesSeen: Answer<EncapsulationDevices> | null = null;
+  private addressSeen: Answer<IP | null> | null = null;
+
+  constructor(
+    readonly encapsulator: Encapsulator,
+    private readonly exec: Exec,
+    private readonly clock: () => number,
+  ) {}
+
+  async devices(): Promise<EncapsulationDevices> {
+    if (!this.fresh(this.devicesSeen))
+      this.devicesSeen = { at: this.clock(), value: await this.encapsulator.setUp(this.exec) };
+    return this.devicesSeen!.value;
+  }
+
+  async ownAddress(): Promise<IP | null> {
+    if (!this.fresh(this.addressSeen))
+      this.addressSeen = { at: this.clock(), value: await this.encapsulator.ownAddress(this.exec) };
+    return this.addressSeen!.value;
+  }
+
+  cleanUp(): Promise<void> {
+    return this.encapsulator.cleanUp(this.exec);
+  }
+
+  private fresh(seen: Answer<unknown> | null): boolean {
+    const recheck = this.encapsulator.recheckMs;
+    return seen !== null && (recheck === null || this.clock() - seen.at < recheck);
+  }
+}

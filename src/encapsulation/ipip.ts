@@ -1,0 +1,47 @@
+/**
+ * IPIP through the kernel's tunl0 (Kilo's ipip encapsulator): location mates are reached through
+ * the tunnel under --encapsulate=always, or when their internal IP is in another subnet under
+ * crosssubnet; each node accepts IPIP from its group mates only.
+ */
+import type { Exec } from '../dataplane/exec.js';
+import type { Encapsulate, KiloNode } from '../model/types.js';
+import type { IP } from '../net/cidr.js';
+import { encapsulatesTo, internalGateway, type Encapsulator } from './encapsulator.js';
+
+/** The kernel's IPIP device: it appears when the ipip module is loaded. */
+export const ipipInterface = 'tunl0';
+
+/**
+ * tunl0, loading the ipip module when it is missing, brought up. A kernel without the module
+ * (these CI machines) gives null, and a plan that needs the tunnel fails route by route with a
+ * clear error.
+ */
+export async function ipipTunnel(exec: Exec): Promise<string | null> {
+  const exists = async () =>
+    exec.run(['ip', 'link', 'show', ipipInterface]).then(
+      () => true,
+      () => false,
+    );
+  if (!(await exists())) await exec.run(['modprobe', 'ipip']).catch(() => undefined);
+  if (!(await exists())) return null;
+  await exec.run(['ip', 'link', 'set', ipipInterface, 'up']).catch(() => undefined);
+  return ipipInterface;
+}
+
+export function ipip(strategy: Exclude<Encapsulate, 'never'>, local: boolean): Encapsulator {
+  return {
+    name: 'ipip',
+    deviceTo: (self: KiloNode, gw: IP) => (encapsulatesTo(strategy, self, gw) ? 'tunnel' : 'private'),
+    mateGateway: internalGateway,
+    segmentGateway: internalGateway,
+    returnsToFollowers: false,
+    // Without --local nothing inside the location is routed by Kilo, so no mate sends IPIP.
+    acceptsIPIP: local,
+    ipipSourcesOf: (mate) => [internalGateway(mate).toHostCidr()],
+    setUp: async (exec) => ({ tunnel: await ipipTunnel(exec) }),
+    recheckMs: null,
+    ownAddress: async () => null,
+    // tunl0 is the kernel's (it goes only with the module) and carries no address of ours.
+    cleanUp: async () => {},
+  };
+}
