@@ -13,7 +13,7 @@ const nodeWith = (v8: string[], script: string, ...args: string[]) =>
     maxBuffer: 1 << 28,
   });
 
-/** bin/kg and bin/kgctl run with this young generation: a 5,000-node plan then triggers far fewer scavenges. */
+/** bin/kgctl runs with this young generation (bin/kg, the agent, does not: RSS): a 5,000-node plan then triggers far fewer scavenges. */
 const agentV8 = ['--max-semi-space-size=64'];
 
 interface PlanFigures {
