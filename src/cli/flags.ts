@@ -1,10 +1,10 @@
 import { Option, type Command } from 'commander';
 import { Cidr } from '../net/cidr.js';
 import { UsageError } from '../model/errors.js';
-import type { Compatibility } from '../encapsulation/index.js';
-import { encapsulations, granularities, type Encapsulate, type Granularity, type KiloNode } from '../model/types.js';
+import { encapsulations, granularities, type Granularity, type KiloNode } from '../model/types.js';
 import { defaultMeshOptions, type MeshOptions } from '../mesh/options.js';
 import { defaultTopologyLabel } from '../model/annotations.js';
+import { compatibilities, type MeshFlags } from '../model/mesh-flags.js';
 
 // What Go's strconv.ParseBool, and so Kilo's flags, read as true and false.
 const goTrue = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
@@ -159,8 +159,6 @@ export function addMeshFlags(cmd: Command, opts: { allowAuto: boolean }): Comman
     );
 }
 
-export const compatibilities = ['', 'flannel', 'cilium'] as const satisfies readonly (Compatibility | '')[];
-
 /** For commands that read the cluster once (kgctl, kg apply); the agent judges readiness by its clock. */
 export function nowOption(): Option {
   return new Option('--now <seconds>', 'the time readiness is judged at (default: newest last-seen)').argParser(
@@ -168,20 +166,16 @@ export function nowOption(): Option {
   );
 }
 
-export interface MeshFlagValues {
+/** The mesh flags' values as commander parses them: what an agent announces (MeshFlags), and more. */
+export interface MeshFlagValues extends Pick<
+  MeshFlags,
+  'subnet' | 'port' | 'encapsulate' | 'local' | 'cni' | 'iptablesForwardRules' | 'serviceCidr' | 'topologyLabel'
+> {
   meshGranularity: Granularity | 'auto';
-  subnet: Cidr;
-  port: number;
-  encapsulate: Encapsulate;
-  local: boolean;
-  cni: boolean;
-  iptablesForwardRules: boolean;
   /** Optional: flag values built by hand (tests, other commands) predate it. */
   routeHostTraffic?: boolean;
-  serviceCidr: Cidr[];
-  topologyLabel: string;
   /** Unset or "": Kilo manages the CNI itself. */
-  compatibility?: (typeof compatibilities)[number];
+  compatibility?: MeshFlags['compatibility'];
   now?: number;
 }
 

@@ -9,6 +9,9 @@ import { encapsulations, type Encapsulate } from './types.js';
  * `kilo.squat.ai/mesh-flags` annotation, so that `kgctl` against the cluster plans with what the
  * agents really use instead of its own defaults. Keys are the flag names of `kg`.
  */
+/** --compatibility: "" = Kilo manages the CNI itself. */
+export const compatibilities = ['', 'flannel', 'cilium'] as const;
+
 export interface MeshFlags {
   subnet: Cidr;
   port: number;
@@ -19,7 +22,7 @@ export interface MeshFlags {
   routeHostTraffic: boolean;
   serviceCidr: Cidr[];
   topologyLabel: string;
-  compatibility: '' | 'flannel' | 'cilium';
+  compatibility: (typeof compatibilities)[number];
   leaderElection: 'annotation' | 'lease';
   namespace: string;
 }
@@ -41,7 +44,7 @@ const wire = z.looseObject({
   'route-host-traffic': z.boolean().optional(),
   'service-cidr': z.array(cidrText).max(64).optional(),
   'topology-label': z.string().min(1).max(317).optional(),
-  compatibility: z.enum(['', 'flannel', 'cilium']).optional(),
+  compatibility: z.enum(compatibilities).optional(),
   'leader-election': z.enum(['annotation', 'lease']).optional(),
   namespace: z.string().min(1).max(63).optional(),
 });
