@@ -1,13 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { resolveMTU } from '../../src/agent/startup.js';
-import {
-  defaultRouteMTU,
-  diffLink,
-  findPrivateInterface,
-  LinuxLinks,
-  type LinkState,
-} from '../../src/dataplane/links.js';
+import { diffLink, LinuxLinks, type LinkState } from '../../src/dataplane/links.js';
 import { FakeLinks, FakeMachine, fakeRoutingTables, settle } from '../../src/dataplane/routes/fake.js';
 import { linuxRoutingTables } from '../../src/dataplane/routes/linux.js';
 import type { KiloRoutingTables } from '../../src/dataplane/routes/reconciler.js';
@@ -158,34 +151,6 @@ linksContract(
   },
   skipNoNetns,
 );
-
-describe('defaultRouteMTU and findPrivateInterface (namespace)', { skip: skipNoNetns }, () => {
-  test('the MTU of the default route’s interface, IPv4 first, then IPv6', async (t) => {
-    const ns = linksNamespace();
-    t.after(() => ns.destroy());
-    const exec = ipExec(ns);
-    await assert.rejects(defaultRouteMTU(exec), /no default route/);
-    ns.sh('ip link set priv0 mtu 1380 && ip -6 route add default via fd00::fe dev priv0');
-    assert.equal(await defaultRouteMTU(exec), 1380);
-    ns.sh(
-      'ip link set kilo0 up && ip link set kilo0 mtu 1400 && ip addr add 172.16.0.1/24 dev kilo0 && ip route add default via 172.16.0.254 dev kilo0',
-    );
-    assert.equal(await defaultRouteMTU(exec), 1400);
-    assert.equal(await resolveMTU(exec, 'auto'), 1320, '--mtu auto leaves room for WireGuard');
-    assert.equal(await resolveMTU(exec, 1300), 1300, 'a number is taken as it is');
-  });
-
-  test('the interface that holds the internal IP', async (t) => {
-    const ns = linksNamespace();
-    t.after(() => ns.destroy());
-    const exec = ipExec(ns);
-    assert.equal(await findPrivateInterface(exec, '192.168.1.1/24'), 'priv0');
-    assert.equal(await findPrivateInterface(exec, '192.168.1.1'), 'priv0');
-    assert.equal(await findPrivateInterface(exec, 'fd00:0::1'), 'priv0');
-    assert.equal(await findPrivateInterface(exec, '192.168.1.2'), null, 'an address in the subnet is not the address');
-    await assert.rejects(findPrivateInterface(exec, 'eth0'), /internal IP "eth0" is not an IP address/);
-  });
-});
 
 describe('diffLink', () => {
   const base: LinkState = { up: true, mtu: 1420, addresses: ['10.4.0.1/16'] };
