@@ -112,7 +112,7 @@ export async function startHarness(t: TestContext, o: HarnessOptions = {}): Prom
   const machine = new FakeMachine();
   machine.addLink('eth0', { addresses: ['192.168.0.1/24'] });
   machine.addLink('kilo0', { up: false, mtu: 1420 });
-  machine.addLink('tunl0', { up: false });
+  machine.addLink('tunl0', {});
   const device = new FakeWireGuardDevice('kilo0');
   const fw = createFakeFirewall();
   const metrics = new AgentMetrics();
