@@ -4,9 +4,10 @@
  * in-memory fake (host-fake.test.ts).
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe } from 'node:test';
 import type { Host, HostAddress } from '../../src/dataplane/host/host.js';
 import type { Family } from '../../src/net/cidr.js';
+import { testWith } from './machine.js';
 
 /**
  * One machine, the same for the kernel (a namespace) and the model:
@@ -29,15 +30,7 @@ const shown = (addresses: HostAddress[]) =>
 
 export function hostContract(label: string, make: () => HostHarness, skip: string | false = false): void {
   describe(`Host contract: ${label}`, { skip }, () => {
-    const withHost = (name: string, fn: (h: HostHarness) => Promise<void>): void =>
-      void test(name, async () => {
-        const h = make();
-        try {
-          await fn(h);
-        } finally {
-          h.destroy();
-        }
-      });
+    const withHost = testWith(make);
 
     withHost('addresses: every interface’s with its prefix, in order, but not the loopback ones', async (h) => {
       assert.deepEqual(shown(await h.host.addresses()), ['priv0 192.168.1.1/24', 'priv0 fd00::1/64']);

@@ -1,26 +1,13 @@
 import { LinuxHost } from '../../src/dataplane/host/linux.js';
-import { createNamespace, skipNoNetns } from '../helpers/netns.js';
+import { skipNoNetns } from '../helpers/netns.js';
 import { hostContract } from './host-contract.js';
+import { linksNamespace } from './machine.js';
 import { ipExec } from './routes-exec.js';
 
 hostContract(
   'iproute2 in a network namespace',
   () => {
-    const ns = createNamespace('kthost');
-    try {
-      ns.sh(
-        [
-          'ip link add priv0 type veth peer name priv1',
-          'ip link add kilo0 type veth peer name kilo1',
-          'ip addr add 192.168.1.1/24 dev priv0',
-          'ip addr add fd00::1/64 dev priv0 nodad',
-          'ip link set priv0 up && ip link set priv1 up && ip link set kilo1 up',
-        ].join(' && '),
-      );
-    } catch (e) {
-      ns.destroy();
-      throw e;
-    }
+    const ns = linksNamespace('kthost');
     const exec = ipExec(ns);
     const ip = async (...argv: string[]) => void (await exec.run(['ip', ...argv]));
     return {

@@ -5,7 +5,8 @@ import { FakeLinks, FakeMachine, fakeRoutingTables, settle } from '../../src/dat
 import { linuxRoutingTables } from '../../src/dataplane/routes/linux.js';
 import type { KiloRoutingTables } from '../../src/dataplane/routes/reconciler.js';
 import type { Links } from '../../src/dataplane/types.js';
-import { createNamespace, skipNoNetns, type TestNamespace } from '../helpers/netns.js';
+import { skipNoNetns } from '../helpers/netns.js';
+import { linksNamespace, testWith } from './machine.js';
 import { ipExec } from './routes-exec.js';
 
 /** kilo0 exists, down, MTU 1500, no address; priv0 is up with 192.168.1.1/24. */
@@ -20,15 +21,7 @@ const devices = { kilo: 'kilo0', private: 'priv0', tunnel: null };
 
 function linksContract(label: string, make: () => LinksHarness, skip: string | false = false): void {
   describe(`Links contract: ${label}`, { skip }, () => {
-    const withLinks = (name: string, fn: (h: LinksHarness) => Promise<void>): void =>
-      void test(name, async () => {
-        const h = make();
-        try {
-          await fn(h);
-        } finally {
-          h.destroy();
-        }
-      });
+    const withLinks = testWith(make);
 
     withLinks('sets address, MTU and up in one go; the same state again writes nothing', async (h) => {
       const ops = await h.links.reconcile('kilo0', { address: '10.4.0.1/16', up: true, mtu: 1420 });
@@ -118,29 +111,10 @@ linksContract('in-memory model', () => {
   };
 });
 
-function linksNamespace(): TestNamespace {
-  const ns = createNamespace('ktln');
-  try {
-    ns.sh(
-      [
-        'ip link add priv0 type veth peer name priv1',
-        'ip link add kilo0 type veth peer name kilo1',
-        'ip addr add 192.168.1.1/24 dev priv0',
-        'ip addr add fd00::1/64 dev priv0 nodad',
-        'ip link set priv0 up && ip link set priv1 up && ip link set kilo1 up',
-      ].join(' && '),
-    );
-    return ns;
-  } catch (e) {
-    ns.destroy();
-    throw e;
-  }
-}
-
 linksContract(
   'iproute2 in a network namespace',
   () => {
-    const ns = linksNamespace();
+    const ns = linksNamespace('ktln');
     const exec = ipExec(ns);
     return {
       links: new LinuxLinks(exec),
