@@ -2,6 +2,13 @@ import ipaddr from 'ipaddr.js';
 
 export type Family = 4 | 6;
 
+/**
+ * IPv4 as Kubernetes writes it: four decimal octets without leading zeros. Not ipaddr.js here: it
+ * also takes inet_aton forms ("1", "0x1", "010.0.0.1") that Kubernetes never means, and checking for
+ * them costs it two more parses, on the path a plan of tens of thousands of addresses takes.
+ */
+const dottedQuad = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/;
+
 /** An IP address (IPv4 or IPv6) in canonical text form with its bytes. */
 export class IP {
   private constructor(
@@ -18,9 +25,15 @@ export class IP {
   }
 
   static tryParse(value: string): IP | null {
-    // ipaddr.isValid accepts "1" or "0x1" as IPv4 (inet_aton forms); Kubernetes never means those.
-    if (ipaddr.IPv4.isValidFourPartDecimal(value)) {
-      return IP.fromBytes(Uint8Array.from(ipaddr.IPv4.parse(value).toByteArray()));
+    const v4 = dottedQuad.exec(value);
+    if (v4) {
+      const bytes = new Uint8Array(4);
+      for (let i = 0; i < 4; i++) {
+        const octet = Number(v4[i + 1]);
+        if (octet > 255) return null;
+        bytes[i] = octet;
+      }
+      return IP.fromBytes(bytes);
     }
     if (value.includes(':') && ipaddr.IPv6.isValid(value) && !value.includes('%')) {
       const v6 = ipaddr.IPv6.parse(value);
@@ -91,6 +104,14 @@ export class Cidr {
     const prefix = Number(prefixText);
     if (prefix > (ip.family === 4 ? 32 : 128)) return null;
     return Cidr.of(ip, prefix);
+  }
+
+  /**
+   * A prefix as routes and rules write it: a CIDR, or a bare address meaning its host prefix
+   * (/32, /128), which is how iproute2 prints one.
+   */
+  static tryParsePrefix(value: string): Cidr | null {
+    return value.includes('/') ? Cidr.tryParse(value) : (IP.tryParse(value)?.toHostCidr() ?? null);
   }
 
   static of(ip: IP, prefix: number): Cidr {
