@@ -11,7 +11,7 @@ import { topologyOf } from '../mesh/compute.js';
 import type { MeshOptions } from '../mesh/options.js';
 import { TopologyError, type Topology } from '../mesh/topology.js';
 import type { Plan } from '../mesh/types.js';
-import { formatEndpoint, parseCluster, parseEndpoint } from '../model/parse.js';
+import { formatEndpoint, parseCluster, parseEndpoint, type ParsedObject } from '../model/parse.js';
 import { Annotation, lastSeenIntervalSeconds } from '../model/annotations.js';
 import { judgeReadiness, rememberCheckIn, type ReadinessMemory } from '../model/ready.js';
 import type { Endpoint } from '../model/types.js';
@@ -133,6 +133,8 @@ export class Agent {
   private heldHeartbeats = new Set<string>();
   /** Check-ins seen, so that readiness stays as it froze while they resume after a silence. */
   private readiness: ReadinessMemory | null = null;
+  /** Each cached object's parse: a pass parses only what changed since the last (5,000 nodes took ~250 ms). */
+  private readonly parsed = new WeakMap<object, ParsedObject>();
 
   constructor(private readonly deps: AgentDeps) {
     this.publicKey = publicKeyOf(deps.privateKey);
@@ -280,7 +282,7 @@ export class Agent {
     metrics.reconciles.inc();
     this.status.reconciles++;
     try {
-      const cluster = parseCluster(source.objects(), { topologyLabel: options.topologyLabel });
+      const cluster = parseCluster(source.objects(), { topologyLabel: options.topologyLabel, memo: this.parsed });
       for (const e of cluster.errors) {
         // Logged and counted once per distinct problem: a bad annotation must not flood the log.
         if (this.reported.has(e.message)) continue;

@@ -25,12 +25,36 @@ export interface Resolved {
 
 const bits = Array.from({ length: 256 }, (_, b) => b.toString(2).padStart(8, '0'));
 
-/** The prefix as a string of its bits, so that "is a prefix of" is `startsWith` and ancestors are slices. */
-function bitKey(c: Cidr): string {
-  let s = '';
-  for (const b of c.network.bytes) s += bits[b]!;
-  return `${c.family}:${s.slice(0, c.prefix)}`;
+/**
+ * Claimed prefixes of one family by length: the key of a prefix within its length is its masked
+ * address (a 32-bit integer for IPv4, which V8 hashes cheaply; the string of its bits for IPv6).
+ */
+class ByLength<K> {
+  private readonly maps: Map<K, string>[] = [];
+  /** The lengths that hold any prefix, ascending: a lookup of ancestors tries only these. */
+  readonly lengths: number[] = [];
+
+  get(len: number, key: K): string | undefined {
+    return this.maps[len]?.get(key);
+  }
+
+  has(len: number, key: K): boolean {
+    return this.maps[len]?.has(key) ?? false;
+  }
+
+  set(len: number, key: K, owner: string): void {
+    let m = this.maps[len];
+    if (!m) {
+      m = this.maps[len] = new Map();
+      this.lengths.push(len);
+      this.lengths.sort((a, b) => a - b);
+    }
+    m.set(key, owner);
+  }
 }
+
+/** The IPv4 address masked to `len` bits, as a signed 32-bit integer (a small integer to V8). */
+const mask4 = (v: number, len: number) => (len === 0 ? 0 : v & (-1 << (32 - len)));
 
 /**
  * Prefixes claimed so far, with their owners. `find` answers "does this prefix overlap a claimed
@@ -39,28 +63,59 @@ function bitKey(c: Cidr): string {
  * the prefix itself among the claims' ancestors.
  */
 export class PrefixClaims {
-  private readonly exact = new Map<string, string>();
-  private readonly inside = new Map<string, string>();
+  private readonly exact4 = new ByLength<number>();
+  private readonly inside4 = new ByLength<number>();
+  private readonly exact6 = new ByLength<string>();
+  private readonly inside6 = new ByLength<string>();
 
   find(c: Cidr): string | null {
-    const k = bitKey(c);
-    const head = k.indexOf(':') + 1;
-    for (let i = head; i <= k.length; i++) {
-      const owner = this.exact.get(k.slice(0, i));
+    if (c.family === 4) {
+      const v = address4(c);
+      for (const len of this.exact4.lengths) {
+        if (len > c.prefix) break;
+        const owner = this.exact4.get(len, mask4(v, len));
+        if (owner !== undefined) return owner;
+      }
+      return this.inside4.get(c.prefix, mask4(v, c.prefix)) ?? null;
+    }
+    const k = bitsOf(c);
+    for (const len of this.exact6.lengths) {
+      if (len > c.prefix) break;
+      const owner = this.exact6.get(len, k.slice(0, len));
       if (owner !== undefined) return owner;
     }
-    return this.inside.get(k) ?? null;
+    return this.inside6.get(c.prefix, k.slice(0, c.prefix)) ?? null;
   }
 
   claim(c: Cidr, owner: string): void {
-    const k = bitKey(c);
-    if (!this.exact.has(k)) this.exact.set(k, owner);
-    const head = k.indexOf(':') + 1;
-    for (let i = head; i < k.length; i++) {
-      const a = k.slice(0, i);
-      if (!this.inside.has(a)) this.inside.set(a, owner);
+    // A claim marks all its ancestors, so the first one already marked has its own marked too.
+    if (c.family === 4) {
+      const v = address4(c);
+      if (!this.exact4.has(c.prefix, mask4(v, c.prefix))) this.exact4.set(c.prefix, mask4(v, c.prefix), owner);
+      for (let len = c.prefix - 1; len >= 0; len--) {
+        if (this.inside4.has(len, mask4(v, len))) break;
+        this.inside4.set(len, mask4(v, len), owner);
+      }
+      return;
+    }
+    const k = bitsOf(c);
+    if (!this.exact6.has(c.prefix, k.slice(0, c.prefix))) this.exact6.set(c.prefix, k.slice(0, c.prefix), owner);
+    for (let len = c.prefix - 1; len >= 0; len--) {
+      if (this.inside6.has(len, k.slice(0, len))) break;
+      this.inside6.set(len, k.slice(0, len), owner);
     }
   }
+}
+
+function address4(c: Cidr): number {
+  const b = c.network.bytes;
+  return (b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!;
+}
+
+function bitsOf(c: Cidr): string {
+  let s = '';
+  for (const x of c.network.bytes) s += bits[x]!;
+  return s;
 }
 
 const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
