@@ -1,6 +1,5 @@
 import type { ClusterSource, Logger, ObjectUpdate } from '../backend/source.js';
-import type { Exec } from '../dataplane/exec.js';
-import { findPrivateInterface } from '../dataplane/links.js';
+import type { Host } from '../dataplane/host/host.js';
 import { reconcile, cleanUp, type Dataplane, type ReconcileResult } from '../dataplane/reconcile.js';
 import type { RoutingEvent } from '../dataplane/monitor.js';
 import { summarizePeerChanges } from '../dataplane/log-summary.js';
@@ -18,6 +17,7 @@ import type { Endpoint } from '../model/types.js';
 import { publicKeyOf } from '../wireguard/keys.js';
 import type { Cidr, IP } from '../net/cidr.js';
 import { syncCNIConfig } from './cni.js';
+import { interfaceHolding } from './discovery.js';
 import { onlyLastSeenMoved } from './heartbeat.js';
 import { annotationPatch } from './local-node.js';
 import type { AgentMetrics } from './metrics.js';
@@ -60,7 +60,8 @@ export interface HostFacts {
 export interface AgentDeps {
   source: ClusterSource;
   dataplane: Dataplane;
-  exec: Exec;
+  /** The machine around the dataplane: its addresses and devices (the private interface, the encapsulation's). */
+  machine: Host;
   privateKey: string;
   host: HostFacts;
   options: AgentOptions;
@@ -143,7 +144,7 @@ export class Agent {
     this.leadership = new LeadershipLog(deps.log, deps.leaderTransition ?? (() => {}));
     this.encapsulation = new MachineEncapsulation(
       deps.encapsulator ?? encapsulatorOf(deps.options.mesh),
-      deps.exec,
+      deps.machine,
       this.clock,
     );
   }
@@ -461,9 +462,9 @@ export class Agent {
     const { tunnel, private: cni } = await this.encapsulation.devices();
     // Beside a CNI that names it (flannel.1), location mates are reached over its device.
     if (cni) return { kilo, private: cni, tunnel };
-    const ip = this.deps.host.internalIP?.ip.text ?? null;
-    if (ip && this.privateIface?.ip !== ip) {
-      this.privateIface = { ip, name: await findPrivateInterface(this.deps.exec, ip) };
+    const ip = this.deps.host.internalIP?.ip ?? null;
+    if (ip && this.privateIface?.ip !== ip.text) {
+      this.privateIface = { ip: ip.text, name: interfaceHolding(await this.deps.machine.addresses(), ip) };
     }
     return { kilo, private: ip ? (this.privateIface?.name ?? null) : null, tunnel };
   }
