@@ -241,7 +241,9 @@ export async function benchRunOnce(
     const argv = inNodeNs(ns, runDir, [...node, '--hostname', 'node-00000'])
       .concat(['--kubeconfig', kubeconfig, '--mesh-granularity', 'cross', '--encapsulate=never'])
       .concat(['--clean-up=false', '--key-file', keyFile, '--interface', iface, '--mtu', '1420'])
-      .concat(['--listen', '127.0.0.1:1107', '--resync-period', `${resyncPeriodMs / 1000}s`]);
+      .concat(['--listen', '127.0.0.1:1107', '--resync-period', `${resyncPeriodMs / 1000}s`])
+      // KILO_BENCH_AGENT_LOG_LEVEL: e.g. debug, for each pass's timings in KILO_BENCH_AGENT_LOG.
+      .concat(['--log-level', process.env['KILO_BENCH_AGENT_LOG_LEVEL'] ?? 'info']);
     agent = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
     const pid = agent.pid!;
     // KILO_BENCH_AGENT_LOG: a file to copy the agent's log to.
