@@ -282,6 +282,10 @@ export class Agent {
     const { options, log, metrics, source } = this.deps;
     metrics.reconciles.inc();
     this.status.reconciles++;
+    // Where a pass spends its time, at debug level: at scale a join waits for all of it.
+    const started = performance.now();
+    const took: Record<string, number> = {};
+    const lap = (name: string) => (took[name] = Math.round(performance.now() - started - sumOf(took)));
     try {
       const cluster = parseCluster(source.objects(), { topologyLabel: options.topologyLabel, memo: this.parsed });
       for (const e of cluster.errors) {
@@ -291,6 +295,7 @@ export class Agent {
         log.warn({ object: e.object, field: e.field, value: e.value }, `dropping object from the mesh: ${e.reason}`);
         metrics.dropped.inc({ kind: e.object.split(' ')[0] ?? 'object' });
       }
+      lap('parseMs');
       const cniError = await this.syncCNI(cluster.nodes.find((n) => n.name === options.hostname)?.podCIDR ?? null);
       const nowSeconds = Math.floor(this.clock() / 1000);
       // Without a monitor nothing tells foreign changes apart, so every pass reads.
@@ -324,6 +329,7 @@ export class Agent {
         metrics.dropped.inc({ kind: e.object.split(' ')[0] ?? 'object' });
       }
       const plan = topology ? planNode(topology, options.mesh) : null;
+      lap('planMs');
       this.readyNodes = new Set(topology?.segments.flatMap((s) => s.nodes.map((n) => n.name)));
       // An API server that is away must not stop the dataplane from being kept as planned.
       const publishError = await this.publish(plan, discovered, nowSeconds).then(
@@ -345,6 +351,7 @@ export class Agent {
       metrics.peers.set(topology.peers.length);
       metrics.leader.set(plan.leader ? 1 : 0);
 
+      lap('publishMs');
       const result = await reconcile(
         this.deps.dataplane,
         {
@@ -370,6 +377,8 @@ export class Agent {
         ...(cniError ? [cniError] : []),
         ...result.errors.map((e) => e.message),
       ];
+      lap('applyMs');
+      log.debug({ ...took, trustLastWrite, writes: result.writes }, 'reconcile pass');
       this.finish(failures.length === 0, failures.join('; ') || null);
       // Only the dataplane's failures count against a leader: the API server has the Lease's own clock.
       this.election.reconciled(result.errors.length === 0, topology);
@@ -468,4 +477,10 @@ export class Agent {
     }
     return { kilo, private: ip ? (this.privateIface?.name ?? null) : null, tunnel };
   }
+}
+
+function sumOf(took: Record<string, number>): number {
+  let sum = 0;
+  for (const v of Object.values(took)) sum += v;
+  return sum;
 }
