@@ -23,44 +23,86 @@ export interface Resolved {
   conflicts: ValidationError[];
 }
 
+/** A prefix cut to its first `length` bits: a number for IPv4 (no strings to build), bits as text for IPv6. */
+type Key = number | string;
+
 const bits = Array.from({ length: 256 }, (_, b) => b.toString(2).padStart(8, '0'));
 
-/** The prefix as a string of its bits, so that "is a prefix of" is `startsWith` and ancestors are slices. */
-function bitKey(c: Cidr): string {
+/** The network address in a form `keyAt` cuts cheaply. */
+function addressOf(c: Cidr): number | string {
+  const b = c.network.bytes;
+  if (c.family === 4) return ((b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!) >>> 0;
   let s = '';
-  for (const b of c.network.bytes) s += bits[b]!;
-  return `${c.family}:${s.slice(0, c.prefix)}`;
+  for (const x of b) s += bits[x]!;
+  return s;
+}
+
+function keyAt(address: number | string, length: number): Key {
+  if (typeof address === 'string') return address.slice(0, length);
+  return length === 0 ? 0 : address >>> (32 - length);
+}
+
+/** The claims of one family: each claimed prefix under its length, and per queried length what lies inside. */
+interface FamilyClaims {
+  /** Prefix length → key → owner. */
+  exact: Map<number, Map<Key, string>>;
+  /** Query length → key (of length) → the first owner of a longer prefix inside it; built on the first query. */
+  inside: Map<number, Map<Key, string>>;
+  claims: { address: number | string; length: number; owner: string }[];
 }
 
 /**
  * Prefixes claimed so far, with their owners. `find` answers "does this prefix overlap a claimed
- * one" in time proportional to the prefix length, not the number of claims: two prefixes overlap
- * exactly when one contains the other, so it looks up the prefix's ancestors among the claims and
- * the prefix itself among the claims' ancestors.
+ * one" without a scan: two prefixes overlap exactly when one contains the other, so it looks the
+ * prefix's ancestors up among the claims (one look-up per claimed length) and the prefix itself
+ * among the claims cut to its length. Claims are cut to a length only once some query has it (a
+ * cluster's queries come in two or three lengths), so a claim costs a few map entries, not one per bit.
  */
 export class PrefixClaims {
-  private readonly exact = new Map<string, string>();
-  private readonly inside = new Map<string, string>();
+  private readonly families = new Map<4 | 6, FamilyClaims>();
+
+  private family(c: Cidr): FamilyClaims {
+    let f = this.families.get(c.family);
+    if (!f) this.families.set(c.family, (f = { exact: new Map(), inside: new Map(), claims: [] }));
+    return f;
+  }
 
   find(c: Cidr): string | null {
-    const k = bitKey(c);
-    const head = k.indexOf(':') + 1;
-    for (let i = head; i <= k.length; i++) {
-      const owner = this.exact.get(k.slice(0, i));
-      if (owner !== undefined) return owner;
+    const f = this.families.get(c.family);
+    if (!f) return null;
+    const address = addressOf(c);
+    let best: { length: number; owner: string } | null = null;
+    for (const [length, owners] of f.exact) {
+      if (length > c.prefix || (best && best.length < length)) continue;
+      const owner = owners.get(keyAt(address, length));
+      if (owner !== undefined) best = { length, owner };
     }
-    return this.inside.get(k) ?? null;
+    if (best) return best.owner;
+    let inside = f.inside.get(c.prefix);
+    if (!inside) {
+      f.inside.set(c.prefix, (inside = new Map<Key, string>()));
+      for (const claim of f.claims) addInside(inside, c.prefix, claim.address, claim.length, claim.owner);
+    }
+    return inside.get(keyAt(address, c.prefix)) ?? null;
   }
 
   claim(c: Cidr, owner: string): void {
-    const k = bitKey(c);
-    if (!this.exact.has(k)) this.exact.set(k, owner);
-    const head = k.indexOf(':') + 1;
-    for (let i = head; i < k.length; i++) {
-      const a = k.slice(0, i);
-      if (!this.inside.has(a)) this.inside.set(a, owner);
-    }
+    const f = this.family(c);
+    const address = addressOf(c);
+    let owners = f.exact.get(c.prefix);
+    if (!owners) f.exact.set(c.prefix, (owners = new Map<Key, string>()));
+    const key = keyAt(address, c.prefix);
+    if (!owners.has(key)) owners.set(key, owner);
+    f.claims.push({ address, length: c.prefix, owner });
+    for (const [length, inside] of f.inside) addInside(inside, length, address, c.prefix, owner);
   }
+}
+
+/** Records a claim under its ancestor of `length`, when it is strictly longer; the first owner stays. */
+function addInside(inside: Map<Key, string>, length: number, address: number | string, claimed: number, owner: string) {
+  if (claimed <= length) return;
+  const key = keyAt(address, length);
+  if (!inside.has(key)) inside.set(key, owner);
 }
 
 const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);

@@ -2,6 +2,9 @@ import ipaddr from 'ipaddr.js';
 
 export type Family = 4 | 6;
 
+/** An IPv4 address as Kubernetes writes it: no leading zeros, so the text is already canonical. */
+const fourPartDecimal = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/;
+
 /** An IP address (IPv4 or IPv6) in canonical text form with its bytes. */
 export class IP {
   private constructor(
@@ -18,9 +21,18 @@ export class IP {
   }
 
   static tryParse(value: string): IP | null {
-    // ipaddr.isValid accepts "1" or "0x1" as IPv4 (inet_aton forms); Kubernetes never means those.
-    if (ipaddr.IPv4.isValidFourPartDecimal(value)) {
-      return IP.fromBytes(Uint8Array.from(ipaddr.IPv4.parse(value).toByteArray()));
+    // Four decimal parts only: ipaddr.isValid also takes "1" or "0x1" (inet_aton forms), which
+    // Kubernetes never means. Read here rather than by ipaddr.js, whose general parser was a tenth
+    // of `kgctl plan` at 5,000 nodes (each node has three or four addresses).
+    const parts = fourPartDecimal.exec(value);
+    if (parts) {
+      const bytes = new Uint8Array(4);
+      for (let i = 0; i < 4; i++) {
+        const n = Number(parts[i + 1]);
+        if (n > 255) return null;
+        bytes[i] = n;
+      }
+      return new IP(4, bytes, value);
     }
     if (value.includes(':') && ipaddr.IPv6.isValid(value) && !value.includes('%')) {
       const v6 = ipaddr.IPv6.parse(value);
