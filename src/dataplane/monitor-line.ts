@@ -1,6 +1,6 @@
-import { IP, type Family } from '../net/cidr.js';
+import { Cidr, IP, type Family } from '../net/cidr.js';
 import { mainTableId } from './routes/constants.js';
-import { canonicalPrefix, defaultMetric } from './routes/state.js';
+import { defaultMetric } from './routes/state.js';
 
 /**
  * One change to Kilo's part of the kernel, read from a line of `ip -o monitor`. Routes are in the
@@ -117,12 +117,7 @@ function numeric(value: string, names: Record<string, number>): number {
   return /^\d+$/.test(value) ? Number(value) : (names[value] ?? -1);
 }
 
-const dottedQuad = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
-
 function canonicalIP(text: string): string | null {
-  // iproute2 prints IPv4 in canonical form already; a general parse per line is what a burst of
-  // 10,000 events would spend its time on.
-  if (dottedQuad.test(text)) return text;
   return IP.tryParse(text)?.text ?? null;
 }
 
@@ -276,10 +271,10 @@ function routeEvent(line: string, deleted: boolean, filter: MonitorFilter): Rout
     family = gateway !== null && !gateway.includes(':') ? 4 : gateway !== null || ipv6Hint ? 6 : 4;
     dst = family === 4 ? '0.0.0.0/0' : '::/0';
   } else {
-    const p = canonicalPrefix(dstText);
+    const p = Cidr.tryParsePrefix(dstText);
     if (!p) return null;
     family = p.family;
-    dst = p.text;
+    dst = p.networkText;
   }
   return {
     kind: 'route',

@@ -1,7 +1,8 @@
-import { IP, type Family } from '../../net/cidr.js';
+import type { Family } from '../../net/cidr.js';
+import { AddressMemo } from '../../net/memo.js';
 import { mainTableId } from './constants.js';
 import type { RouteOp } from './diff.js';
-import { canonicalPrefix, defaultMetric, gatewayText, markText, type KernelRoute, type KernelRule } from './state.js';
+import { defaultMetric, gatewayText, markText, type KernelRoute, type KernelRule } from './state.js';
 
 /**
  * iproute2's JSON (`ip -N -j route|rule show`) to kernel form and RouteOps to `ip -batch` lines.
@@ -48,35 +49,38 @@ function numeric(value: string | undefined, names: Record<string, number>, fallb
   return names[value] ?? -1;
 }
 
-function prefix(family: Family, text: string | undefined, len: number | undefined): string | null {
+function prefix(memo: AddressMemo, family: Family, text: string | undefined, len: number | undefined): string | null {
   if (text === undefined || text === 'all') return null;
   if (text === 'default') return family === 4 ? '0.0.0.0/0' : '::/0';
-  const p = canonicalPrefix(len === undefined || text.includes('/') ? text : `${text}/${len}`);
+  const p = memo.prefix(len === undefined || text.includes('/') ? text : `${text}/${len}`);
   if (!p) throw new Error(`ip printed an address this reader does not know: ${JSON.stringify(text)}`);
-  return p.text;
+  return p.networkText;
 }
 
-function canonicalIP(text: string | undefined): string | null {
+function canonicalIP(memo: AddressMemo, text: string | undefined): string | null {
   if (text === undefined) return null;
-  // iproute2 prints IPv4 in canonical dotted-quad already; only IPv6 needs normalising.
-  if (!text.includes(':')) return text;
-  return IP.tryParse(text)?.text ?? text;
+  return memo.address(text)?.text ?? text;
 }
 
 /**
  * Parses `ip -N -j -<family> route show …`. `protocol` stands in when the output omits it (it does
- * when the listing was filtered by protocol).
+ * when the listing was filtered by protocol). `memo` is the reader's, kept across its reads.
  */
-export function parseRoutes(json: string, family: Family, protocol: number): KernelRoute[] {
+export function parseRoutes(
+  json: string,
+  family: Family,
+  protocol: number,
+  memo: AddressMemo = new AddressMemo(),
+): KernelRoute[] {
   const entries = JSON.parse(json || '[]') as IpRouteJson[];
   return entries.map((e) => ({
     family,
-    dst: prefix(family, e.dst, undefined) ?? (family === 4 ? '0.0.0.0/0' : '::/0'),
+    dst: prefix(memo, family, e.dst, undefined) ?? (family === 4 ? '0.0.0.0/0' : '::/0'),
     table: numeric(e.table, tableNames, mainTableId),
     metric: e.metric ?? defaultMetric(family),
-    gw: canonicalIP(e.gateway ?? e.via?.host),
+    gw: canonicalIP(memo, e.gateway ?? e.via?.host),
     dev: e.nexthops ? null : (e.dev ?? null),
-    src: canonicalIP(e.prefsrc),
+    src: canonicalIP(memo, e.prefsrc),
     onlink: e.flags?.includes('onlink') ?? false,
     type: e.type ?? 'unicast',
     protocol: numeric(e.protocol, protocolNames, protocol),
@@ -84,15 +88,20 @@ export function parseRoutes(json: string, family: Family, protocol: number): Ker
 }
 
 /** Parses `ip -N -j -<family> rule show`, keeping only rules at `priority` (all when null). */
-export function parseRules(json: string, family: Family, priority: number | null): KernelRule[] {
+export function parseRules(
+  json: string,
+  family: Family,
+  priority: number | null,
+  memo: AddressMemo = new AddressMemo(),
+): KernelRule[] {
   const entries = JSON.parse(json || '[]') as IpRuleJson[];
   return entries
     .filter((e) => priority === null || e.priority === priority)
     .map((e) => ({
       family,
       priority: e.priority ?? 0,
-      src: prefix(family, e.src, e.srclen),
-      dst: prefix(family, e.dst, e.dstlen),
+      src: prefix(memo, family, e.src, e.srclen),
+      dst: prefix(memo, family, e.dst, e.dstlen),
       iif: e.iif ?? null,
       fwmark:
         e.fwmark === undefined

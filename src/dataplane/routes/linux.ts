@@ -1,5 +1,6 @@
 import { ExecError, type Exec } from '../exec.js';
 import type { Family } from '../../net/cidr.js';
+import { AddressMemo } from '../../net/memo.js';
 import { runBatch, type BatchResult } from './batch.js';
 import type { RouteOp } from './diff.js';
 import { parseRoutes, parseRules, renderOp } from './iproute.js';
@@ -11,15 +12,19 @@ import { defaultOwnership, type Ownership } from './state.js';
  * (so a node with a full BGP table is not read whole), writes with one `ip -batch`.
  */
 export class IprouteMachine implements RouteMachine {
+  /** The kernel's prefixes and addresses parsed, across reads. */
+  private readonly addresses = new AddressMemo();
+
   constructor(private readonly exec: Exec) {}
 
   async read(owner: Ownership): Promise<KiloRouting> {
+    this.addresses.nextPass();
     const routes = (family: Family) =>
       this.show(family, ['route', 'show', 'table', 'all', 'proto', String(owner.protocol)]).then((out) =>
-        parseRoutes(out, family, owner.protocol),
+        parseRoutes(out, family, owner.protocol, this.addresses),
       );
     const rules = (family: Family) =>
-      this.show(family, ['rule', 'show']).then((out) => parseRules(out, family, owner.priority));
+      this.show(family, ['rule', 'show']).then((out) => parseRules(out, family, owner.priority, this.addresses));
     const [r4, r6, u4, u6] = await Promise.all([routes(4), routes(6), rules(4), rules(6)]);
     return { routes: [...r4, ...r6], rules: [...u4, ...u6] };
   }

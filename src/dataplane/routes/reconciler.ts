@@ -1,4 +1,5 @@
 import type { PlanRoute, PlanRule } from '../../mesh/types.js';
+import { AddressMemo } from '../../net/memo.js';
 import type { DeviceNames, Ops, ReconcileOptions, RoutingTables } from '../types.js';
 import type { BatchResult } from './batch.js';
 import { diffState, type RouteOp } from './diff.js';
@@ -54,6 +55,8 @@ function objectOf(op: RouteOp): string {
 export class KiloRoutingTables implements RoutingTables {
   /** Kilo's routes (by key) and rules as the last fully successful reconcile left them; null when unsure. */
   private known: (KiloRouting & { byKey: ReadonlyMap<string, KernelRoute> }) | null = null;
+  /** The plan's prefixes and addresses parsed, across reconciles. */
+  private readonly addresses = new AddressMemo();
 
   constructor(
     private readonly machine: RouteMachine,
@@ -71,7 +74,8 @@ export class KiloRoutingTables implements RoutingTables {
     devices: DeviceNames,
     options: ReconcileOptions = {},
   ): Promise<Ops> {
-    const desired = desiredState(routes, rules, devices, this.owner);
+    this.addresses.nextPass();
+    const desired = desiredState(routes, rules, devices, this.owner, this.addresses);
     const remembered = options.trustLastWrite ? this.known : null;
     this.forget();
     // Memory serves routes only: which rule a delete hits depends on the kernel's order of rules,

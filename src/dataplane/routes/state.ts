@@ -1,11 +1,13 @@
 import { kiloTable, type PlanRoute, type PlanRule } from '../../mesh/types.js';
-import { Cidr, IP, type Family } from '../../net/cidr.js';
+import type { Family } from '../../net/cidr.js';
+import { AddressMemo } from '../../net/memo.js';
 import type { DeviceNames } from '../types.js';
 import { kiloRouteProtocol, kiloRulePriority, mainTableId } from './constants.js';
 
 /**
- * A route as the kernel holds it, in canonical text (network CIDRs, canonical IPs, numeric
- * tables), so that what the plan wants and what `ip -j route` shows compare as plain values.
+ * A route as the kernel holds it, in src/net's canonical text (prefixes as `Cidr.networkText`,
+ * addresses as `IP.text`) and with numeric tables, so that what the plan wants and what
+ * `ip -j route` shows compare as plain values.
  */
 export interface KernelRoute {
   family: Family;
@@ -163,76 +165,33 @@ function planRouteText(r: PlanRoute): string {
   return s;
 }
 
-const dottedQuad = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:\/(\d{1,2}))?$/;
-
-/**
- * A prefix in canonical network form, e.g. "10.42.3.0/24" (a bare address is a host prefix).
- * IPv4 is handled here without allocating: a plan of 10,000 routes spent most of its reconcile
- * time in general-purpose parsing.
- */
-export function canonicalPrefix(text: string): { family: Family; text: string } | null {
-  const m = dottedQuad.exec(text);
-  if (m) {
-    const parts = [m[1], m[2], m[3], m[4]].map((x) => (x!.length > 1 && x![0] === '0' ? NaN : Number(x)));
-    const bits = m[5] === undefined ? 32 : Number(m[5]);
-    if (parts.some((x) => !(x <= 255)) || bits > 32) return null;
-    const value = ((parts[0]! << 24) | (parts[1]! << 16) | (parts[2]! << 8) | parts[3]!) >>> 0;
-    const masked = bits === 0 ? 0 : (value & (0xffffffff << (32 - bits))) >>> 0;
-    return {
-      family: 4,
-      text: `${masked >>> 24}.${(masked >>> 16) & 255}.${(masked >>> 8) & 255}.${masked & 255}/${bits}`,
-    };
-  }
-  const c = Cidr.tryParse(text) ?? IP.tryParse(text)?.toHostCidr() ?? null;
-  return c && { family: c.family, text: c.networkText };
-}
-
-/**
- * Canonical forms of the plan's prefixes and addresses, kept across reconciles: a big node's plan
- * repeats the same ten thousand strings every time. Bounded, so a long-lived agent in a churning
- * cluster does not grow it without end.
- */
-const memoLimit = 200_000;
-const prefixMemo = new Map<string, { family: Family; text: string } | null>();
-const addressMemo = new Map<string, { family: Family; text: string } | null>();
-
-function memoised<T>(memo: Map<string, T>, text: string, f: (text: string) => T): T {
-  let v = memo.get(text);
-  if (v === undefined && !memo.has(text)) {
-    if (memo.size >= memoLimit) memo.clear();
-    v = f(text);
-    memo.set(text, v);
-  }
-  return v as T;
-}
-
-const canonicalPrefixOf = (text: string) => memoised(prefixMemo, text, canonicalPrefix);
-const canonicalAddress = (text: string) =>
-  memoised(addressMemo, text, (t) => {
-    const ip = IP.tryParse(t);
-    return ip && { family: ip.family, text: ip.text };
-  });
-
 /**
  * Turns the plan's routes and rules into kernel form with real device names and Kilo's protocol
  * and priority. Entries that cannot be expressed (a role without an interface, an unparsable
- * address) become problems; the rest is still returned.
+ * address) become problems; the rest is still returned. `memo` is the caller's, kept across its
+ * reconciles; a fresh one parses everything.
  */
 export function desiredState(
   routes: readonly PlanRoute[],
   rules: readonly PlanRule[],
   devices: DeviceNames,
   owner: Ownership = defaultOwnership,
+  memo: AddressMemo = new AddressMemo(),
 ): DesiredState {
   const out: DesiredState = { routes: [], rules: [], problems: [], protectedKeys: new Set(), byKey: new Map() };
-  addRoutes(out, routes, devices, owner.protocol);
-  addRules(out, rules, devices, owner.priority);
+  addRoutes(out, routes, devices, owner.protocol, memo);
+  addRules(out, rules, devices, owner.priority, memo);
   return out;
 }
 
-function addRoutes(out: DesiredState, routes: readonly PlanRoute[], devices: DeviceNames, protocol: number): void {
+function addRoutes(
+  out: DesiredState,
+  routes: readonly PlanRoute[],
+  devices: DeviceNames,
+  protocol: number,
+  memo: AddressMemo,
+): void {
   const seenRoutes = out.byKey;
-  const address = canonicalAddress;
   // Device names are checked once per role, not once per route.
   const badRole = new Map<PlanRoute['dev'], string | null>();
   for (const role of ['kilo', 'private', 'tunnel'] as const) {
@@ -247,16 +206,16 @@ function addRoutes(out: DesiredState, routes: readonly PlanRoute[], devices: Dev
     );
   }
   for (const r of routes) {
-    const dst = canonicalPrefixOf(r.dst);
+    const dst = memo.prefix(r.dst);
     if (!dst) {
       out.problems.push({ object: planRouteText(r), message: `dst ${JSON.stringify(r.dst)} is not a CIDR` });
       continue;
     }
     const table = r.table === 'main' ? mainTableId : r.table;
     const metric = defaultMetric(dst.family);
-    const key = `${table} ${dst.text} ${metric}`;
-    const gw = r.gw === null ? null : address(r.gw);
-    const src = r.src === null ? null : address(r.src);
+    const key = `${table} ${dst.networkText} ${metric}`;
+    const gw = r.gw === null ? null : memo.address(r.gw);
+    const src = r.src === null ? null : memo.address(r.src);
     let message = badRole.get(r.dev) ?? null;
     if (message !== null) {
       // fall through to the report below
@@ -264,7 +223,7 @@ function addRoutes(out: DesiredState, routes: readonly PlanRoute[], devices: Dev
     // An IPv4 route may go via an IPv6 next hop (RFC 5549, Linux 5.2+); the reverse the kernel refuses
     // ("IPv6 does not support RTA_VIA attribute", and nexthop objects refuse it too).
     else if (gw && gw.family === 4 && dst.family === 6)
-      message = `IPv6 destination ${dst.text} cannot have IPv4 gateway ${gw.text}: Linux has no IPv4 next hop for IPv6 routes`;
+      message = `IPv6 destination ${dst.networkText} cannot have IPv4 gateway ${gw.text}: Linux has no IPv4 next hop for IPv6 routes`;
     else if (r.src !== null && (!src || src.family !== dst.family))
       message = `src ${JSON.stringify(r.src)} is not an IPv${dst.family} address`;
     if (message !== null) {
@@ -274,7 +233,7 @@ function addRoutes(out: DesiredState, routes: readonly PlanRoute[], devices: Dev
     }
     const route: KernelRoute = {
       family: dst.family,
-      dst: dst.text,
+      dst: dst.networkText,
       table,
       metric,
       gw: gw?.text ?? null,
@@ -299,13 +258,19 @@ function addRoutes(out: DesiredState, routes: readonly PlanRoute[], devices: Dev
   }
 }
 
-function addRules(out: DesiredState, rules: readonly PlanRule[], devices: DeviceNames, priority: number): void {
+function addRules(
+  out: DesiredState,
+  rules: readonly PlanRule[],
+  devices: DeviceNames,
+  priority: number,
+  memo: AddressMemo,
+): void {
   const seenRules = new Set<string>();
   for (const r of rules) {
     const mark = r.fwmark === undefined ? null : r.fwmark;
     const object = `rule ${r.invert ? 'not ' : ''}from ${r.src ?? 'all'}${r.dst ? ` to ${r.dst}` : ''}${r.iif ? ` iif ${r.iif}` : ''}${mark === null ? '' : ` fwmark ${mark}`} lookup ${r.table}`;
-    const src = r.src === null ? null : canonicalPrefix(r.src);
-    const dst = r.dst === null ? null : canonicalPrefix(r.dst);
+    const src = r.src === null ? null : memo.prefix(r.src);
+    const dst = r.dst === null ? null : memo.prefix(r.dst);
     if ((r.src !== null && !src) || (r.dst !== null && !dst)) {
       out.problems.push({ object, message: `selector ${JSON.stringify(!src ? r.src : r.dst)} is not a CIDR` });
       continue;
@@ -333,8 +298,8 @@ function addRules(out: DesiredState, rules: readonly PlanRule[], devices: Device
       const rule: KernelRule = {
         family,
         priority,
-        src: src?.text ?? null,
-        dst: dst?.text ?? null,
+        src: src?.networkText ?? null,
+        dst: dst?.networkText ?? null,
         iif,
         fwmark: mark === null ? null : markText(mark),
         invert: r.invert ?? false,

@@ -42,25 +42,10 @@ export class WireGuardConfigError extends Error {
   }
 }
 
-const ipv4Cidr = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\/(\d{1,2})$/;
-
-// Large meshes compare tens of thousands of allowed IPs per reconcile: IPv4 (nearly all of
-// them) is masked with integer arithmetic, the rest goes through Cidr.
-function maskIPv4(value: string): string | null {
-  const m = ipv4Cidr.exec(value);
-  if (!m) return null;
-  const octets = [Number(m[1]), Number(m[2]), Number(m[3]), Number(m[4])];
-  const prefix = Number(m[5]);
-  if (prefix > 32 || octets.some((o) => o > 255)) return null;
-  const addr = ((octets[0]! << 24) | (octets[1]! << 16) | (octets[2]! << 8) | octets[3]!) >>> 0;
-  const net = prefix === 0 ? 0 : (addr & (0xffffffff << (32 - prefix))) >>> 0;
-  return `${net >>> 24}.${(net >>> 16) & 255}.${(net >>> 8) & 255}.${net & 255}/${prefix}`;
-}
-
 /** The allowed IP as WireGuard reports it: host bits cleared, canonical address text. */
 export function normalizeAllowedIP(value: string): string {
   const v = value.trim();
-  return maskIPv4(v) ?? Cidr.tryParse(v)?.networkText ?? v;
+  return Cidr.tryParse(v)?.networkText ?? v;
 }
 
 /** `ip:port` / `[ipv6]:port` with the address in canonical form; DNS names are left as written. */
