@@ -183,6 +183,14 @@ async function joined(ns: string, runDir: string, key: string, podCIDR: string):
   return peers.some((p) => p.publicKey === key) && route.includes(iface);
 }
 
+/** SIGTERM first, so that the agent exits as it would (and writes its profile), then SIGKILL. */
+async function stop(child: ChildProcess | null): Promise<void> {
+  if (child?.pid === undefined || child.exitCode !== null) return;
+  child.kill('SIGTERM');
+  for (let i = 0; i < 50 && child.exitCode === null && child.signalCode === null; i++) await sleep(100);
+  kill(child);
+}
+
 function kill(child: ChildProcess | null): void {
   if (child?.pid !== undefined && child.exitCode === null) child.kill('SIGKILL');
 }
@@ -227,10 +235,15 @@ export async function benchRunOnce(
         'users: [{name: b, user: {}}]\ncontexts: [{name: b, context: {cluster: b, user: b}}]\ncurrent-context: b\n',
     );
     const started = Date.now();
-    const argv = inNodeNs(ns, runDir, [kg, '--hostname', 'node-00000'])
+    // KILO_BENCH_AGENT_PROF: a directory for the agent's CPU profile (written when it is stopped).
+    const prof = process.env['KILO_BENCH_AGENT_PROF'];
+    const node = prof ? [process.execPath, '--cpu-prof', '--cpu-prof-dir', prof, kg] : [kg];
+    const argv = inNodeNs(ns, runDir, [...node, '--hostname', 'node-00000'])
       .concat(['--kubeconfig', kubeconfig, '--mesh-granularity', 'cross', '--encapsulate=never'])
       .concat(['--clean-up=false', '--key-file', keyFile, '--interface', iface, '--mtu', '1420'])
-      .concat(['--listen', '127.0.0.1:1107', '--resync-period', `${resyncPeriodMs / 1000}s`]);
+      .concat(['--listen', '127.0.0.1:1107', '--resync-period', `${resyncPeriodMs / 1000}s`])
+      // KILO_BENCH_AGENT_LOG_LEVEL: e.g. debug, for each pass's timings in KILO_BENCH_AGENT_LOG.
+      .concat(['--log-level', process.env['KILO_BENCH_AGENT_LOG_LEVEL'] ?? 'info']);
     agent = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
     const pid = agent.pid!;
     // KILO_BENCH_AGENT_LOG: a file to copy the agent's log to.
@@ -295,7 +308,7 @@ export async function benchRunOnce(
     };
   } finally {
     await beating?.stop().catch(() => 0);
-    kill(agent);
+    await stop(agent);
     kill(apiserver);
     // wireguard-go runs detached in the namespace: everything in it is ours.
     const pids = spawnSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).stdout.split('\n');

@@ -8,7 +8,7 @@
  * figures, asserts nothing; the machine's load is printed with them, since it moves them.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateCluster } from './generate.js';
@@ -121,54 +121,124 @@ function benchKgctl(): void {
   console.log(`\nload average ${load()} after kgctl\n`);
 }
 
+/** node-00000's private NIC in namespace `ns`, holding its internal IP: routes to its location mates go there. */
+function freshNamespace(ns: string): void {
+  spawnSync('ip', ['netns', 'add', ns]);
+  const setUp = 'ip link set lo up && ip link add priv0 type veth peer name priv1 && '.concat(
+    'ip addr add 172.16.0.1/20 dev priv0 && ip link set priv0 up && ip link set priv1 up',
+  );
+  spawnSync('ip', ['netns', 'exec', ns, 'sh', '-c', setUp]);
+}
+
+function removeNamespace(ns: string, iface: string): void {
+  // wireguard-go runs detached in the namespace: everything in it is ours.
+  const pids = spawnSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).stdout.split('\n');
+  for (const pid of pids.filter((p) => /^\d+$/.test(p))) spawnSync('kill', ['-9', pid]);
+  spawnSync('ip', ['netns', 'del', ns]);
+  // A killed wireguard-go leaves its socket and log behind.
+  for (const ext of ['sock', 'log']) rmSync(`/var/run/wireguard/${iface}.${ext}`, { force: true });
+}
+
+/**
+ * What `kg apply` wrote into namespace `ns`, as the plain tools would write it in one go: a shell
+ * script that starts wireguard-go, sets the interface's address, MTU and state, then `wg setconf`,
+ * one `ip -batch` of routes and rules, and `iptables-restore` of each family's tables.
+ */
+function writesOf(ns: string, iface: string, into: string): string {
+  const inNs = (cmd: string) => spawnSync('ip', ['netns', 'exec', ns, 'sh', '-c', cmd], { encoding: 'utf8' }).stdout;
+  writeFileSync(join(into, 'wg.conf'), inNs(`wg showconf ${iface}`), { mode: 0o600 });
+  // Filtered by protocol, `ip route` leaves the protocol out; flags it prints are not arguments.
+  const routes = inNs('ip -N -4 route show table all proto 107; ip -N -6 route show table all proto 107')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => `route add ${l.replace(/\b(linkdown|dead|pervasive|offload|trap)\b/g, '').trim()} proto 107`);
+  const rules = inNs('ip -4 rule show priority 1107')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => `rule add priority 1107 ${l.replace(/^\d+:\s*/, '').trim()}`);
+  writeFileSync(join(into, 'ip.batch'), [...routes, ...rules].join('\n') + '\n');
+  writeFileSync(join(into, 'iptables'), inNs('iptables-save'));
+  writeFileSync(join(into, 'ip6tables'), inNs('ip6tables-save'));
+  const address = inNs(`ip -4 -o addr show dev ${iface}`).match(/inet (\S+)/)?.[1] ?? '';
+  const script = join(into, 'baseline.sh');
+  writeFileSync(
+    script,
+    [
+      'set -e',
+      `wireguard-go ${iface}`,
+      `ip addr add ${address} dev ${iface}`,
+      `ip link set ${iface} mtu 1420 up`,
+      `wg setconf ${iface} ${join(into, 'wg.conf')}`,
+      `ip -batch ${join(into, 'ip.batch')}`,
+      `iptables-restore ${join(into, 'iptables')}`,
+      `ip6tables-restore ${join(into, 'ip6tables')}`,
+    ].join('\n') + '\n',
+  );
+  return `${routes.length} routes, ${rules.length} rules, ${inNs(`wg show ${iface} peers`).split('\n').filter(Boolean).length} peers`;
+}
+
+/**
+ * KILO_BENCH_GRANULARITY: the --mesh-granularity values to apply with. kg apply's default,
+ * `location`, makes 20 WireGuard peers of the 20 locations; `cross`, what the snapshot's nodes
+ * announce, one per node outside the location (4,750 at 5,000 nodes).
+ */
 function benchApply(): void {
-  console.log('| kg apply (fresh namespace, wireguard-go) | nodes | step | min s | median s | peak RSS MiB |');
+  for (const granularity of (process.env['KILO_BENCH_GRANULARITY'] ?? 'location,cross').split(','))
+    benchApplyWith(granularity);
+}
+
+function benchApplyWith(granularity: string): void {
+  console.log(
+    `| kg apply (fresh namespace, wireguard-go), ${granularity} | nodes | step | min s | median s | peak RSS MiB |`,
+  );
   console.log('|---|---:|---|---:|---:|---:|');
+  const contents: string[] = [];
   for (const n of sizes.filter((s) => s <= 5000)) {
     const file = files.get(n)!;
     const changed = withOneNodeChanged(file);
     const iface = `kbs${process.pid % 10000}`;
-    const rows: Record<string, Run[]> = { first: [], unchanged: [], 'one node changed': [] };
+    const rows: Record<string, Run[]> = { first: [], unchanged: [], 'one node changed': [], baseline: [] };
     for (let i = 0; i < runs; i++) {
       const ns = `kts-bs-${process.pid}-${i}`;
       const key = join(dir, `${ns}.key`);
       const apply = (cluster: string) =>
         timed(
           ['ip', 'netns', 'exec', ns, kg, 'apply', '--cluster', cluster, '--hostname', 'node-00000']
-            .concat([
-              '--key-file',
-              key,
-              '--interface',
-              `kbs${process.pid % 10000}`,
-              '--encapsulate',
-              'never',
-              '--mtu',
-              '1420',
-            ])
+            .concat(['--key-file', key, '--interface', iface, '--encapsulate', 'never', '--mtu', '1420'])
+            .concat(['--mesh-granularity', granularity])
             .concat(['--log-level', 'warn']),
         );
-      spawnSync('ip', ['netns', 'add', ns]);
+      const content = join(dir, `${ns}-writes`);
+      mkdirSync(content, { recursive: true });
+      freshNamespace(ns);
       try {
-        // node-00000's private NIC, holding its internal IP: routes to its location mates go there.
-        const setUp = 'ip link set lo up && ip link add priv0 type veth peer name priv1 && '.concat(
-          'ip addr add 172.16.0.1/20 dev priv0 && ip link set priv0 up && ip link set priv1 up',
-        );
-        spawnSync('ip', ['netns', 'exec', ns, 'sh', '-c', setUp]);
         rows['first']!.push(apply(file));
+        if (i === 0) contents.push(`${n}: ${writesOf(ns, iface, content)}`);
+        else writesOf(ns, iface, content);
         rows['unchanged']!.push(apply(file));
         rows['one node changed']!.push(apply(changed));
       } finally {
-        // wireguard-go runs detached in the namespace: everything in it is ours.
-        const pids = spawnSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).stdout.split('\n');
-        for (const pid of pids.filter((p) => /^\d+$/.test(p))) spawnSync('kill', ['-9', pid]);
-        spawnSync('ip', ['netns', 'del', ns]);
-        // A killed wireguard-go leaves its socket and log behind.
-        for (const ext of ['sock', 'log']) rmSync(`/var/run/wireguard/${iface}.${ext}`, { force: true });
+        removeNamespace(ns, iface);
+      }
+      // The same content written by the plain tools into a fresh namespace: the floor for a first apply.
+      freshNamespace(ns);
+      try {
+        rows['baseline']!.push(timed(['ip', 'netns', 'exec', ns, 'sh', join(content, 'baseline.sh')]));
+      } finally {
+        removeNamespace(ns, iface);
+        rmSync(content, { recursive: true, force: true });
       }
     }
-    for (const [step, rs] of Object.entries(rows)) console.log(`| kg apply | ${n} | ${step} | ${stats(rs)} |`);
+    for (const [step, rs] of Object.entries(rows))
+      console.log(
+        `| ${step === 'baseline' ? 'wireguard-go + wg setconf + ip -batch + iptables-restore' : 'kg apply'} | ${n} | ${step} | ${stats(rs)} |`,
+      );
+    const median = (rs: Run[]) => rs.map((r) => r.seconds).sort((a, b) => a - b)[Math.floor(rs.length / 2)]!;
+    console.log(
+      `| first ÷ baseline (medians) | ${n} | ${(median(rows['first']!) / median(rows['baseline']!)).toFixed(2)}× | | | |`,
+    );
   }
-  console.log(`\nload average ${load()} at the end`);
+  console.log(`\n${granularity} writes: ${contents.join('; ')}; load average ${load()} at the end\n`);
 }
 
 async function benchRun(): Promise<void> {

@@ -96,7 +96,7 @@ export const mayImport: Record<string, string[]> = {
   net: [],
   model: ['net'],
   wireguard: ['net'],
-  encapsulation: ['net', 'model', 'src/dataplane/exec.ts'],
+  encapsulation: ['net', 'model', 'src/dataplane/host/host.ts'],
   mesh: ['net', 'model', 'encapsulation', 'src/election/types.ts'],
   graph: ['mesh'],
   backend: ['net', 'model'],

@@ -1,11 +1,5 @@
-import { Cidr } from '../net/cidr.js';
-import type { Exec } from '../dataplane/exec.js';
-
-/** An address on one of the machine's interfaces, with its prefix. */
-export interface HostAddress {
-  iface: string;
-  address: Cidr;
-}
+import type { HostAddress } from '../dataplane/host/host.js';
+import type { Cidr, IP } from '../net/cidr.js';
 
 export interface DiscoveryOptions {
   /** Names never considered: the WireGuard interface, tunnels. */
@@ -61,31 +55,7 @@ export function chooseAddresses(addresses: readonly HostAddress[], o: DiscoveryO
   return { internalIP: internal?.address ?? null, endpointIP: endpoint?.address ?? null };
 }
 
-interface IpAddrJson {
-  ifname: string;
-  addr_info?: { family?: string; local?: string; prefixlen?: number; scope?: string }[];
-}
-
-/** Reads the machine's global addresses with `ip -j addr`. */
-export async function hostAddresses(exec: Exec): Promise<HostAddress[]> {
-  const { stdout } = await exec.run(['ip', '-j', 'addr', 'show']);
-  const out: HostAddress[] = [];
-  for (const link of JSON.parse(stdout || '[]') as IpAddrJson[]) {
-    for (const a of link.addr_info ?? []) {
-      if (a.local === undefined || a.prefixlen === undefined || a.scope === 'host') continue;
-      const c = Cidr.tryParse(`${a.local}/${a.prefixlen}`);
-      if (c) out.push({ iface: link.ifname, address: c });
-    }
-  }
-  return out;
-}
-
-/** The interface of the IPv4 (else IPv6) default route, or null. */
-export async function defaultInterface(exec: Exec): Promise<string | null> {
-  for (const family of ['-4', '-6']) {
-    const { stdout } = await exec.run(['ip', '-j', family, 'route', 'show', 'default']);
-    const r = (JSON.parse(stdout || '[]') as { dev?: string }[])[0];
-    if (r?.dev) return r.dev;
-  }
-  return null;
+/** The interface holding `ip` (the private interface, holding the internal IP), or null when none does. */
+export function interfaceHolding(addresses: readonly HostAddress[], ip: IP): string | null {
+  return addresses.find((a) => a.address.ip.equals(ip))?.iface ?? null;
 }

@@ -1,4 +1,4 @@
-import type { Exec } from '../dataplane/exec.js';
+import type { Host } from '../dataplane/host/host.js';
 import type { EncapsulationDevices, Encapsulator } from '../encapsulation/index.js';
 import type { IP } from '../net/cidr.js';
 
@@ -14,24 +14,24 @@ export class MachineEncapsulation {
 
   constructor(
     readonly encapsulator: Encapsulator,
-    private readonly exec: Exec,
+    private readonly host: Host,
     private readonly clock: () => number,
   ) {}
 
   async devices(): Promise<EncapsulationDevices> {
     if (!this.fresh(this.devicesSeen))
-      this.devicesSeen = { at: this.clock(), value: await this.encapsulator.setUp(this.exec) };
+      this.devicesSeen = { at: this.clock(), value: await this.encapsulator.setUp(this.host) };
     return this.devicesSeen!.value;
   }
 
   async ownAddress(): Promise<IP | null> {
     if (!this.fresh(this.addressSeen))
-      this.addressSeen = { at: this.clock(), value: await this.encapsulator.ownAddress(this.exec) };
+      this.addressSeen = { at: this.clock(), value: await this.encapsulator.ownAddress(this.host) };
     return this.addressSeen!.value;
   }
 
   cleanUp(): Promise<void> {
-    return this.encapsulator.cleanUp(this.exec);
+    return this.encapsulator.cleanUp(this.host);
   }
 
   private fresh(seen: Answer<unknown> | null): boolean {

@@ -1,31 +1,34 @@
-import type { Exec } from '../dataplane/exec.js';
-import { defaultRouteMTU, NoDefaultRouteError, wireGuardOverhead } from '../dataplane/links.js';
+import type { Host } from '../dataplane/host/host.js';
 import { UsageError } from '../model/errors.js';
 import type { Cidr } from '../net/cidr.js';
-import { chooseAddresses, defaultInterface, hostAddresses } from './discovery.js';
+import { chooseAddresses } from './discovery.js';
 import type { HostFacts } from './agent.js';
+
+/** What WireGuard adds to each packet (IPv6 outer header 40 + UDP 8 + WireGuard 32): `--mtu auto`. */
+export const wireGuardOverhead = 80;
 
 /** Finds the internal IP and endpoint address of this machine (once, at start). */
 export async function discoverHost(
-  exec: Exec,
+  host: Host,
   o: { interfaceName: string; subnet: Cidr; internalCIDRs: Cidr[]; prioritisePrivate: boolean },
 ): Promise<HostFacts> {
-  const found = chooseAddresses(await hostAddresses(exec), {
+  const found = chooseAddresses(await host.addresses(), {
     excludeInterfaces: [o.interfaceName, 'tunl0', 'flannel.1', 'cilium_host'],
     excludeCIDRs: [o.subnet],
     internalCIDRs: o.internalCIDRs,
     prioritisePrivate: o.prioritisePrivate,
-    defaultInterface: await defaultInterface(exec),
+    defaultInterface: (await host.defaultRoute())?.iface ?? null,
   });
   return { internalIP: found.internalIP, endpointIP: found.endpointIP?.ip ?? null };
 }
 
 /** --mtu auto: the default route's MTU minus WireGuard's overhead. */
-export async function resolveMTU(exec: Exec, mtu: number | 'auto'): Promise<number | null> {
+export async function resolveMTU(host: Host, mtu: number | 'auto'): Promise<number | null> {
   if (mtu !== 'auto') return mtu;
-  try {
-    return (await defaultRouteMTU(exec)) - wireGuardOverhead;
-  } catch (e) {
-    throw e instanceof NoDefaultRouteError ? new UsageError(e.message) : e;
-  }
+  const route = await host.defaultRoute();
+  if (!route)
+    throw new UsageError(
+      '--mtu auto: there is no default route (IPv4 or IPv6) to take the MTU from; give --mtu a number',
+    );
+  return route.mtu - wireGuardOverhead;
 }

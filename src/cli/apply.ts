@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { FileSource } from '../backend/file-source.js';
 import { hostExec } from '../dataplane/exec.js';
 import { cleanUp, partialOf, reconcile, type ReconcileResult } from '../dataplane/reconcile.js';
-import { findPrivateInterface } from '../dataplane/links.js';
+import { LinuxHost } from '../dataplane/host/linux.js';
 import { summarizePeerChanges } from '../dataplane/log-summary.js';
 import { planOf } from '../mesh/compute.js';
 import { parseCluster } from '../model/parse.js';
@@ -12,6 +12,7 @@ import { defaultKeyPath, loadOrCreateKey } from '../wireguard/keys.js';
 import { linuxDataplane } from '../agent/linux-dataplane.js';
 import { encapsulatorOf, type EncapsulationDevices, type Encapsulator } from '../encapsulation/index.js';
 import { createLogger } from '../agent/log.js';
+import { interfaceHolding } from '../agent/discovery.js';
 import { resolveMTU } from '../agent/startup.js';
 import { addAgentFlags, parseMTU, requireHostname, type AgentFlagValues } from './agent-flags.js';
 import { meshOptionsFrom, nowOption, resolveGranularity } from './flags.js';
@@ -39,6 +40,7 @@ export function applyCommand(): Command {
     if (!flags.cluster) throw new UsageError('--cluster FILE is required');
     const log = createLogger(flags.logLevel);
     const exec = hostExec();
+    const machine = new LinuxHost(exec);
     const privateKey = loadOrCreateKey(flags.keyFile);
     // A wireguard-go restarted after a crash gets its peers back, but its new interface has no
     // address or routes: with --watch that calls for a reconcile now, not at the next file change.
@@ -66,14 +68,15 @@ export function applyCommand(): Command {
       const granularity = resolveGranularity(flags.meshGranularity, cluster.nodes, hostname);
       const options = { ...meshOptionsFrom(flags, granularity), privateKeyPath: flags.keyFile };
       const plan = planOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
-      const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip.text ?? null;
-      mtu ??= await resolveMTU(exec, mtuFlag);
+      const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip ?? null;
+      mtu ??= await resolveMTU(machine, mtuFlag);
       encapsulator = encapsulatorOf(options);
-      devices ??= await encapsulator.setUp(exec);
-      const privateInterface = devices.private ?? (internalIP ? await findPrivateInterface(exec, internalIP) : null);
+      devices ??= await encapsulator.setUp(machine);
+      const privateInterface =
+        devices.private ?? (internalIP ? interfaceHolding(await machine.addresses(), internalIP) : null);
       if (internalIP && !privateInterface)
         log.warn(
-          { node: hostname, internalIP },
+          { node: hostname, internalIP: internalIP.text },
           'no interface holds the internal IP: routes over the private network cannot be installed',
         );
       const result = await reconcile(dataplane, {
@@ -123,7 +126,7 @@ export function applyCommand(): Command {
       for (const e of await cleanUp(dataplane, { interface: flags.cleanUpInterface }))
         log.error({ err: e.message }, 'clean-up failed');
       await encapsulator
-        ?.cleanUp(exec)
+        ?.cleanUp(machine)
         .catch((e: Error) => log.error({ err: e.message }, 'clean-up of the encapsulation failed'));
     } else await (dataplane.device as { detach?: () => Promise<void> }).detach?.();
   });

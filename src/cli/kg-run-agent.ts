@@ -1,4 +1,5 @@
 import { hostExec } from '../dataplane/exec.js';
+import { LinuxHost } from '../dataplane/host/linux.js';
 import { startRoutingMonitor } from '../dataplane/monitor.js';
 import { kiloRouteProtocol, kiloRulePriority } from '../dataplane/routes/constants.js';
 import { UsageError } from '../model/errors.js';
@@ -24,13 +25,14 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
   const mtu = parseMTU(flags.mtu);
   const log = createLogger(flags.logLevel);
   const exec = hostExec();
+  const machine = new LinuxHost(exec);
   const mesh = {
     ...meshOptionsFrom(flags, flags.meshGranularity === 'auto' ? 'location' : flags.meshGranularity),
     privateKeyPath: flags.keyFile,
   };
   const encapsulator = encapsulatorOf(mesh);
   const privateKey = loadOrCreateKey(flags.keyFile);
-  const host = await discoverHost(exec, {
+  const host = await discoverHost(machine, {
     interfaceName: flags.interface,
     subnet: mesh.subnet,
     internalCIDRs: flags.internalCidr,
@@ -41,7 +43,7 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
       internalIP: host.internalIP?.toString() ?? null,
       endpoint: host.endpointIP?.text ?? null,
       encapsulation: encapsulator.name,
-      encapsulationAddress: (await encapsulator.ownAddress(exec))?.text ?? null,
+      encapsulationAddress: (await encapsulator.ownAddress(machine))?.text ?? null,
     },
     'discovered host addresses',
   );
@@ -79,7 +81,7 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
   const agent: Agent = new Agent({
     source,
     dataplane,
-    exec,
+    machine,
     privateKey,
     host,
     log,
@@ -99,7 +101,7 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
       interfaceName: flags.interface,
       topologyLabel: flags.topologyLabel,
       resyncPeriodMs: flags.resyncPeriod,
-      mtu: await resolveMTU(exec, mtu),
+      mtu: await resolveMTU(machine, mtu),
       cleanUp: flags.cleanUp,
       cleanUpInterface: flags.cleanUpInterface,
       coalesceMs: 100,

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { HelperLost, spawnViaHelper, type SpawnResult } from './spawner.js';
+import { HelperLost, spawnViaHelper, startHelper, type SpawnResult } from './spawner.js';
 
 export interface ExecResult {
   stdout: string;
@@ -109,7 +109,9 @@ function startWith(prefix: readonly string[], argv: readonly string[], opts: { l
   }
 }
 
+/** The host's Exec; its command helper starts at once (every caller runs commands soon). */
 export function hostExec(): Exec {
+  startHelper();
   return {
     run: (argv, opts) => runWith([], argv, opts),
     start: (argv, opts) => startWith([], argv, opts),

@@ -5,9 +5,6 @@ import { PartialApplyError, type ApplyFailure } from './routes/errors.js';
 import { isDeviceName } from './routes/state.js';
 import type { Links, Ops, ReconcileOptions } from './types.js';
 
-/** What WireGuard adds to each packet (IPv6 outer header 40 + UDP 8 + WireGuard 32): `--mtu auto`. */
-export const wireGuardOverhead = 80;
-
 /** An interface as Links sees it. */
 export interface LinkState {
   up: boolean;
@@ -87,10 +84,8 @@ function linkStateOf(entry: IpAddrJson): LinkState {
   return { up: entry.flags?.includes('UP') ?? false, mtu: entry.mtu ?? 0, addresses };
 }
 
-async function addrShow(exec: Exec, device?: string): Promise<IpAddrJson[]> {
-  const argv = ['ip', '-j', 'addr', 'show'];
-  if (device !== undefined) argv.push('dev', device);
-  const { stdout } = await exec.run(argv);
+async function addrShow(exec: Exec, device: string): Promise<IpAddrJson[]> {
+  const { stdout } = await exec.run(['ip', '-j', 'addr', 'show', 'dev', device]);
   return JSON.parse(stdout || '[]') as IpAddrJson[];
 }
 
@@ -148,54 +143,4 @@ export function opsOrThrow(lines: readonly string[], failed: readonly BatchFailu
   });
   if (failures.length > 0) throw new PartialApplyError('links', failures, ops);
   return ops;
-}
-
-interface IpRouteJson {
-  dev?: string;
-  metric?: number;
-  nexthops?: { dev?: string }[];
-}
-
-/**
- * The MTU of the interface the default route leaves by (IPv4 first, then IPv6); `--mtu auto` is this
- * minus wireGuardOverhead. Throws when there is no default route to measure.
- */
-/** Thrown by `defaultRouteMTU` on a machine without a default route: a flag's fault, not a bug. */
-export class NoDefaultRouteError extends Error {
-  constructor() {
-    super('--mtu auto: there is no default route (IPv4 or IPv6) to take the MTU from; give --mtu a number');
-    this.name = 'NoDefaultRouteError';
-  }
-}
-
-export async function defaultRouteMTU(exec: Exec): Promise<number> {
-  for (const family of ['-4', '-6']) {
-    const stdout = await exec.run(['ip', '-j', family, 'route', 'show', 'default']).then(
-      (r) => r.stdout,
-      (e: unknown) => {
-        // A kernel booted with IPv6 disabled simply has no IPv6 default route.
-        if (family === '-6' && e instanceof ExecError && /Address family not supported/i.test(e.stderr)) return '[]';
-        throw e;
-      },
-    );
-    const routes = (JSON.parse(stdout || '[]') as IpRouteJson[]).sort((a, b) => (a.metric ?? 0) - (b.metric ?? 0));
-    const dev = routes.map((r) => r.dev ?? r.nexthops?.find((n) => n.dev)?.dev).find((d) => d !== undefined);
-    if (dev === undefined) continue;
-    const { stdout: link } = await exec.run(['ip', '-j', 'link', 'show', 'dev', dev]);
-    const mtu = (JSON.parse(link) as { mtu?: number }[])[0]?.mtu;
-    if (mtu === undefined) throw new Error(`default route interface ${dev}: ip printed no MTU`);
-    return mtu;
-  }
-  throw new NoDefaultRouteError();
-}
-
-/** The interface holding `internalIP` ("192.168.1.5" or "192.168.1.5/24"), or null when none does. */
-export async function findPrivateInterface(exec: Exec, internalIP: string): Promise<string | null> {
-  const ip = IP.tryParse(internalIP) ?? Cidr.tryParse(internalIP)?.ip;
-  if (!ip) throw new TypeError(`internal IP ${JSON.stringify(internalIP)} is not an IP address`);
-  for (const entry of await addrShow(exec)) {
-    if ((entry.addr_info ?? []).some((a) => a.local !== undefined && IP.tryParse(a.local)?.text === ip.text))
-      return entry.ifname;
-  }
-  return null;
 }

@@ -64,7 +64,7 @@ class Spawner {
   private nextId = 0;
   private readonly pending = new Map<number, { resolve: (r: SpawnResult) => void; reject: (e: Error) => void }>();
 
-  private ensure(): ChildProcess {
+  ensure(): ChildProcess {
     if (this.child) return this.child;
     // spawn (not fork): the parent's loader flags (tsx in tests) must not reach the helper.
     const child: ChildProcess = spawn(process.execPath, ['-e', helper], {
@@ -119,6 +119,14 @@ class Spawner {
 }
 
 const shared = new Spawner();
+
+/**
+ * Starts the helper now, so that its start-up (a Node process: tens of milliseconds) overlaps the
+ * caller's own work (reading and planning a cluster) instead of delaying its first command.
+ */
+export function startHelper(): void {
+  shared.ensure();
+}
 
 /** Runs `file args` to completion through the helper; rejects (HelperLost) only when the helper itself fails. */
 export function spawnViaHelper(

@@ -4,9 +4,9 @@
  * (cilium_host's address, published as kilo.squat.ai/cilium-internal-ip; its pod CIDR's network
  * address until then), through Cilium's cilium_tunl when it exists, else tunl0.
  */
-import type { Exec } from '../dataplane/exec.js';
+import type { Host } from '../dataplane/host/host.js';
 import type { Encapsulate, KiloNode } from '../model/types.js';
-import { IP } from '../net/cidr.js';
+import type { IP } from '../net/cidr.js';
 import { encapsulatesTo, internalGateway, type Encapsulator } from './encapsulator.js';
 import { ipipTunnel } from './ipip.js';
 
@@ -16,27 +16,20 @@ export const ciliumHostInterface = 'cilium_host';
 export const ciliumTunnelInterface = 'cilium_tunl';
 
 /** The IPv4 address of cilium_host, or null when Cilium has not set it up (or does not run here). */
-export async function ciliumHostIP(exec: Exec): Promise<IP | null> {
-  const shown = await exec.run(['ip', '-j', '-4', 'addr', 'show', 'dev', ciliumHostInterface]).catch(() => null);
-  if (!shown) return null;
-  const links = JSON.parse(shown.stdout || '[]') as { addr_info?: { local?: string; scope?: string }[] }[];
-  for (const a of links[0]?.addr_info ?? []) {
-    const ip = a.local === undefined ? null : IP.tryParse(a.local);
-    if (ip?.family === 4 && a.scope !== 'host') return ip;
-  }
-  return null;
+export async function ciliumHostIP(host: Host): Promise<IP | null> {
+  const address = (await host.addresses(ciliumHostInterface)).find((a) => a.address.family === 4);
+  return address?.address.ip ?? null;
 }
 
 /**
  * The IPIP interface beside Cilium: Cilium's cilium_tunl when it made one (brought up when Cilium
  * left it down; never removed, it is Cilium's), else the kernel's tunl0 as for plain IPIP.
  */
-export async function ciliumTunnel(exec: Exec): Promise<string | null> {
-  const shown = await exec.run(['ip', '-j', 'link', 'show', 'dev', ciliumTunnelInterface]).catch(() => null);
-  if (!shown) return ipipTunnel(exec);
-  const link = (JSON.parse(shown.stdout || '[]') as { flags?: string[] }[])[0];
-  if (!link?.flags?.includes('UP')) {
-    await exec.run(['ip', 'link', 'set', 'dev', ciliumTunnelInterface, 'up']).catch((e: Error) => {
+export async function ciliumTunnel(host: Host): Promise<string | null> {
+  const link = await host.link(ciliumTunnelInterface);
+  if (!link) return ipipTunnel(host);
+  if (!link.up) {
+    await host.bringUp(ciliumTunnelInterface).catch((e: Error) => {
       throw new Error(`setting ${ciliumTunnelInterface} up: ${e.message}`);
     });
   }
@@ -64,7 +57,7 @@ export function cilium(strategy: Encapsulate, local: boolean): Encapsulator {
       internalGateway(mate).toHostCidr(),
       ...(mate.ciliumInternalIP ? [mate.ciliumInternalIP.toHostCidr()] : []),
     ],
-    setUp: async (exec) => ({ tunnel: strategy === 'never' ? null : await ciliumTunnel(exec) }),
+    setUp: async (host) => ({ tunnel: strategy === 'never' ? null : await ciliumTunnel(host) }),
     // Cilium may start after the agent, give cilium_host its address late, or rename tunl0 to
     // cilium_tunl while the agent runs.
     recheckMs: 30_000,

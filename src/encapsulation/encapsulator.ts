@@ -5,7 +5,7 @@
  * the address it publishes for mates, and to clean up. One module per implementation: none.ts,
  * ipip.ts, flannel.ts, cilium.ts; `encapsulatorOf` picks one from the flags.
  */
-import type { Exec } from '../dataplane/exec.js';
+import type { Host } from '../dataplane/host/host.js';
 import type { Cidr, IP } from '../net/cidr.js';
 import type { Encapsulate, KiloNode } from '../model/types.js';
 
@@ -39,13 +39,13 @@ export interface Encapsulator {
 
   // The machine's questions, asked by the agent around the dataplane.
   /** Brings the devices up when they are missing or down and names them. */
-  setUp(exec: Exec): Promise<EncapsulationDevices>;
+  setUp(host: Host): Promise<EncapsulationDevices>;
   /** How long `setUp`'s and `ownAddress`'s answers hold (ms); null: the agent's lifetime. */
   readonly recheckMs: number | null;
   /** The address location mates send encapsulated packets to, published on the node; null when none. */
-  ownAddress(exec: Exec): Promise<IP | null>;
+  ownAddress(host: Host): Promise<IP | null>;
   /** Undoes what `setUp` made; the devices of the kernel and of the CNI stay. */
-  cleanUp(exec: Exec): Promise<void>;
+  cleanUp(host: Host): Promise<void>;
 }
 
 /** What chooses an encapsulator: --compatibility, --encapsulate and --local. */

@@ -3,7 +3,7 @@
  * the tunnel under --encapsulate=always, or when their internal IP is in another subnet under
  * crosssubnet; each node accepts IPIP from its group mates only.
  */
-import type { Exec } from '../dataplane/exec.js';
+import type { Host } from '../dataplane/host/host.js';
 import type { Encapsulate, KiloNode } from '../model/types.js';
 import type { IP } from '../net/cidr.js';
 import { encapsulatesTo, internalGateway, type Encapsulator } from './encapsulator.js';
@@ -16,15 +16,10 @@ export const ipipInterface = 'tunl0';
  * (these CI machines) gives null, and a plan that needs the tunnel fails route by route with a
  * clear error.
  */
-export async function ipipTunnel(exec: Exec): Promise<string | null> {
-  const exists = async () =>
-    exec.run(['ip', 'link', 'show', ipipInterface]).then(
-      () => true,
-      () => false,
-    );
-  if (!(await exists())) await exec.run(['modprobe', 'ipip']).catch(() => undefined);
-  if (!(await exists())) return null;
-  await exec.run(['ip', 'link', 'set', ipipInterface, 'up']).catch(() => undefined);
+export async function ipipTunnel(host: Host): Promise<string | null> {
+  if (!(await host.link(ipipInterface))) await host.loadModule('ipip').catch(() => undefined);
+  if (!(await host.link(ipipInterface))) return null;
+  await host.bringUp(ipipInterface).catch(() => undefined);
   return ipipInterface;
 }
 
@@ -38,7 +33,7 @@ export function ipip(strategy: Exclude<Encapsulate, 'never'>, local: boolean): E
     // Without --local nothing inside the location is routed by Kilo, so no mate sends IPIP.
     acceptsIPIP: local,
     ipipSourcesOf: (mate) => [internalGateway(mate).toHostCidr()],
-    setUp: async (exec) => ({ tunnel: await ipipTunnel(exec) }),
+    setUp: async (host) => ({ tunnel: await ipipTunnel(host) }),
     recheckMs: null,
     ownAddress: async () => null,
     // tunl0 is the kernel's (it goes only with the module) and carries no address of ours.

@@ -52,8 +52,8 @@ export function topologyOf(
  * its topology from. Callers that report problems (kgctl, the agent) print `conflicts` once.
  */
 export function readyMesh(cluster: ParsedCluster, options: Pick<MeshOptions, 'subnet'>, now: number): Resolved {
-  // kgctl reports the conflicts, then plans from the same cluster: resolve once (a tenth of the
-  // whole `kgctl plan` at 5,000 nodes). Keyed by the cluster object, so each new one starts afresh.
+  // kgctl reports the conflicts, then plans from the same cluster: resolve once. Keyed by the
+  // cluster object, so each new one starts afresh.
   const subnet = options.subnet.networkText;
   const last = lastResolved.get(cluster);
   if (last?.now === now && last.subnet === subnet) return last.resolved;

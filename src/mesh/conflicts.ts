@@ -23,86 +23,99 @@ export interface Resolved {
   conflicts: ValidationError[];
 }
 
-/** A prefix cut to its first `length` bits: a number for IPv4 (no strings to build), bits as text for IPv6. */
-type Key = number | string;
-
 const bits = Array.from({ length: 256 }, (_, b) => b.toString(2).padStart(8, '0'));
 
-/** The network address in a form `keyAt` cuts cheaply. */
-function addressOf(c: Cidr): number | string {
-  const b = c.network.bytes;
-  if (c.family === 4) return ((b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!) >>> 0;
-  let s = '';
-  for (const x of b) s += bits[x]!;
-  return s;
+/**
+ * Claimed prefixes of one family by length: the key of a prefix within its length is its masked
+ * address (a 32-bit integer for IPv4, which V8 hashes cheaply; the string of its bits for IPv6).
+ */
+class ByLength<K> {
+  private readonly maps: Map<K, string>[] = [];
+  /** The lengths that hold any prefix, ascending: a lookup of ancestors tries only these. */
+  readonly lengths: number[] = [];
+
+  get(len: number, key: K): string | undefined {
+    return this.maps[len]?.get(key);
+  }
+
+  has(len: number, key: K): boolean {
+    return this.maps[len]?.has(key) ?? false;
+  }
+
+  set(len: number, key: K, owner: string): void {
+    let m = this.maps[len];
+    if (!m) {
+      m = this.maps[len] = new Map();
+      this.lengths.push(len);
+      this.lengths.sort((a, b) => a - b);
+    }
+    m.set(key, owner);
+  }
 }
 
-function keyAt(address: number | string, length: number): Key {
-  if (typeof address === 'string') return address.slice(0, length);
-  return length === 0 ? 0 : address >>> (32 - length);
-}
-
-/** The claims of one family: each claimed prefix under its length, and per queried length what lies inside. */
-interface FamilyClaims {
-  /** Prefix length → key → owner. */
-  exact: Map<number, Map<Key, string>>;
-  /** Query length → key (of length) → the first owner of a longer prefix inside it; built on the first query. */
-  inside: Map<number, Map<Key, string>>;
-  claims: { address: number | string; length: number; owner: string }[];
-}
+/** The IPv4 address masked to `len` bits, as a signed 32-bit integer (a small integer to V8). */
+const mask4 = (v: number, len: number) => (len === 0 ? 0 : v & (-1 << (32 - len)));
 
 /**
  * Prefixes claimed so far, with their owners. `find` answers "does this prefix overlap a claimed
- * one" without a scan: two prefixes overlap exactly when one contains the other, so it looks the
- * prefix's ancestors up among the claims (one look-up per claimed length) and the prefix itself
- * among the claims cut to its length. Claims are cut to a length only once some query has it (a
- * cluster's queries come in two or three lengths), so a claim costs a few map entries, not one per bit.
+ * one" in time proportional to the prefix length, not the number of claims: two prefixes overlap
+ * exactly when one contains the other, so it looks up the prefix's ancestors among the claims and
+ * the prefix itself among the claims' ancestors.
  */
 export class PrefixClaims {
-  private readonly families = new Map<4 | 6, FamilyClaims>();
-
-  private family(c: Cidr): FamilyClaims {
-    let f = this.families.get(c.family);
-    if (!f) this.families.set(c.family, (f = { exact: new Map(), inside: new Map(), claims: [] }));
-    return f;
-  }
+  private readonly exact4 = new ByLength<number>();
+  private readonly inside4 = new ByLength<number>();
+  private readonly exact6 = new ByLength<string>();
+  private readonly inside6 = new ByLength<string>();
 
   find(c: Cidr): string | null {
-    const f = this.families.get(c.family);
-    if (!f) return null;
-    const address = addressOf(c);
-    let best: { length: number; owner: string } | null = null;
-    for (const [length, owners] of f.exact) {
-      if (length > c.prefix || (best && best.length < length)) continue;
-      const owner = owners.get(keyAt(address, length));
-      if (owner !== undefined) best = { length, owner };
+    if (c.family === 4) {
+      const v = address4(c);
+      for (const len of this.exact4.lengths) {
+        if (len > c.prefix) break;
+        const owner = this.exact4.get(len, mask4(v, len));
+        if (owner !== undefined) return owner;
+      }
+      return this.inside4.get(c.prefix, mask4(v, c.prefix)) ?? null;
     }
-    if (best) return best.owner;
-    let inside = f.inside.get(c.prefix);
-    if (!inside) {
-      f.inside.set(c.prefix, (inside = new Map<Key, string>()));
-      for (const claim of f.claims) addInside(inside, c.prefix, claim.address, claim.length, claim.owner);
+    const k = bitsOf(c);
+    for (const len of this.exact6.lengths) {
+      if (len > c.prefix) break;
+      const owner = this.exact6.get(len, k.slice(0, len));
+      if (owner !== undefined) return owner;
     }
-    return inside.get(keyAt(address, c.prefix)) ?? null;
+    return this.inside6.get(c.prefix, k.slice(0, c.prefix)) ?? null;
   }
 
   claim(c: Cidr, owner: string): void {
-    const f = this.family(c);
-    const address = addressOf(c);
-    let owners = f.exact.get(c.prefix);
-    if (!owners) f.exact.set(c.prefix, (owners = new Map<Key, string>()));
-    const key = keyAt(address, c.prefix);
-    if (!owners.has(key)) owners.set(key, owner);
-    f.claims.push({ address, length: c.prefix, owner });
-    for (const [length, inside] of f.inside) addInside(inside, length, address, c.prefix, owner);
+    // A claim marks all its ancestors, so the first one already marked has its own marked too.
+    if (c.family === 4) {
+      const v = address4(c);
+      if (!this.exact4.has(c.prefix, mask4(v, c.prefix))) this.exact4.set(c.prefix, mask4(v, c.prefix), owner);
+      for (let len = c.prefix - 1; len >= 0; len--) {
+        if (this.inside4.has(len, mask4(v, len))) break;
+        this.inside4.set(len, mask4(v, len), owner);
+      }
+      return;
+    }
+    const k = bitsOf(c);
+    if (!this.exact6.has(c.prefix, k.slice(0, c.prefix))) this.exact6.set(c.prefix, k.slice(0, c.prefix), owner);
+    for (let len = c.prefix - 1; len >= 0; len--) {
+      if (this.inside6.has(len, k.slice(0, len))) break;
+      this.inside6.set(len, k.slice(0, len), owner);
+    }
   }
 }
 
-/** Records a claim under its ancestor of `length`, when it is strictly longer; the first owner stays. */
-function addInside(inside: Map<Key, string>, length: number, address: number | string, claimed: number, owner: string) {
-  if (claimed <= length) return;
-  const key = keyAt(address, length);
-  if (!inside.has(key)) inside.set(key, owner);
+function address4(c: Cidr): number {
+  const b = c.network.bytes;
+  return (b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!;
+}
+
+function bitsOf(c: Cidr): string {
+  let s = '';
+  for (const x of c.network.bytes) s += bits[x]!;
+  return s;
 }
 
 const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);

@@ -19,7 +19,17 @@ export interface KubeObject {
 
 export interface ParseOptions {
   topologyLabel?: string;
+  /**
+   * What each object parsed to, kept by a caller that parses the same objects again and again (the
+   * agent, whose cache hands out an unchanged object as the same object): one of those is not parsed
+   * again. Keep one memo per set of the other options.
+   */
+  memo?: WeakMap<object, ParsedObject>;
 }
+
+/** What one object of a cluster parsed to; other kinds are ignored. */
+export type ParsedObject =
+  { kind: 'Node'; parsed: Parsed<KiloNode> } | { kind: 'Peer'; parsed: Parsed<KiloPeer> } | { kind: 'other' };
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; errors: ValidationError[] };
 
@@ -365,21 +375,25 @@ export interface ParsedCluster {
  */
 export function parseCluster(objects: readonly unknown[], options: ParseOptions = {}): ParsedCluster {
   const out: ParsedCluster = { nodes: [], peers: [], errors: [] };
+  const memo = options.memo;
   for (const [i, obj] of objects.entries()) {
-    const head = checkShape(objectShape, obj, `object #${i + 1}`);
-    if (!head.ok) {
-      out.errors.push(...head.errors);
-      continue;
+    let o = memo && typeof obj === 'object' && obj !== null ? memo.get(obj) : undefined;
+    if (o === undefined) {
+      const head = checkShape(objectShape, obj, `object #${i + 1}`);
+      if (!head.ok) {
+        // Not remembered: the error names the object by its place in the list.
+        out.errors.push(...head.errors);
+        continue;
+      }
+      if (head.value.kind === 'Node') o = { kind: 'Node', parsed: parseNode(obj, options) };
+      else if (isPeerKind(head.value)) o = { kind: 'Peer', parsed: parsePeer(obj) };
+      else o = { kind: 'other' };
+      memo?.set(obj as object, o);
     }
-    if (head.value.kind === 'Node') {
-      const p = parseNode(obj, options);
-      if (p.ok) out.nodes.push(p.value);
-      else out.errors.push(...p.errors);
-    } else if (isPeerKind(head.value)) {
-      const p = parsePeer(obj);
-      if (p.ok) out.peers.push(p.value);
-      else out.errors.push(...p.errors);
-    }
+    if (o.kind === 'other') continue;
+    if (!o.parsed.ok) out.errors.push(...o.parsed.errors);
+    else if (o.kind === 'Node') out.nodes.push(o.parsed.value);
+    else out.peers.push(o.parsed.value);
   }
   out.nodes = uniquelyNamed('Node', out.nodes, out.errors);
   out.peers = uniquelyNamed('Peer', out.peers, out.errors);

@@ -6,8 +6,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { annotationPatch, type LocalFacts } from '../../src/agent/local-node.js';
-import { encapsulatorOf } from '../../src/encapsulation/index.js';
-import { defaultMeshOptions } from '../../src/mesh/options.js';
 import { Annotation } from '../../src/model/annotations.js';
 import { IP } from '../../src/net/cidr.js';
 import { NOW, node, peer } from '../helpers/cluster.js';
@@ -77,21 +75,10 @@ describe('agent: --compatibility=cilium', () => {
   const mesh = { compatibility: 'cilium' as const, local: false, encapsulate: 'crosssubnet' as const };
 
   test("publishes the Cilium internal IP once cilium_host has one, and routes to b's pods by IPIP over the looked-up tunnel", async (t) => {
-    let ciliumIP: IP | null = null;
-    const h = await startHarness(t, {
-      seed: (api) => seedCilium(api),
-      mesh,
-      start: false,
-      deps: {
-        encapsulator: {
-          ...encapsulatorOf({ ...defaultMeshOptions, ...mesh }),
-          setUp: async () => ({ tunnel: 'cilium_tunl' }),
-          ownAddress: async () => ciliumIP,
-          recheckMs: 0,
-        },
-      },
-    });
-    h.machine.addLink('cilium_tunl', {});
+    const h = await startHarness(t, { seed: (api) => seedCilium(api), mesh, start: false });
+    // Cilium's devices on the machine; cilium_host has no address yet.
+    h.machine.addLink('cilium_tunl', { up: false });
+    h.machine.addLink('cilium_host', {});
     await h.agent.start();
     await waitUntil(
       'the agent planned and applied',
@@ -103,8 +90,14 @@ describe('agent: --compatibility=cilium', () => {
     const routes = h.machine.routes.map((r) => `${r.dst} via ${r.gw} dev ${r.dev}${r.onlink ? ' onlink' : ''}`);
     assert.ok(routes.includes('10.42.1.0/24 via 10.42.1.180 dev cilium_tunl onlink'), routes.join('\n'));
 
-    // Cilium gives cilium_host its address after the agent started: the next pass publishes it.
-    ciliumIP = IP.parse('10.42.0.180');
+    assert.equal(h.machine.link('cilium_tunl').up, true, 'cilium_tunl was brought up');
+
+    // Cilium gives cilium_host its address after the agent started: the first pass after the
+    // encapsulation's recheck period publishes it.
+    h.machine.addAddress('cilium_host', '10.42.0.180/32');
+    await h.agent.reconcileOnce();
+    assert.equal(kilo(h, 'a')[Annotation.ciliumInternalIP], '', 'asked again only after the recheck period');
+    h.clock.ms += 30_000;
     await h.agent.reconcileOnce();
     assert.equal(kilo(h, 'a')[Annotation.ciliumInternalIP], '10.42.0.180');
   });

@@ -4,13 +4,12 @@
  * API server and read what reached the "machine".
  */
 import type { TestContext } from 'node:test';
-import { encapsulatorOf, type Encapsulator } from '../../src/encapsulation/index.js';
 import { KubernetesSource } from '../../src/backend/kubernetes/source.js';
 import type { ReflectorTimings } from '../../src/backend/kubernetes/reflector.js';
 import type { Logger } from '../../src/backend/source.js';
 import { Agent, type AgentDeps, type AgentOptions } from '../../src/agent/agent.js';
 import { AgentMetrics } from '../../src/agent/metrics.js';
-import type { Exec } from '../../src/dataplane/exec.js';
+import { FakeHost } from '../../src/dataplane/host/fake.js';
 import { createFakeFirewall, type FakeNetfilter } from '../../src/dataplane/iptables/fake.js';
 import { FakeLinks, FakeMachine, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
 import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
@@ -36,35 +35,6 @@ export function captureLogger(): Logger & { entries: LogEntry[] } {
     entries.push({ level, obj: obj as Record<string, unknown>, msg });
   };
   return { entries, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-}
-
-/** Answers `ip -j addr show` from the fake machine's links: all the Agent itself runs. */
-export function fakeExec(machine: FakeMachine): Exec {
-  return {
-    async run(argv) {
-      if (argv.join(' ').startsWith('ip -j addr show')) {
-        const out = [...machine.links].map(([ifname, l]) => ({
-          ifname,
-          addr_info: l.addresses.map((a) => {
-            const c = Cidr.parse(a);
-            return { local: c.ip.text, prefixlen: c.prefix };
-          }),
-        }));
-        return { stdout: JSON.stringify(out), stderr: '' };
-      }
-      throw new Error(`fake exec: unexpected command ${argv.join(' ')}`);
-    },
-    start() {
-      throw new Error('fake exec: no processes');
-    },
-    wireGuardRunDir: '/nonexistent',
-  };
-}
-
-/** The mesh's encapsulation, with the fake machine's tunl0 as IPIP's tunnel. */
-function harnessEncapsulator(mesh: MeshOptions): Encapsulator {
-  const e = encapsulatorOf(mesh);
-  return e.name === 'ipip' ? { ...e, setUp: async () => ({ tunnel: 'tunl0' }) } : e;
 }
 
 export const backoff = { initialMs: 50, maxMs: 300, factor: 2, jitter: 0.5 };
@@ -151,13 +121,12 @@ export async function startHarness(t: TestContext, o: HarnessOptions = {}): Prom
   const agent = new Agent({
     source,
     dataplane: { device, links: new FakeLinks(machine), routes: fakeRoutingTables(machine), firewall: fw.tables },
-    exec: fakeExec(machine),
+    machine: new FakeHost(machine),
     privateKey,
     host: { internalIP: Cidr.parse('192.168.0.1/24'), endpointIP: IP.parse('198.51.100.1') },
     log,
     metrics,
     clock: () => clock.ms,
-    encapsulator: harnessEncapsulator(mesh),
     ...o.deps,
     options: {
       hostname: 'a',

@@ -1,18 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { resolveMTU } from '../../src/agent/startup.js';
-import {
-  defaultRouteMTU,
-  diffLink,
-  findPrivateInterface,
-  LinuxLinks,
-  type LinkState,
-} from '../../src/dataplane/links.js';
+import { diffLink, LinuxLinks, type LinkState } from '../../src/dataplane/links.js';
 import { FakeLinks, FakeMachine, fakeRoutingTables, settle } from '../../src/dataplane/routes/fake.js';
 import { linuxRoutingTables } from '../../src/dataplane/routes/linux.js';
 import type { KiloRoutingTables } from '../../src/dataplane/routes/reconciler.js';
 import type { Links } from '../../src/dataplane/types.js';
-import { createNamespace, skipNoNetns, type TestNamespace } from '../helpers/netns.js';
+import { skipNoNetns } from '../helpers/netns.js';
+import { linksNamespace, testWith } from './machine.js';
 import { ipExec } from './routes-exec.js';
 
 /** kilo0 exists, down, MTU 1500, no address; priv0 is up with 192.168.1.1/24. */
@@ -27,15 +21,7 @@ const devices = { kilo: 'kilo0', private: 'priv0', tunnel: null };
 
 function linksContract(label: string, make: () => LinksHarness, skip: string | false = false): void {
   describe(`Links contract: ${label}`, { skip }, () => {
-    const withLinks = (name: string, fn: (h: LinksHarness) => Promise<void>): void =>
-      void test(name, async () => {
-        const h = make();
-        try {
-          await fn(h);
-        } finally {
-          h.destroy();
-        }
-      });
+    const withLinks = testWith(make);
 
     withLinks('sets address, MTU and up in one go; the same state again writes nothing', async (h) => {
       const ops = await h.links.reconcile('kilo0', { address: '10.4.0.1/16', up: true, mtu: 1420 });
@@ -125,29 +111,10 @@ linksContract('in-memory model', () => {
   };
 });
 
-function linksNamespace(): TestNamespace {
-  const ns = createNamespace('ktln');
-  try {
-    ns.sh(
-      [
-        'ip link add priv0 type veth peer name priv1',
-        'ip link add kilo0 type veth peer name kilo1',
-        'ip addr add 192.168.1.1/24 dev priv0',
-        'ip addr add fd00::1/64 dev priv0 nodad',
-        'ip link set priv0 up && ip link set priv1 up && ip link set kilo1 up',
-      ].join(' && '),
-    );
-    return ns;
-  } catch (e) {
-    ns.destroy();
-    throw e;
-  }
-}
-
 linksContract(
   'iproute2 in a network namespace',
   () => {
-    const ns = linksNamespace();
+    const ns = linksNamespace('ktln');
     const exec = ipExec(ns);
     return {
       links: new LinuxLinks(exec),
@@ -158,34 +125,6 @@ linksContract(
   },
   skipNoNetns,
 );
-
-describe('defaultRouteMTU and findPrivateInterface (namespace)', { skip: skipNoNetns }, () => {
-  test('the MTU of the default route’s interface, IPv4 first, then IPv6', async (t) => {
-    const ns = linksNamespace();
-    t.after(() => ns.destroy());
-    const exec = ipExec(ns);
-    await assert.rejects(defaultRouteMTU(exec), /no default route/);
-    ns.sh('ip link set priv0 mtu 1380 && ip -6 route add default via fd00::fe dev priv0');
-    assert.equal(await defaultRouteMTU(exec), 1380);
-    ns.sh(
-      'ip link set kilo0 up && ip link set kilo0 mtu 1400 && ip addr add 172.16.0.1/24 dev kilo0 && ip route add default via 172.16.0.254 dev kilo0',
-    );
-    assert.equal(await defaultRouteMTU(exec), 1400);
-    assert.equal(await resolveMTU(exec, 'auto'), 1320, '--mtu auto leaves room for WireGuard');
-    assert.equal(await resolveMTU(exec, 1300), 1300, 'a number is taken as it is');
-  });
-
-  test('the interface that holds the internal IP', async (t) => {
-    const ns = linksNamespace();
-    t.after(() => ns.destroy());
-    const exec = ipExec(ns);
-    assert.equal(await findPrivateInterface(exec, '192.168.1.1/24'), 'priv0');
-    assert.equal(await findPrivateInterface(exec, '192.168.1.1'), 'priv0');
-    assert.equal(await findPrivateInterface(exec, 'fd00:0::1'), 'priv0');
-    assert.equal(await findPrivateInterface(exec, '192.168.1.2'), null, 'an address in the subnet is not the address');
-    await assert.rejects(findPrivateInterface(exec, 'eth0'), /internal IP "eth0" is not an IP address/);
-  });
-});
 
 describe('diffLink', () => {
   const base: LinkState = { up: true, mtu: 1420, addresses: ['10.4.0.1/16'] };

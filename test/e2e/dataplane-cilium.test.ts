@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
+import { LinuxHost } from '../../src/dataplane/host/linux.js';
 import { ciliumHostIP, ciliumTunnel } from '../../src/encapsulation/cilium.js';
 import { encapsulatorOf } from '../../src/encapsulation/index.js';
 import type { Plan } from '../../src/mesh/types.js';
@@ -65,10 +66,10 @@ test('--compatibility=cilium on a namespaced node', { skip: skipNoNetns }, async
   privateInterface(eu2.ns, 'lan0', '192.168.10.2/24');
 
   await t.test("the Cilium internal IP is cilium_host's IPv4 address; none without cilium_host", async () => {
-    assert.equal(await ciliumHostIP(eu2.ns.exec), null);
+    assert.equal(await ciliumHostIP(new LinuxHost(eu2.ns.exec)), null);
     veth(eu2.ns, 'cilium_host', '10.42.2.180/32');
     eu2.ns.sh('ip addr add fd00:42:2::180/128 dev cilium_host && ip link set cilium_host up');
-    assert.equal((await ciliumHostIP(eu2.ns.exec))?.text, '10.42.2.180');
+    assert.equal((await ciliumHostIP(new LinuxHost(eu2.ns.exec)))?.text, '10.42.2.180');
   });
 
   await t.test('the agent publishes the address it finds on cilium_host', async (st) => {
@@ -78,7 +79,7 @@ test('--compatibility=cilium on a namespaced node', { skip: skipNoNetns }, async
         encapsulator: {
           ...encapsulatorOf(options),
           setUp: async () => ({ tunnel: 'tunl0' }),
-          ownAddress: () => ciliumHostIP(eu2.ns.exec),
+          ownAddress: () => ciliumHostIP(new LinuxHost(eu2.ns.exec)),
         },
       },
     });
@@ -171,8 +172,8 @@ test('--compatibility=cilium on a namespaced node', { skip: skipNoNetns }, async
   );
 
   await t.test('the tunnel lookup: cilium_tunl first, else tunl0 when the kernel has it', async () => {
-    assert.equal(await ciliumTunnel(eu2.ns.exec), 'cilium_tunl');
+    assert.equal(await ciliumTunnel(new LinuxHost(eu2.ns.exec)), 'cilium_tunl');
     eu2.ns.sh('ip link del cilium_tunl');
-    assert.equal(await ciliumTunnel(eu2.ns.exec), hasLink(eu2.ns, 'tunl0') ? 'tunl0' : null);
+    assert.equal(await ciliumTunnel(new LinuxHost(eu2.ns.exec)), hasLink(eu2.ns, 'tunl0') ? 'tunl0' : null);
   });
 });

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import type { TestContext } from 'node:test';
+import { LinuxHost } from '../../src/dataplane/host/linux.js';
 import type { Encapsulator } from '../../src/encapsulation/index.js';
 import { encapsulatorOf } from '../../src/encapsulation/index.js';
 import type { MeshOptions } from '../../src/mesh/options.js';
@@ -85,21 +86,22 @@ export async function encapsulationContract(t: TestContext, c: EncapsulationCase
     `${c.name}: on a machine, setUp names devices that exist and are up, and says the same again`,
     async () => {
       c.machine(ns);
-      const devices = await enc.setUp(ns.exec);
+      const host = new LinuxHost(ns.exec);
+      const devices = await enc.setUp(host);
       assert.deepEqual(devices, c.devices(ns));
       for (const dev of [devices.tunnel, devices.private]) {
         if (dev === null || dev === undefined) continue;
         const link = JSON.parse(ns.sh(`ip -j link show dev ${dev}`)) as { flags: string[] }[];
         if (dev === devices.tunnel) assert.ok(link[0]!.flags.includes('UP'), `${dev} is up`);
       }
-      assert.deepEqual(await enc.setUp(ns.exec), devices);
-      assert.equal((await enc.ownAddress(ns.exec))?.text ?? null, c.ownAddress);
+      assert.deepEqual(await enc.setUp(host), devices);
+      assert.equal((await enc.ownAddress(host))?.text ?? null, c.ownAddress);
     },
   );
 
   await t.test(`${c.name}: clean-up leaves the kernel's and the CNI's devices`, async () => {
     const before = links(ns);
-    await enc.cleanUp(ns.exec);
+    await enc.cleanUp(new LinuxHost(ns.exec));
     assert.deepEqual(links(ns), before);
   });
 }

@@ -96,3 +96,34 @@ describe('PrefixClaims', () => {
     assert.equal(c.find(Cidr.parse('fd01::/64')), null);
   });
 });
+
+describe('PrefixClaims against a plain scan', () => {
+  test('find names the first claimant that overlaps, for every prefix length of both families', () => {
+    const claims: [Cidr, string][] = [];
+    const c = new PrefixClaims();
+    const texts = [
+      '10.0.0.0/8',
+      '10.2.3.4/32',
+      '172.16.0.0/12',
+      '192.168.1.0/24',
+      '0.0.0.0/1',
+      'fd00::/8',
+      'fd00:1::5/128',
+    ];
+    for (const [i, t] of texts.entries()) {
+      const cidr = Cidr.parse(t);
+      claims.push([cidr, `o${i}`]);
+      c.claim(cidr, `o${i}`);
+    }
+    // The earliest claim among the ancestors (shortest first), else the earliest claim inside.
+    const scan = (q: Cidr): string | null => {
+      const overlapping = claims.filter(([x]) => x.overlaps(q));
+      const containing = overlapping.filter(([x]) => x.prefix <= q.prefix).sort((a, b) => a[0].prefix - b[0].prefix);
+      return containing[0]?.[1] ?? overlapping[0]?.[1] ?? null;
+    };
+    const queries = ['10.2.3.0/24', '10.0.0.0/7', '0.0.0.0/0', '128.0.0.0/1', '172.31.255.255/32', '192.168.0.0/16']
+      .concat(['192.168.2.0/24', '11.0.0.0/8', 'fd00:1::/32', 'fc00::/7', 'fe80::/10', '::/0'])
+      .concat(['8.8.8.8/32', '10.2.3.4/31']);
+    for (const q of queries) assert.equal(c.find(Cidr.parse(q)), scan(Cidr.parse(q)), q);
+  });
+});

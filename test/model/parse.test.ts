@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Annotation } from '../../src/model/annotations.js';
 import { shownValue, ValidationError, withheld } from '../../src/model/errors.js';
-import { parseCluster, parseNode, parsePeer, type KubeObject } from '../../src/model/parse.js';
+import { parseCluster, parseNode, parsePeer, type KubeObject, type ParsedObject } from '../../src/model/parse.js';
 import { kiloNode, kiloPeer, node, peer, wgKey, type NodeSpec } from '../helpers/cluster.js';
 
 const good: NodeSpec = {
@@ -321,5 +321,33 @@ describe('parsePeer accepts good values', () => {
     assert.equal(p.endpoint, null);
     assert.equal(p.persistentKeepalive, 0);
     assert.equal(p.presharedKey, null);
+  });
+});
+
+describe('parseCluster with a memo', () => {
+  test('an object seen before keeps its parse; a changed or new object is parsed; errors still count', () => {
+    const memo = new WeakMap<object, ParsedObject>();
+    const a = node('a', { location: 'x', internalIP: '10.1.0.1/24', endpoint: '198.51.100.1:51820' });
+    const bad = node('bad', { endpoint: 'nonsense' });
+    const p = peer('p', { allowedIPs: ['10.5.0.1/32'] });
+    const ignored = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' } };
+    const first = parseCluster([a, bad, p, ignored], { memo });
+    const again = parseCluster([a, bad, p, ignored], { memo });
+    assert.equal(again.nodes[0], first.nodes[0]);
+    assert.equal(again.peers[0], first.peers[0]);
+    assert.deepEqual(
+      again.errors.map((e) => e.message),
+      first.errors.map((e) => e.message),
+    );
+    assert.equal(first.errors.length, 1);
+    // A heartbeat replaces the object in the agent's cache: the new one is parsed.
+    const later = structuredClone(a);
+    later.metadata!.annotations![Annotation.lastSeen] = '1764662460';
+    const third = parseCluster([later, bad, p], { memo });
+    assert.notEqual(third.nodes[0], first.nodes[0]);
+    assert.equal(third.nodes[0]!.lastSeen, 1764662460);
+    // Shape errors name the place in the list, so they are not remembered.
+    assert.match(parseCluster([a, 7], { memo }).errors[0]!.message, /object #2/);
+    assert.match(parseCluster([7, a], { memo }).errors[0]!.message, /object #1/);
   });
 });

@@ -81,8 +81,10 @@ function peerUpdate(
   const set: PeerSettings = {};
   // A null endpoint means "wherever WireGuard last saw it" (a peer behind NAT): never fight
   // the roaming endpoint WireGuard learned.
+  // Equal text is the same endpoint: only a difference is worth normalizing (thousands of peers).
   if (
     desired.endpoint !== null &&
+    desired.endpoint !== current.endpoint &&
     normalizeEndpoint(desired.endpoint) !== (current.endpoint && normalizeEndpoint(current.endpoint))
   ) {
     set.endpoint = desired.endpoint;

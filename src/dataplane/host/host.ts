@@ -1,0 +1,42 @@
+/**
+ * The host seam: what the agent reads from the machine around the dataplane (its addresses, its
+ * interfaces, the default route and its MTU, a CNI's devices) and the two changes it makes there
+ * outside the plan (an encapsulation's device brought up, the ipip module loaded). One Linux
+ * implementation (iproute2's JSON, `linux.ts`) and one in-memory fake (`fake.ts`) pass one
+ * contract suite (test/dataplane/host-contract.ts).
+ */
+import type { Cidr } from '../../net/cidr.js';
+
+/** An address on one of the machine's interfaces, with its prefix. */
+export interface HostAddress {
+  iface: string;
+  address: Cidr;
+}
+
+/** An interface as the agent sees it (its addresses are in `addresses`). */
+export interface HostLink {
+  up: boolean;
+  mtu: number;
+}
+
+/** The interface the default route leaves by, and its MTU. */
+export interface DefaultRoute {
+  iface: string;
+  mtu: number;
+}
+
+export interface Host {
+  /**
+   * The addresses of every interface (or of `iface` alone; none when it does not exist), in the
+   * kernel's order, except the kernel's loopback (scope host) ones.
+   */
+  addresses(iface?: string): Promise<HostAddress[]>;
+  /** The interface, or null when there is none of that name. */
+  link(name: string): Promise<HostLink | null>;
+  /** The default route of IPv4, else of IPv6 (the lowest metric); null when there is none. */
+  defaultRoute(): Promise<DefaultRoute | null>;
+  /** Brings an interface up; rejects when it does not exist. */
+  bringUp(name: string): Promise<void>;
+  /** Loads a kernel module; rejects when it cannot be loaded. */
+  loadModule(name: string): Promise<void>;
+}

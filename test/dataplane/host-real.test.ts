@@ -1,0 +1,23 @@
+import { LinuxHost } from '../../src/dataplane/host/linux.js';
+import { skipNoNetns } from '../helpers/netns.js';
+import { hostContract } from './host-contract.js';
+import { linksNamespace } from './machine.js';
+import { ipExec } from './routes-exec.js';
+
+hostContract(
+  'iproute2 in a network namespace',
+  () => {
+    const ns = linksNamespace('kthost');
+    const exec = ipExec(ns);
+    const ip = async (...argv: string[]) => void (await exec.run(['ip', ...argv]));
+    return {
+      host: new LinuxHost(exec),
+      addAddress: (d, c) => ip('addr', 'add', c, 'dev', d, 'nodad'),
+      setMTU: (d, mtu) => ip('link', 'set', 'dev', d, 'mtu', String(mtu)),
+      addDefaultRoute: (family, gw, dev, metric) =>
+        ip(`-${family}`, 'route', 'add', 'default', 'via', gw, 'dev', dev, 'metric', String(metric)),
+      destroy: () => ns.destroy(),
+    };
+  },
+  skipNoNetns,
+);
