@@ -42,6 +42,10 @@ export interface RunFigures {
   joinP50Ms: number;
   joinMaxMs: number;
   joins: number;
+  /** Reconcile passes the agent made during the CPU window (heartbeats alone should make none). */
+  passesInWindow: number;
+  /** The longest line the agent logged, in characters. */
+  longestLogLine: number;
 }
 
 interface LogLine {
@@ -54,11 +58,13 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 /** The agent's log, line by line as JSON, with a way to wait for a line. */
 class AgentLog {
   readonly lines: LogLine[] = [];
+  longest = 0;
   private waiters: (() => void)[] = [];
 
   constructor(stream: NodeJS.ReadableStream, copyTo?: string) {
     createInterface({ input: stream }).on('line', (text) => {
       if (copyTo) appendFileSync(copyTo, `${text}\n`);
+      this.longest = Math.max(this.longest, text.length);
       try {
         const line = JSON.parse(text) as Omit<LogLine, 'time'> & { time: number | string };
         this.lines.push({ ...line, time: typeof line.time === 'number' ? line.time : Date.parse(line.time) });
@@ -84,6 +90,13 @@ class AgentLog {
       });
     }
   }
+}
+
+/** The agent's kilo_reconciles_total, from its metrics endpoint inside the namespace. */
+function reconciles(ns: string): number {
+  const get = "fetch('http://127.0.0.1:1107/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))";
+  const text = spawnSync('ip', ['netns', 'exec', ns, process.execPath, '-e', get], { encoding: 'utf8' }).stdout;
+  return Number(/^kilo_reconciles_total(?:\{[^}]*\})? (\d+)/m.exec(text)?.[1] ?? NaN);
 }
 
 /** utime + stime of a process, in seconds. */
@@ -260,11 +273,13 @@ export async function benchRunOnce(
       resyncPeriodMs,
     );
     await sleep(5000);
+    const passes0 = reconciles(ns);
     const cpu0 = cpuSeconds(pid);
     const t0 = Date.now();
     await sleep(o.windowS * 1000);
     const cpu1 = cpuSeconds(pid);
     const t1 = Date.now();
+    const passes1 = reconciles(ns);
     const rssMiB = statusMiB(pid, 'VmRSS');
 
     // Joins under the same heartbeats, one at a time.
@@ -305,6 +320,8 @@ export async function benchRunOnce(
       joinP50Ms: latencies[Math.floor(latencies.length / 2)] ?? NaN,
       joinMaxMs: latencies.at(-1) ?? NaN,
       joins: latencies.length,
+      passesInWindow: passes1 - passes0,
+      longestLogLine: log.longest,
     };
   } finally {
     await beating?.stop().catch(() => 0);

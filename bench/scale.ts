@@ -2,10 +2,16 @@
  * `npm run bench:scale`: whole-process figures of what a user waits for at 1,000 to 10,000 nodes
  * (cross granularity, 20 locations, 10 Peers, a JSON snapshot as `bench/generate.ts` makes it):
  * `kgctl plan`, `kgctl graph`, and `kg apply` in a fresh network namespace (first, unchanged, one
- * node changed), and `kg run` against the lab's API server under heartbeats (bench/scale-run.ts).
+ * node changed; with `location`, kg apply's default, and `cross`), next to the same writes made by
+ * the plain tools (wireguard-go, `wg setconf`, one `ip -batch`, `iptables-restore`) in a fresh
+ * namespace; and `kg run` against the lab's API server under heartbeats (bench/scale-run.ts), with
+ * what it keeps per node (bench/scale-memory.ts).
  * Time is wall clock of the whole process (start-up included), min and median of
  * several runs; memory is the peak RSS (`/usr/bin/time`'s maximum resident set size). Prints
  * figures, asserts nothing; the machine's load is printed with them, since it moves them.
+ * Environment: KILO_BENCH_PARTS (kgctl,apply,run), KILO_BENCH_SIZES, KILO_BENCH_RUNS,
+ * KILO_BENCH_GRANULARITY (location,cross), KILO_BENCH_RUN_WINDOW (s), KILO_BENCH_RUN_JOINS, and for
+ * looking into the agent KILO_BENCH_AGENT_LOG (file), KILO_BENCH_AGENT_LOG_LEVEL, KILO_BENCH_AGENT_PROF (dir).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +19,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateCluster } from './generate.js';
 import { benchRunOnce } from './scale-run.js';
+import { keptBytesPerNode } from './scale-memory.js';
 
 const root = join(import.meta.dirname, '..');
 const kgctl = join(root, 'bin', 'kgctl');
@@ -246,18 +253,29 @@ async function benchRun(): Promise<void> {
   const joins = Number(process.env['KILO_BENCH_RUN_JOINS'] ?? 9);
   console.log(`\n## kg run under heartbeats (every node's last-seen once per 30 s; CPU over ${windowS} s)\n`);
   console.log(
-    '| nodes | start → synced s | synced → first apply s | heartbeats/s | CPU % of a core | RSS MiB | peak RSS MiB | join p50 ms | join max ms | load |',
+    '| nodes | start → synced s | synced → first apply s | heartbeats/s | passes in window | CPU % of a core | RSS MiB | peak RSS MiB | join p50 ms | join max ms | longest log line | load |',
   );
-  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  const rss = new Map<number, number>();
   for (const n of sizes.filter((s) => s <= 5000)) {
     const before = load();
     try {
       const r = await benchRunOnce(n, dir, { windowS, joins });
+      rss.set(n, r.rssMiB);
       console.log(
-        `| ${n} | ${r.toSyncedS.toFixed(2)} | ${r.syncedToAppliedS.toFixed(2)} | ${r.heartbeatsPerS.toFixed(0)} | ${r.cpuPercent.toFixed(1)} | ${r.rssMiB.toFixed(0)} | ${r.peakRssMiB.toFixed(0)} | ${r.joinP50Ms} | ${r.joinMaxMs} | ${before} → ${load()} |`,
+        `| ${n} | ${r.toSyncedS.toFixed(2)} | ${r.syncedToAppliedS.toFixed(2)} | ${r.heartbeatsPerS.toFixed(0)} | ${r.passesInWindow} | ${r.cpuPercent.toFixed(1)} | ${r.rssMiB.toFixed(0)} | ${r.peakRssMiB.toFixed(0)} | ${r.joinP50Ms} | ${r.joinMaxMs} | ${r.longestLogLine} | ${before} → ${load()} |`,
       );
     } catch (e) {
-      console.log(`| ${n} | failed: ${(e as Error).message.slice(0, 200)} | | | | | | | | ${before} |`);
+      console.log(`| ${n} | failed: ${(e as Error).message.slice(0, 200)} | | | | | | | | | | ${before} |`);
     }
   }
+  const [small, big] = [Math.min(...rss.keys()), Math.max(...rss.keys())];
+  if (big > small) {
+    const slope = ((rss.get(big)! - rss.get(small)!) * 2 ** 20) / (big - small);
+    console.log(`\nagent RSS per node (${small} → ${big} nodes, steady state): ${(slope / 1024).toFixed(1)} KiB`);
+  }
+  const kept = keptBytesPerNode(5000);
+  console.log(
+    `kept per node at 5,000 (heap after GC, in this process): ${kept.object.toFixed(0)} B the cached Node, ${kept.withParse.toFixed(0)} B with its parse`,
+  );
 }

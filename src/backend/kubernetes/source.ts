@@ -192,7 +192,7 @@ function normalizeAs(type: { apiVersion: string; kind: string }): (raw: unknown)
  * annotations, the wanted labels and spec.podCIDR — what parseCluster reads. Kubelet's labels
  * and annotations, taints, providerID and the rest would be most of it.
  */
-function normalizeNode(labels: readonly string[] | undefined): (raw: unknown) => KubeObject | null {
+export function normalizeNode(labels: readonly string[] | undefined): (raw: unknown) => KubeObject | null {
   const whole = normalizeAs(NodeType);
   return (raw) => {
     const out = whole(raw);
