@@ -61,7 +61,7 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
     const { KubernetesLeases } = await import('../election/kubernetes-leases.js');
     election = new LeaseElection({
       api: new KubernetesLeases({ kubeConfig: kubeConfigFrom(flags), namespace: flags.namespace, logger: log }),
-      exec,
+      machine,
       identity: hostname,
       interfaceName: flags.interface,
       timing: electionTiming(flags),

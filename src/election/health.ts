@@ -1,4 +1,4 @@
-import type { Exec } from '../dataplane/exec.js';
+import type { Host } from '../dataplane/host/host.js';
 import type { Topology } from '../mesh/topology.js';
 import { forwardingProbe, probeTargets, roundFails, type ProbeTarget } from './probes.js';
 
@@ -26,7 +26,7 @@ export class DataPathHealth {
   private last: { answering: Set<string>; remoteOk: boolean } | null = null;
 
   constructor(
-    private readonly exec: Exec,
+    private readonly machine: Host,
     private readonly options: HealthOptions,
     private readonly observer: ProbeObserver,
   ) {}
@@ -39,8 +39,8 @@ export class DataPathHealth {
       const targets = probeTargets(t);
       const fwd = forwardingProbe(t);
       const [results, forwards] = await Promise.all([
-        Promise.all(targets.map((p) => this.ping(p.address))),
-        fwd ? this.routeForwards(fwd.from, fwd.to) : Promise.resolve(null),
+        Promise.all(targets.map((p) => this.machine.ping(p.address))),
+        fwd ? this.machine.wouldForward(fwd.from, fwd.to, this.options.interfaceName) : Promise.resolve(null),
       ]);
       targets.forEach((p, i) => this.observer.probed(p, results[i]!));
       const remote = results.filter((_, i) => targets[i]!.kind === 'remote-leader');
@@ -77,39 +77,8 @@ export class DataPathHealth {
     return this.last;
   }
 
-  private ping(address: string): Promise<boolean> {
-    return ping(this.exec, address);
-  }
-
-  private async routeForwards(from: string, to: string): Promise<boolean> {
-    try {
-      await this.exec.run(['ip', 'route', 'get', to, 'from', from, 'iif', this.options.interfaceName], {
-        timeoutMs: 3_000,
-      });
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
+  /** Unknown is not a failure: a node must not resign over a sysctl it cannot read. */
   private async kernelForwards(): Promise<boolean> {
-    try {
-      return (
-        (await this.exec.run(['cat', '/proc/sys/net/ipv4/ip_forward'], { timeoutMs: 3_000 })).stdout.trim() === '1'
-      );
-    } catch {
-      // Unknown is not a failure: a node must not resign over a missing file.
-      return true;
-    }
-  }
-}
-
-/** One ICMP echo with a second's patience: true when answered. */
-export async function ping(exec: Exec, address: string): Promise<boolean> {
-  try {
-    await exec.run(['ping', '-n', '-q', '-c', '1', '-W', '1', address], { timeoutMs: 3_000 });
-    return true;
-  } catch {
-    return false;
+    return (await this.machine.ipv4Forwarding()) ?? true;
   }
 }

@@ -1,8 +1,8 @@
 import type { Logger } from '../backend/source.js';
-import type { Exec } from '../dataplane/exec.js';
+import type { Host } from '../dataplane/host/host.js';
 import type { Topology } from '../mesh/topology.js';
 import type { KiloNode } from '../model/types.js';
-import { DataPathHealth, ping } from './health.js';
+import { DataPathHealth } from './health.js';
 import type { LeaseApi } from './lease-api.js';
 import { leaseName } from './lease-name.js';
 import { Elector } from './elector.js';
@@ -48,7 +48,8 @@ export const annotationElection: LeaderElection = {
 
 export interface LeaseElectionOptions {
   api: LeaseApi;
-  exec: Exec;
+  /** Where the data-path probes run: pings and the kernel's forwarding decision. */
+  machine: Host;
   identity: string;
   interfaceName: string;
   timing: ElectionTiming;
@@ -103,7 +104,7 @@ export class LeaseElection implements LeaderElection {
     this.relayReporter = new RelayReporter(o.probeFailures ?? 3);
     this.relayVerdict = new RelayVerdict(o.timing.durationMs);
     this.health = new DataPathHealth(
-      o.exec,
+      o.machine,
       { failuresToResign: o.probeFailures ?? 3, interfaceName: o.interfaceName },
       {
         probed: (t, ok) => {
@@ -196,7 +197,7 @@ export class LeaseElection implements LeaderElection {
     const t = this.topology;
     const term = relayTerm(t, t ? this.o.api.cached(leaseName(t.local.node.location)) : null);
     const targets = t && term ? relayTargets(t) : [];
-    const results = await Promise.all(targets.map((p) => ping(this.o.exec, p.address)));
+    const results = await Promise.all(targets.map((p) => this.o.machine.ping(p.address)));
     targets.forEach((p, i) => {
       this.o.metrics.probe.set({ kind: p.kind, node: p.node }, results[i] ? 1 : 0);
       this.o.metrics.probes.inc({ kind: p.kind, result: results[i] ? 'ok' : 'failed' });

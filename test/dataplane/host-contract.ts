@@ -14,6 +14,7 @@ import { testWith } from './machine.js';
  *   lo     up, 127.0.0.1/8 and ::1/128        (the kernel's loopback addresses: scope host)
  *   priv0  up, MTU 1500, 192.168.1.1/24 and fd00::1/64
  *   kilo0  down, MTU 1500, no address
+ * and IPv4 forwarding off.
  */
 export interface HostHarness {
   host: Host;
@@ -21,6 +22,7 @@ export interface HostHarness {
   setMTU(device: string, mtu: number): Promise<void>;
   /** A default route via `gw` out of `device` (main table), as the machine's network set-up makes it. */
   addDefaultRoute(family: Family, gw: string, device: string, metric: number): Promise<void>;
+  setForwarding(on: boolean): Promise<void>;
   destroy(): void;
 }
 
@@ -72,6 +74,23 @@ export function hostContract(label: string, make: () => HostHarness, skip: strin
       assert.deepEqual(await h.host.defaultRoute(), { iface: 'kilo0', mtu: 1400 }, 'IPv4 first');
       await h.addDefaultRoute(4, '192.168.1.254', 'priv0', 100);
       assert.deepEqual(await h.host.defaultRoute(), { iface: 'priv0', mtu: 1380 }, 'the lowest metric');
+    });
+
+    withHost('forwarding: the sysctl, and the kernel’s decision for a packet arriving on an interface', async (h) => {
+      assert.equal(await h.host.ipv4Forwarding(), false);
+      assert.equal(await h.host.wouldForward('172.16.5.5', '192.168.1.7', 'kilo0'), false, 'forwarding off');
+      await h.setForwarding(true);
+      assert.equal(await h.host.ipv4Forwarding(), true);
+      assert.equal(await h.host.wouldForward('172.16.5.5', '192.168.1.7', 'kilo0'), true, 'on a connected prefix');
+      assert.equal(await h.host.wouldForward('172.16.5.5', '203.0.113.9', 'kilo0'), false, 'no route');
+      assert.equal(await h.host.wouldForward('172.16.5.5', '192.168.1.7', 'nope0'), false, 'no such interface');
+      await h.addDefaultRoute(4, '192.168.1.254', 'priv0', 0);
+      assert.equal(await h.host.wouldForward('172.16.5.5', '203.0.113.9', 'kilo0'), true, 'by the default route');
+    });
+
+    withHost('ping: the machine’s own address answers, an address nobody holds does not', async (h) => {
+      assert.equal(await h.host.ping('192.168.1.1'), true);
+      assert.equal(await h.host.ping('192.168.1.77'), false);
     });
 
     withHost('loadModule rejects a module that cannot be loaded, naming it', async (h) => {

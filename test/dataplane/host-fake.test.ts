@@ -7,8 +7,11 @@ hostContract('in-memory model', () => {
   m.addLink('lo', { addresses: ['127.0.0.1/8', '::1/128'] });
   m.addLink('priv0', { addresses: ['192.168.1.1/24', 'fd00::1/64'] });
   m.addLink('kilo0', { up: false });
+  const host = new FakeHost(m);
+  host.forwarding = false;
   return {
-    host: new FakeHost(m),
+    host,
+    setForwarding: async (on) => void (host.forwarding = on),
     addAddress: (d, c) => settle(() => m.addAddress(d, c)),
     setMTU: (d, mtu) => settle(() => m.setMTU(d, mtu)),
     addDefaultRoute: (family, gw, dev, metric) =>

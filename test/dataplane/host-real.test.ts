@@ -16,6 +16,7 @@ hostContract(
       setMTU: (d, mtu) => ip('link', 'set', 'dev', d, 'mtu', String(mtu)),
       addDefaultRoute: (family, gw, dev, metric) =>
         ip(`-${family}`, 'route', 'add', 'default', 'via', gw, 'dev', dev, 'metric', String(metric)),
+      setForwarding: async (on) => void ns.sh(`sysctl -qw net.ipv4.ip_forward=${on ? 1 : 0}`),
       destroy: () => ns.destroy(),
     };
   },

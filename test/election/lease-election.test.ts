@@ -1,15 +1,15 @@
 /**
  * LeaseElection end to end in memory: three agents of one location (a mini control loop each:
  * plan with the elected leaders, publish the follower's report as its annotation) on one Lease
- * board, a remote location's leader, and pings answered or not by a fake Exec. Real timers
+ * board, a remote location's leader, and pings answered or not by a fake Host. Real timers
  * with short intervals; every wait is for a condition, not a duration.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Registry } from 'prom-client';
 import { silentLogger } from '../../src/backend/source.js';
-import type { Exec } from '../../src/dataplane/exec.js';
-import { ExecError } from '../../src/dataplane/exec.js';
+import { FakeHost } from '../../src/dataplane/host/fake.js';
+import { FakeMachine } from '../../src/dataplane/routes/fake.js';
 import { LeaseElection } from '../../src/election/leader-election.js';
 import { leaseName } from '../../src/election/lease-name.js';
 import { LeaseBoard } from '../../src/election/memory-leases.js';
@@ -27,15 +27,29 @@ const remotePodGateway = '10.43.1.1';
 /** Who answers a ping from `from` to `to` while `leader` holds the Lease. */
 type Answers = (from: string, to: string, leader: string | null) => boolean;
 
-/** Pings get an answer when `answers` says so; everything else succeeds. */
-function fakeExec(from: string, answers: Answers, leader: () => string | null): Exec {
-  return {
-    run: (argv: readonly string[]) => {
-      if (argv[0] === 'ping' && !answers(from, argv[argv.length - 1]!, leader()))
-        return Promise.reject(new ExecError(argv, 1, '', '100% packet loss'));
-      return Promise.resolve({ stdout: argv[0] === 'cat' ? '1\n' : '', stderr: '' });
-    },
-  } as unknown as Exec;
+/**
+ * The machine of agent `from`: kilo0 and a default route (so the kernel would forward relayed
+ * packets), forwarding on, pings answered when `answers` says so.
+ */
+function machineOf(from: string, answers: Answers, leader: () => string | null): FakeHost {
+  const m = new FakeMachine();
+  m.addLink('eth0', { addresses: ['10.0.0.254/24'] });
+  m.addLink('kilo0', {});
+  m.routeAdd({
+    family: 4,
+    dst: '0.0.0.0/0',
+    table: 254,
+    metric: 0,
+    gw: '10.0.0.1',
+    dev: 'eth0',
+    src: null,
+    onlink: false,
+    type: 'unicast',
+    protocol: 3,
+  });
+  const host = new FakeHost(m);
+  host.answers = (to) => answers(from, to, leader());
+  return host;
 }
 
 function location(answers: Answers) {
@@ -82,7 +96,7 @@ function location(answers: Answers) {
   const start = async (name: string) => {
     const e = new LeaseElection({
       api: board.client(),
-      exec: fakeExec(name, answers, holder),
+      machine: machineOf(name, answers, holder),
       identity: name,
       interfaceName: 'kilo0',
       timing,

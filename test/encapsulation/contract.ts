@@ -5,9 +5,8 @@
  * the kernel's and the CNI's devices in place.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import type { TestContext } from 'node:test';
-import { LinuxHost } from '../../src/dataplane/host/linux.js';
+import type { Host } from '../../src/dataplane/host/host.js';
 import type { Encapsulator } from '../../src/encapsulation/index.js';
 import { encapsulatorOf } from '../../src/encapsulation/index.js';
 import type { MeshOptions } from '../../src/mesh/options.js';
@@ -15,16 +14,24 @@ import type { KiloNode } from '../../src/model/types.js';
 import type { IP } from '../../src/net/cidr.js';
 import { Annotation } from '../../src/model/annotations.js';
 import { kiloNode, planFor, twoLocations } from '../helpers/cluster.js';
-import type { TestNamespace } from '../helpers/netns.js';
+
+/** A machine to set an encapsulation up on: a network namespace, or the fake Host's machine. */
+export interface Machine {
+  host: Host;
+  /** A device a CNI would make (a stand-in): down, or up with `address`. */
+  standIn(name: string, address?: string): void;
+  /** The names of its interfaces, sorted. */
+  links(): string[];
+}
 
 export interface EncapsulationCase {
   /** What the flags say. */
   options: Pick<MeshOptions, 'encapsulate' | 'local'> & Partial<Pick<MeshOptions, 'compatibility'>>;
   name: Encapsulator['name'];
   /** The devices the CNI (or the kernel) would have made on the machine, as stand-ins. */
-  machine: (ns: TestNamespace) => void;
+  machine: (m: Machine) => void;
   /** The devices setUp must name on that machine (the tunnel may be null on a kernel without ipip). */
-  devices: (ns: TestNamespace) => { tunnel: string | null; private?: string };
+  devices: (m: Machine) => { tunnel: string | null; private?: string };
   /** The address it publishes on that machine. */
   ownAddress: string | null;
 }
@@ -46,7 +53,7 @@ function isAddressOf(n: KiloNode, ip: IP): boolean {
   return Boolean(n.internalIP?.ip.equals(ip) || n.ciliumInternalIP?.equals(ip) || n.podCIDR?.contains(ip));
 }
 
-export async function encapsulationContract(t: TestContext, c: EncapsulationCase, ns: TestNamespace | null) {
+export async function encapsulationContract(t: TestContext, c: EncapsulationCase, m: Machine | null) {
   const enc = encapsulatorOf(c.options);
 
   await t.test(`${c.name}: picked by the flags`, () => assert.equal(enc.name, c.name));
@@ -81,36 +88,27 @@ export async function encapsulationContract(t: TestContext, c: EncapsulationCase
     }
   });
 
-  if (ns === null) return;
+  if (m === null) return;
   await t.test(
     `${c.name}: on a machine, setUp names devices that exist and are up, and says the same again`,
     async () => {
-      c.machine(ns);
-      const host = new LinuxHost(ns.exec);
-      const devices = await enc.setUp(host);
-      assert.deepEqual(devices, c.devices(ns));
+      c.machine(m);
+      const devices = await enc.setUp(m.host);
+      assert.deepEqual(devices, c.devices(m));
       for (const dev of [devices.tunnel, devices.private]) {
         if (dev === null || dev === undefined) continue;
-        const link = JSON.parse(ns.sh(`ip -j link show dev ${dev}`)) as { flags: string[] }[];
-        if (dev === devices.tunnel) assert.ok(link[0]!.flags.includes('UP'), `${dev} is up`);
+        const link = await m.host.link(dev);
+        assert.ok(link, `${dev} exists`);
+        if (dev === devices.tunnel) assert.ok(link.up, `${dev} is up`);
       }
-      assert.deepEqual(await enc.setUp(host), devices);
-      assert.equal((await enc.ownAddress(host))?.text ?? null, c.ownAddress);
+      assert.deepEqual(await enc.setUp(m.host), devices);
+      assert.equal((await enc.ownAddress(m.host))?.text ?? null, c.ownAddress);
     },
   );
 
   await t.test(`${c.name}: clean-up leaves the kernel's and the CNI's devices`, async () => {
-    const before = links(ns);
-    await enc.cleanUp(new LinuxHost(ns.exec));
-    assert.deepEqual(links(ns), before);
+    const before = m.links();
+    await enc.cleanUp(m.host);
+    assert.deepEqual(m.links(), before);
   });
-}
-
-function links(ns: TestNamespace): string[] {
-  const r = spawnSync('ip', ['-n', ns.name, '-o', 'link', 'show'], { encoding: 'utf8' });
-  return r.stdout
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => l.split(':')[1]!.trim())
-    .sort();
 }

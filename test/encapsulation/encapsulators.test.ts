@@ -1,22 +1,49 @@
-/** Every encapsulation through one contract (./contract.ts); on a real machine in a network namespace. */
+/**
+ * Every encapsulation through one contract (./contract.ts), on a real machine in a network
+ * namespace and on the fake Host.
+ */
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
+import { FakeHost } from '../../src/dataplane/host/fake.js';
+import { LinuxHost } from '../../src/dataplane/host/linux.js';
+import { FakeMachine } from '../../src/dataplane/routes/fake.js';
 import { createNamespace, skipNoNetns, type TestNamespace } from '../helpers/netns.js';
-import { encapsulationContract, type EncapsulationCase } from './contract.js';
+import { encapsulationContract, type EncapsulationCase, type Machine } from './contract.js';
 
-const hasLink = (ns: TestNamespace, dev: string) =>
-  spawnSync('ip', ['-n', ns.name, 'link', 'show', 'dev', dev]).status === 0;
+/** A namespace; a CNI's device is a veth end of that name (its peer up). */
+function namespaceMachine(ns: TestNamespace): Machine {
+  return {
+    host: new LinuxHost(ns.exec),
+    standIn: (name, address) =>
+      void ns.sh(
+        `ip link add ${name} type veth peer name ${name}p && ip link set ${name}p up` +
+          (address ? ` && ip addr add ${address} dev ${name} && ip link set ${name} up` : ''),
+      ),
+    links: () =>
+      spawnSync('ip', ['-n', ns.name, '-o', 'link', 'show'], { encoding: 'utf8' })
+        .stdout.split('\n')
+        .filter(Boolean)
+        .map((l) => l.split(':')[1]!.trim())
+        .sort(),
+  };
+}
+
+/** The fake Host; its kernel has the ipip module (tunl0 appears, down, when it is loaded). */
+function fakeMachine(): Machine {
+  const m = new FakeMachine();
+  m.addLink('lo', { addresses: ['127.0.0.1/8'] });
+  return {
+    host: new FakeHost(m, { ipip: (machine) => machine.addLink('tunl0', { up: false }) }),
+    standIn: (name, address) => m.addLink(name, { up: address !== undefined, addresses: address ? [address] : [] }),
+    links: () => [...m.links.keys()].sort(),
+  };
+}
+
 /** The kernel's tunl0 exists only with the ipip module (absent on these CI machines). */
-const tunl0 = (ns: TestNamespace) => (hasLink(ns, 'tunl0') ? 'tunl0' : null);
-/** A stand-in for a device the CNI makes: a veth end of that name, down, its peer up. */
-const standIn = (ns: TestNamespace, name: string, address?: string) =>
-  ns.sh(
-    `ip link add ${name} type veth peer name ${name}p && ip link set ${name}p up` +
-      (address ? ` && ip addr add ${address} dev ${name} && ip link set ${name} up` : ''),
-  );
-const cilium = (ns: TestNamespace) => {
-  standIn(ns, 'cilium_host', '10.42.2.180/32');
-  standIn(ns, 'cilium_tunl');
+const tunl0 = (m: Machine) => (m.links().includes('tunl0') ? 'tunl0' : null);
+const cilium = (m: Machine) => {
+  m.standIn('cilium_host', '10.42.2.180/32');
+  m.standIn('cilium_tunl');
 };
 
 const cases: EncapsulationCase[] = [
@@ -31,20 +58,20 @@ const cases: EncapsulationCase[] = [
     name: 'ipip',
     options: { encapsulate: 'always', local: true },
     machine: () => {},
-    devices: (ns) => ({ tunnel: tunl0(ns) }),
+    devices: tunnel,
     ownAddress: null,
   },
   {
     name: 'ipip',
     options: { encapsulate: 'crosssubnet', local: false },
     machine: () => {},
-    devices: (ns) => ({ tunnel: tunl0(ns) }),
+    devices: tunnel,
     ownAddress: null,
   },
   {
     name: 'flannel',
     options: { compatibility: 'flannel', encapsulate: 'always', local: false },
-    machine: (ns) => standIn(ns, 'flannel.1'),
+    machine: (m) => m.standIn('flannel.1'),
     devices: () => ({ tunnel: null, private: 'flannel.1' }),
     ownAddress: null,
   },
@@ -64,11 +91,16 @@ const cases: EncapsulationCase[] = [
   },
 ];
 
+function tunnel(m: Machine) {
+  return { tunnel: tunl0(m) };
+}
+
 for (const c of cases) {
   const flags = `--encapsulate=${c.options.encapsulate} --local=${c.options.local}${c.options.compatibility ? ` --compatibility=${c.options.compatibility}` : ''}`;
-  test(`encapsulation ${c.name} (${flags})`, async (t) => {
+  test(`encapsulation ${c.name} (${flags}) in a network namespace`, async (t) => {
     const ns = skipNoNetns ? null : createNamespace('kt-enc');
     t.after(() => ns?.destroy());
-    await encapsulationContract(t, c, ns);
+    await encapsulationContract(t, c, ns ? namespaceMachine(ns) : null);
   });
+  test(`encapsulation ${c.name} (${flags}) on the fake Host`, (t) => encapsulationContract(t, c, fakeMachine()));
 }

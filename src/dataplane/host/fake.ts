@@ -1,4 +1,4 @@
-import { Cidr } from '../../net/cidr.js';
+import { Cidr, IP } from '../../net/cidr.js';
 import { mainTableId } from '../routes/constants.js';
 import { FakeKernelError, settle, type FakeMachine } from '../routes/fake.js';
 import type { DefaultRoute, Host, HostAddress, HostLink } from './host.js';
@@ -13,6 +13,10 @@ const isLoopback = (c: Cidr) => (c.family === 4 ? c.ip.bytes[0] === 127 : c.ip.t
 export class FakeHost implements Host {
   /** Modules loaded so far. */
   readonly loaded = new Set<string>();
+  /** net.ipv4.ip_forward; null: it cannot be read. */
+  forwarding: boolean | null = true;
+  /** Whether an address answers a ping; by default the machine's own addresses do. */
+  answers: (address: string) => boolean = (address) => this.isOwn(address);
 
   constructor(
     readonly machine: FakeMachine,
@@ -64,5 +68,35 @@ export class FakeHost implements Host {
       load(this.machine);
       this.loaded.add(name);
     });
+  }
+
+  ipv4Forwarding(): Promise<boolean | null> {
+    return settle(() => this.forwarding);
+  }
+
+  /** Forwarding on, `iif` present, and `to` inside an up interface's prefix or a main-table route. */
+  wouldForward(_from: string, to: string, iif: string): Promise<boolean> {
+    return settle(() => {
+      const ip = IP.tryParse(to);
+      if (!ip || this.forwarding !== true || !this.machine.links.has(iif)) return false;
+      const connected = [...this.machine.links.values()].some(
+        (l) => l.up && l.addresses.some((a) => Cidr.parse(a).contains(ip)),
+      );
+      return (
+        connected ||
+        this.machine.routes.some((r) => r.table === mainTableId && Cidr.tryParse(r.dst)?.contains(ip) === true)
+      );
+    });
+  }
+
+  ping(address: string): Promise<boolean> {
+    return settle(() => this.answers(address));
+  }
+
+  private isOwn(address: string): boolean {
+    const ip = IP.tryParse(address);
+    return (
+      ip !== null && [...this.machine.links.values()].some((l) => l.addresses.some((a) => Cidr.parse(a).ip.equals(ip)))
+    );
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The host seam: what the agent reads from the machine around the dataplane (its addresses, its
- * interfaces, the default route and its MTU, a CNI's devices) and the two changes it makes there
- * outside the plan (an encapsulation's device brought up, the ipip module loaded). One Linux
+ * interfaces, the default route and its MTU, a CNI's devices, whether it forwards, whether an
+ * address answers a ping) and the two changes it makes there outside the plan (an encapsulation's
+ * device brought up, the ipip module loaded). One Linux
  * implementation (iproute2's JSON, `linux.ts`) and one in-memory fake (`fake.ts`) pass one
  * contract suite (test/dataplane/host-contract.ts).
  */
@@ -39,4 +40,13 @@ export interface Host {
   bringUp(name: string): Promise<void>;
   /** Loads a kernel module; rejects when it cannot be loaded. */
   loadModule(name: string): Promise<void>;
+  /** Whether IPv4 forwarding is on (net.ipv4.ip_forward); null when it cannot be read. */
+  ipv4Forwarding(): Promise<boolean | null>;
+  /**
+   * Whether the kernel would forward a packet from `from` to `to` that arrived on `iif` (its
+   * routing decision: false when forwarding is off, `iif` does not exist or `to` has no route).
+   */
+  wouldForward(from: string, to: string, iif: string): Promise<boolean>;
+  /** One ICMP echo with a second's patience: true when answered. */
+  ping(address: string): Promise<boolean>;
 }

@@ -80,4 +80,26 @@ export class LinuxHost implements Host {
   async loadModule(name: string): Promise<void> {
     await this.exec.run(['modprobe', name]);
   }
+
+  async ipv4Forwarding(): Promise<boolean | null> {
+    return this.exec.run(['cat', '/proc/sys/net/ipv4/ip_forward'], { timeoutMs: 3_000 }).then(
+      (r) => r.stdout.trim() === '1',
+      () => null,
+    );
+  }
+
+  wouldForward(from: string, to: string, iif: string): Promise<boolean> {
+    return this.succeeds(['ip', 'route', 'get', to, 'from', from, 'iif', iif]);
+  }
+
+  ping(address: string): Promise<boolean> {
+    return this.succeeds(['ping', '-n', '-q', '-c', '1', '-W', '1', address]);
+  }
+
+  private succeeds(argv: string[]): Promise<boolean> {
+    return this.exec.run(argv, { timeoutMs: 3_000 }).then(
+      () => true,
+      () => false,
+    );
+  }
 }
