@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { FileSource } from '../backend/file-source.js';
 import { hostExec } from '../dataplane/exec.js';
-import { cleanUp, partialOf, reconcile, type ReconcileResult } from '../dataplane/reconcile.js';
+import { cleanUp, partialOf, readAhead, reconcile, type ReconcileResult } from '../dataplane/reconcile.js';
 import { LinuxHost } from '../dataplane/host/linux.js';
 import { summarizePeerChanges } from '../dataplane/log-summary.js';
 import { planOf } from '../mesh/compute.js';
@@ -58,6 +58,8 @@ export function applyCommand(): Command {
     let mtu: number | null | undefined;
     let encapsulator: Encapsulator | undefined;
     let devices: EncapsulationDevices | undefined;
+    // The machine is read while the snapshot is parsed and planned (each pass of --watch reads anew).
+    readAhead(dataplane);
     const source = new FileSource(flags.cluster, { watch: flags.watch, logger: log });
     await source.start();
 

@@ -77,12 +77,16 @@ export interface RoutingTables {
    * write (see ReconcileOptions); absent = never (every reported change calls for a read).
    */
   agrees?(change: { deleted: boolean; route: KernelRoute }): boolean;
+  /** Starts reading the machine now; the next reconcile that would read uses this read (see readAhead). */
+  readAhead?(): void;
 }
 
 export interface FirewallTables {
   /** Makes Kilo's chains and jumps equal to the plan's, atomically per family. */
   reconcile(firewall: Firewall, options?: ReconcileOptions): Promise<Ops>;
   cleanup(): Promise<Ops>;
+  /** Starts reading the machine now; the next reconcile that would read uses this read (see readAhead). */
+  readAhead?(): void;
 }
 
 export interface Links {

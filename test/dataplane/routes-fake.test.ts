@@ -1,4 +1,6 @@
-import { FakeMachine, FakeRouteMachine, settle } from '../../src/dataplane/routes/fake.js';
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { FakeMachine, FakeRouteMachine, fakeRoutingTables, settle } from '../../src/dataplane/routes/fake.js';
 import { routesContract } from './routes-contract.js';
 
 routesContract('in-memory model', () => {
@@ -14,4 +16,20 @@ routesContract('in-memory model', () => {
     allRules: () => settle(() => m.rules.map((r) => ({ ...r }))),
     destroy: () => {},
   });
+});
+
+test('a read ahead serves the next reconcile, once; the one after reads the machine anew', async () => {
+  const m = new FakeMachine();
+  m.addLink('kilo0', { addresses: ['10.4.0.1/16'] });
+  const tables = fakeRoutingTables(m);
+  const devices = { kilo: 'kilo0', private: null, tunnel: null };
+  tables.readAhead();
+  // Kilo's protocol, written after the read: only a read made later sees it.
+  const stray = {
+    ...({ family: 4, dst: '10.42.9.0/24', table: 254, metric: 0, gw: null, dev: 'kilo0', src: null } as const),
+    ...{ onlink: false, type: 'unicast', protocol: 107 },
+  };
+  m.routeAdd(stray);
+  assert.equal((await tables.reconcile([], [], devices)).writes, 0);
+  assert.deepEqual((await tables.reconcile([], [], devices)).details, ['del route 10.42.9.0/24 dev kilo0']);
 });

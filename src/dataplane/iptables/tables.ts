@@ -80,6 +80,8 @@ export class LinuxFirewallTables implements FirewallTables {
   /** Why IPv6 netfilter is unusable on this host, once an ip6tables command said so; null = usable or not known. */
   private noIPv6: string | null = null;
   private toldSkip = false;
+  /** Reads started ahead of the reconcile that uses them (readAhead), per family. */
+  private ahead = new Map<IPFamily, Promise<FamilyDump>>();
 
   constructor(
     private readonly exec: Exec,
@@ -104,6 +106,15 @@ export class LinuxFirewallTables implements FirewallTables {
 
   cleanup(): Promise<Ops> {
     return this.serial(() => this.converge({ chains: [], rules: [] }, false));
+  }
+
+  readAhead(): void {
+    for (const family of families) {
+      const read = this.read(family);
+      // Its failure is the reconcile's to report, when it takes the read.
+      read.catch(() => {});
+      this.ahead.set(family, read);
+    }
   }
 
   /** The backend in use and the binaries that go with it. */
@@ -161,9 +172,11 @@ export class LinuxFirewallTables implements FirewallTables {
     const demand = family === 6 ? ipv6Demand(firewall) : null;
     const remembered = trust ? this.known.get(family) : undefined;
     this.known.delete(family);
+    const ahead = this.ahead.get(family);
+    this.ahead.delete(family);
     if (family === 6 && this.noIPv6 !== null && demand === null) return this.skipIPv6(this.noIPv6);
     try {
-      const saved = remembered ?? parsed(await this.read(family));
+      const saved = remembered ?? parsed(await (ahead ?? this.read(family)));
       const batch = renderParsed(family, firewall, saved);
       if (batch.input !== '') await this.restore(tools, batch);
       this.known.set(family, batch.after);

@@ -55,6 +55,8 @@ function objectOf(op: RouteOp): string {
 export class KiloRoutingTables implements RoutingTables {
   /** Kilo's routes (by key) and rules as the last fully successful reconcile left them; null when unsure. */
   private known: (KiloRouting & { byKey: ReadonlyMap<string, KernelRoute> }) | null = null;
+  /** A read started ahead of the reconcile that uses it (readAhead). */
+  private ahead: Promise<KiloRouting> | null = null;
   /** The plan's prefixes and addresses parsed, across reconciles. */
   private readonly addresses = new AddressMemo();
 
@@ -66,6 +68,19 @@ export class KiloRoutingTables implements RoutingTables {
   /** Kilo's routes and rules on the machine now. */
   read(): Promise<KiloRouting> {
     return this.machine.read(this.owner);
+  }
+
+  readAhead(): void {
+    this.ahead = this.read();
+    // Its failure is the reconcile's to report, when it takes the read.
+    this.ahead.catch(() => {});
+  }
+
+  /** The read started ahead, once; else a read now. */
+  private readNow(): Promise<KiloRouting> {
+    const ahead = this.ahead;
+    this.ahead = null;
+    return ahead ?? this.read();
   }
 
   async reconcile(
@@ -80,7 +95,7 @@ export class KiloRoutingTables implements RoutingTables {
     this.forget();
     // Memory serves routes only: which rule a delete hits depends on the kernel's order of rules,
     // so a change of rules is always diffed against a fresh read.
-    const actual = remembered && sameRules(remembered.rules, desired.rules) ? remembered : await this.read();
+    const actual = remembered && sameRules(remembered.rules, desired.rules) ? remembered : await this.readNow();
     const ops = diffState(desired, actual, desired.protectedKeys);
     const done = await this.apply(ops, [...desired.problems]);
     // Reached only when every change took effect; with problems, routes under protected keys are
@@ -110,7 +125,7 @@ export class KiloRoutingTables implements RoutingTables {
 
   async cleanup(): Promise<Ops> {
     this.forget();
-    const actual = await this.read();
+    const actual = await this.readNow();
     return this.apply(diffState({ routes: [], rules: [] }, actual), []);
   }
 
