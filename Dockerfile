@@ -14,11 +14,12 @@ COPY package.json package-lock.json ./
 # `npmca`; they stay out of every layer.
 RUN --mount=type=secret,id=npmrc,target=/root/.npmrc --mount=type=secret,id=npmca,target=/run/secrets/npmca \
   npm ci --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json ./
+COPY scripts/build.mjs ./scripts/
 COPY src ./src
 # The lab (a test API server and agents in network namespaces, `kg lab`) is the repository's demo, not
-# part of the agent: it stays out of the image, where `kg lab` says so.
-RUN npm run build && rm -rf dist/lab && npm prune --omit=dev --no-audit --no-fund
+# part of the agent: it stays out of the bundle, and so of the image, where `kg lab` says so.
+RUN npm run build -- --without-lab && npm prune --omit=dev --no-audit --no-fund
 # An image has no .git: `kg --version` reads the commit from here.
 ARG GIT_COMMIT=unknown
 RUN printf '{"commit":"%s"}\n' "$GIT_COMMIT" > dist/build-info.json

@@ -4,9 +4,11 @@
  * (a type pointing the wrong way is a dependency pointing the wrong way).
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import ts from 'typescript';
 
 const root = join(import.meta.dirname, '..');
@@ -180,12 +182,13 @@ function isTypeOnly(from: string, to: string): boolean {
   );
 }
 
+// The Kubernetes client takes seconds and ~80 MB to load; prom-client is the agent's and the webhook's.
+const heavy: Record<string, string[]> = {
+  'src/cli/kg.ts': ['@kubernetes/client-node', 'prom-client', '@hpcc-js/wasm-graphviz'],
+  'src/cli/kgctl.ts': ['@kubernetes/client-node', 'prom-client', '@hpcc-js/wasm-graphviz', 'pino'],
+};
+
 describe('kg and kgctl start without what only some commands use', () => {
-  // The Kubernetes client takes seconds and ~80 MB to load; prom-client is the agent's and the webhook's.
-  const heavy: Record<string, string[]> = {
-    'src/cli/kg.ts': ['@kubernetes/client-node', 'prom-client', '@hpcc-js/wasm-graphviz'],
-    'src/cli/kgctl.ts': ['@kubernetes/client-node', 'prom-client', '@hpcc-js/wasm-graphviz', 'pino'],
-  };
   for (const [entry, packages] of Object.entries(heavy))
     test(`${entry} loads none of ${packages.join(', ')} at start`, () => {
       const chains = loadedAtStart(entry);
@@ -197,4 +200,62 @@ describe('kg and kgctl start without what only some commands use', () => {
       );
       assert.deepEqual(found, []);
     });
+});
+
+interface Metafile {
+  inputs: Record<string, unknown>;
+  outputs: Record<string, { imports: { path: string; kind: string; external?: boolean }[] }>;
+}
+
+/** The bundle as the image has it (scripts/build.mjs --without-lab): what the source graph above promises, in the artifact. */
+describe('the bundle the image runs', () => {
+  let dir: string;
+  let meta: Metafile;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'kts-bundle-'));
+    const r = spawnSync(
+      process.execPath,
+      [
+        join(root, 'scripts', 'build.mjs'),
+        '--without-lab',
+        '--outdir',
+        join(dir, 'dist'),
+        '--metafile',
+        join(dir, 'meta.json'),
+      ],
+      { encoding: 'utf8' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    meta = JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8')) as Metafile;
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('holds no file of src/lab', () => {
+    assert.ok(Object.keys(meta.inputs).includes('src/mesh/plan.ts'), 'the bundle holds the plan');
+    assert.deepEqual(
+      Object.keys(meta.inputs).filter((f) => f.startsWith('src/lab/')),
+      [],
+    );
+  });
+
+  for (const [entry, packages] of Object.entries(heavy)) {
+    const output = `dist/cli/${entry.replace(/^src\/cli\/(.*)\.ts$/, '$1')}.js`;
+    test(`${output} loads none of ${packages.join(', ')} at start`, () => {
+      const key = (o: string) => relative(dir, join(root, o));
+      const start = Object.keys(meta.outputs).find((o) => key(o) === output);
+      assert.ok(start, `the bundle has ${output}`);
+      const loaded = new Set([start]);
+      const external = new Set<string>();
+      for (const o of loaded)
+        for (const i of meta.outputs[o]!.imports.filter((x) => x.kind === 'import-statement')) {
+          if (i.external) external.add(i.path);
+          else loaded.add(i.path);
+        }
+      assert.ok(loaded.size > 1, 'the walk follows the static imports of chunks');
+      assert.deepEqual(
+        [...external].filter((p) => packages.includes(p)),
+        [],
+      );
+    });
+  }
 });

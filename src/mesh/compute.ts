@@ -6,7 +6,7 @@ import { planNode } from './plan.js';
 import { buildTopology, TopologyError, type Topology } from './topology.js';
 import type { Plan } from './types.js';
 import type { ElectedLeaders } from '../election/types.js';
-import { resolveConflicts } from './conflicts.js';
+import { resolveConflicts, type Resolved } from './conflicts.js';
 
 /** Why a node is not ready, for an error a user can act on. */
 export function notReadyReason(node: KiloNode, now: number): string | null {
@@ -51,13 +51,22 @@ export function topologyOf(
  * The ready nodes and Peers with their conflicts resolved (conflicts.ts): what every agent builds
  * its topology from. Callers that report problems (kgctl, the agent) print `conflicts` once.
  */
-export function readyMesh(cluster: ParsedCluster, options: Pick<MeshOptions, 'subnet'>, now: number) {
-  return resolveConflicts(
+export function readyMesh(cluster: ParsedCluster, options: Pick<MeshOptions, 'subnet'>, now: number): Resolved {
+  // kgctl reports the conflicts, then plans from the same cluster: resolve once. Keyed by the
+  // cluster object, so each new one starts afresh.
+  const subnet = options.subnet.networkText;
+  const last = lastResolved.get(cluster);
+  if (last?.now === now && last.subnet === subnet) return last.resolved;
+  const resolved = resolveConflicts(
     cluster.nodes.filter((n) => isNodeReady(n, now)),
     cluster.peers.filter(isPeerReady),
     options.subnet,
   );
+  lastResolved.set(cluster, { now, subnet, resolved });
+  return resolved;
 }
+
+const lastResolved = new WeakMap<ParsedCluster, { now: number; subnet: string; resolved: Resolved }>();
 
 export function planOf(
   cluster: ParsedCluster,

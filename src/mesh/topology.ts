@@ -203,6 +203,8 @@ export function buildTopology(
  * O(n log n), not O(n²). In mixed clusters agreement with Kilo beats symmetry.
  */
 function filterAllowedLocationIPs(segments: Segment[], peers: readonly KiloPeer[]): void {
+  // Most clusters have none: then there is nothing to index.
+  if (segments.every((s) => s.allowedLocationIPs.length === 0)) return;
   const taken = new PrefixIndex(
     [...segments.flatMap((s) => s.allowedIPs), ...peers.flatMap((p) => p.allowedIPs)].map((cidr) => ({
       cidr,

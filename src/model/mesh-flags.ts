@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from './zod.js';
 import { Cidr } from '../net/cidr.js';
 import { Annotation } from './annotations.js';
 import { ValidationError } from './errors.js';
@@ -30,23 +30,23 @@ export interface MeshFlags {
 /** The annotation is small; anything bigger is not an agent's announcement. */
 const maxAnnouncementBytes = 4096;
 
-const cidrText = z.string().refine((s) => Cidr.tryParse(s) !== null, 'not a CIDR');
+const cidrText = z.string().check(z.refine((s) => Cidr.tryParse(s) !== null, 'not a CIDR'));
 
 // Every key optional and unknown keys ignored: kgctl and the agents are upgraded at different
 // times, and an announcement from a newer or older agent still says what it can.
 const wire = z.looseObject({
-  subnet: cidrText.optional(),
-  port: z.number().int().min(1).max(65535).optional(),
-  encapsulate: z.enum(encapsulations).optional(),
-  local: z.boolean().optional(),
-  cni: z.boolean().optional(),
-  'iptables-forward-rules': z.boolean().optional(),
-  'route-host-traffic': z.boolean().optional(),
-  'service-cidr': z.array(cidrText).max(64).optional(),
-  'topology-label': z.string().min(1).max(317).optional(),
-  compatibility: z.enum(compatibilities).optional(),
-  'leader-election': z.enum(['annotation', 'lease']).optional(),
-  namespace: z.string().min(1).max(63).optional(),
+  subnet: z.optional(cidrText),
+  port: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(65535))),
+  encapsulate: z.optional(z.enum(encapsulations)),
+  local: z.optional(z.boolean()),
+  cni: z.optional(z.boolean()),
+  'iptables-forward-rules': z.optional(z.boolean()),
+  'route-host-traffic': z.optional(z.boolean()),
+  'service-cidr': z.optional(z.array(cidrText).check(z.maxLength(64))),
+  'topology-label': z.optional(z.string().check(z.minLength(1), z.maxLength(317))),
+  compatibility: z.optional(z.enum(compatibilities)),
+  'leader-election': z.optional(z.enum(['annotation', 'lease'])),
+  namespace: z.optional(z.string().check(z.minLength(1), z.maxLength(63))),
 });
 
 /** The annotation's value: stable key order, so an unchanged agent never rewrites it. */

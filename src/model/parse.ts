@@ -103,10 +103,11 @@ class Reader {
   }
 }
 
+/** 43 base64 characters and one '=' decode to exactly 32 bytes, WireGuard's key length: nothing to decode. */
 const base64Key = /^[A-Za-z0-9+/]{43}=$/;
 
 export function isWireGuardKey(value: string): boolean {
-  return base64Key.test(value) && Buffer.from(value, 'base64').length === 32;
+  return base64Key.test(value);
 }
 
 const maxErrorsPerObject = 5;

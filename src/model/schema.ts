@@ -4,17 +4,19 @@
  * checks them here first, so nothing below sees a number where a string belongs. Only the types
  * are checked here; the meaning of each value (a CIDR, a key, an endpoint) is parse.ts's.
  */
-import { z } from 'zod';
+import * as z from './zod.js';
 import { ValidationError } from './errors.js';
 
 /** Kubernetes object names (RFC 1123 subdomains), as the API server enforces them for Nodes and Peers. */
 const objectName = z
   .string()
-  .min(1, 'missing')
-  .max(253, 'longer than 253 characters')
-  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, 'not a Kubernetes object name');
+  .check(
+    z.minLength(1, 'missing'),
+    z.maxLength(253, 'longer than 253 characters'),
+    z.regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, 'not a Kubernetes object name'),
+  );
 
-const stringMap = z.record(z.string(), z.string()).nullish();
+const stringMap = z.nullish(z.record(z.string(), z.string()));
 
 const metadata = z.looseObject({
   name: objectName,
@@ -24,31 +26,31 @@ const metadata = z.looseObject({
 
 /** What every object of a list must be before its kind can be told. */
 export const objectShape = z.looseObject({
-  apiVersion: z.string().optional(),
-  kind: z.string().optional(),
+  apiVersion: z.optional(z.string()),
+  kind: z.optional(z.string()),
 });
 
 export const nodeShape = z.looseObject({
   metadata,
-  spec: z.looseObject({ podCIDR: z.string().nullish() }).nullish(),
+  spec: z.nullish(z.looseObject({ podCIDR: z.nullish(z.string()) })),
 });
 export type NodeObject = z.infer<typeof nodeShape>;
 
-const seconds = z.union([z.number(), z.string()]).nullish();
+const seconds = z.nullish(z.union([z.number(), z.string()]));
 
 export const peerShape = z.looseObject({
   metadata,
   spec: z.looseObject({
-    allowedIPs: z.array(z.string()).min(1, 'a Peer needs at least one allowed IP'),
+    allowedIPs: z.array(z.string()).check(z.minLength(1, 'a Peer needs at least one allowed IP')),
     publicKey: z.string(),
-    endpoint: z
-      .looseObject({
-        dnsOrIP: z.looseObject({ dns: z.string().nullish(), ip: z.string().nullish() }).nullish(),
+    endpoint: z.nullish(
+      z.looseObject({
+        dnsOrIP: z.nullish(z.looseObject({ dns: z.nullish(z.string()), ip: z.nullish(z.string()) })),
         port: z.number(),
-      })
-      .nullish(),
+      }),
+    ),
     persistentKeepalive: seconds,
-    presharedKey: z.string().nullish(),
+    presharedKey: z.nullish(z.string()),
   }),
 });
 export type PeerObject = z.infer<typeof peerShape>;
@@ -75,7 +77,7 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
 
 /** Checks `value` against `shape`; every issue becomes a ValidationError naming object, field and value. */
 export function checkShape<T>(
-  shape: z.ZodType<T>,
+  shape: z.ZodMiniType<T>,
   value: unknown,
   object: string,
 ): { ok: true; value: T } | { ok: false; errors: ValidationError[] } {

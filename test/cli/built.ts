@@ -20,21 +20,11 @@ function newestSource(dir: string): number {
   return newest;
 }
 
-/**
- * Builds dist/ unless it is newer than every source file, so a test file also runs alone.
- * Type errors elsewhere in the tree do not stop tsc from emitting; only a missing entry does.
- */
+/** Builds dist/ (scripts/build.mjs) unless it is newer than every source file, so a test file also runs alone. */
 export function ensureBuilt(): void {
   if (existsSync(entry) && statSync(entry).mtimeMs >= newestSource(join(root, 'src'))) return;
-  const r = spawnSync(
-    process.execPath,
-    [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json')],
-    {
-      cwd: root,
-      encoding: 'utf8',
-    },
-  );
-  if (!existsSync(entry)) throw new Error(`build produced no ${entry}:\n${r.stdout}${r.stderr}`);
+  const r = spawnSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { cwd: root, encoding: 'utf8' });
+  if (r.status !== 0 || !existsSync(entry)) throw new Error(`build produced no ${entry}:\n${r.stdout}${r.stderr}`);
 }
 
 export interface Run {

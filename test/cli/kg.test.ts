@@ -69,11 +69,15 @@ describe('kg as the image installs it (dist without the lab)', () => {
   let dir: string;
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'kg-image-layout-'));
-    // Copies, not links: a module's imports resolve from its real path.
-    cpSync(join(root, 'dist'), join(dir, 'dist'), {
-      recursive: true,
-      filter: (p) => p !== join(root, 'dist', 'lab'),
-    });
+    // Built as the Dockerfile builds it. Copies, not links: a module's imports resolve from its real path.
+    const built = spawnSync(
+      process.execPath,
+      [join(root, 'scripts', 'build.mjs'), '--without-lab', '--outdir', join(dir, 'dist')],
+      {
+        encoding: 'utf8',
+      },
+    );
+    assert.equal(built.status, 0, built.stderr);
     cpSync(join(root, 'bin'), join(dir, 'bin'), { recursive: true });
     copyFileSync(join(root, 'package.json'), join(dir, 'package.json'));
     symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));

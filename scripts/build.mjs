@@ -1,0 +1,74 @@
+/**
+ * `npm run build`: bin/kg and bin/kgctl each load one ES module, dist/cli/kg.js and
+ * dist/cli/kgctl.js, bundled from src/ by esbuild. Node reads, resolves and compiles every module
+ * file separately: unbundled, `kgctl plan` loaded about 200 files (zod alone 99) before doing any
+ * work, a third of its whole time at 5,000 nodes. Each `import()` of a command's body stays a
+ * separate chunk (dist/chunks/), loaded only when that command runs.
+ *
+ *   node scripts/build.mjs [--without-lab] [--outdir DIR] [--metafile FILE]
+ *
+ * --without-lab (the image): `kg lab` stays an import of ../lab/command.js, which the image does not
+ * have, so there it says the lab is not part of it; the build fails if any file of src/lab got in.
+ * Type checking is `npm run typecheck`'s: esbuild only strips the types.
+ */
+import { build } from 'esbuild';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+const root = join(import.meta.dirname, '..');
+const args = process.argv.slice(2);
+const withoutLab = args.includes('--without-lab');
+const outdirAt = args.indexOf('--outdir');
+const outdir = outdirAt >= 0 ? args[outdirAt + 1] : join(root, 'dist');
+const metafileAt = args.indexOf('--metafile');
+
+/**
+ * Bundled: small pure-JavaScript packages that every start loads. The rest stay in node_modules:
+ * the Kubernetes client, pino (its transports run in worker threads by file name), prom-client and
+ * Graphviz's WebAssembly are loaded only by the commands that use them, and the lab's tools by the lab.
+ */
+const bundled = new Set(['commander', 'zod', 'ipaddr.js']);
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const external = Object.keys({ ...pkg.dependencies, ...pkg.devDependencies }).filter((p) => !bundled.has(p));
+
+/** `kg lab`'s door (src/cli/kg.ts), left as an import of a file the image does not have. */
+const leaveOutLab = {
+  name: 'leave-out-lab',
+  setup(b) {
+    b.onResolve({ filter: /\/lab\/command\.js$/ }, (a) => ({ path: a.path, external: true }));
+  },
+};
+
+rmSync(outdir, { recursive: true, force: true });
+const result = await build({
+  absWorkingDir: root,
+  entryPoints: ['src/cli/kg.ts', 'src/cli/kgctl.ts'],
+  outbase: 'src',
+  outdir,
+  entryNames: '[dir]/[name]',
+  chunkNames: 'chunks/[name]-[hash]',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  external,
+  plugins: withoutLab ? [leaveOutLab] : [],
+  // commander is CommonJS and requires node:events: an ES module has no `require` of its own.
+  banner: {
+    js: "import { createRequire as __kiloRequire } from 'node:module';\nconst require = __kiloRequire(import.meta.url);",
+  },
+  sourcemap: 'linked',
+  metafile: true,
+  logLevel: 'warning',
+});
+
+if (withoutLab) {
+  const lab = Object.keys(result.metafile.inputs).filter((f) => f.startsWith('src/lab/'));
+  if (lab.length > 0) {
+    console.error(`build --without-lab: the bundle holds ${lab.join(', ')} (${relative(root, outdir)})`);
+    process.exit(1);
+  }
+}
+// What went where, and which import is static: test/imports.test.ts reads it.
+if (metafileAt >= 0) writeFileSync(args[metafileAt + 1], JSON.stringify(result.metafile));
