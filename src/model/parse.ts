@@ -1,7 +1,16 @@
 import { Cidr, IP } from '../net/cidr.js';
 import { Annotation, defaultTopologyLabel } from './annotations.js';
 import { ValidationError } from './errors.js';
-import { checkShape, nodeShape, objectLabel, objectShape, peerShape } from './schema.js';
+import {
+  checkShape,
+  nodeShape,
+  objectLabel,
+  objectShape,
+  peerShape,
+  plainNode,
+  plainObjectHead,
+  type NodeObject,
+} from './schema.js';
 import type { Endpoint, KiloNode, KiloPeer, LeaderHealthReport } from './types.js';
 
 /** The parts of a Kubernetes object that Kilo reads. */
@@ -170,9 +179,9 @@ const printable = /^[^\u0000-\u001f\u007f]{0,253}$/;
  * is accepted as input: the shape is checked (schema.ts) before anything is read.
  */
 export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<KiloNode> {
-  const shape = checkShape(nodeShape, input, objectLabel('Node', input));
-  if (!shape.ok) return shape;
-  const obj = shape.value;
+  const shape = plainNode(input) ? null : checkShape(nodeShape, input, objectLabel('Node', input));
+  if (shape && !shape.ok) return shape;
+  const obj = shape ? shape.value : (input as NodeObject);
   const name = obj.metadata.name;
   const r = new Reader(`Node ${JSON.stringify(name)}`);
   const a = obj.metadata.annotations ?? {};
@@ -379,7 +388,9 @@ export function parseCluster(objects: readonly unknown[], options: ParseOptions 
   for (const [i, obj] of objects.entries()) {
     let o = memo && typeof obj === 'object' && obj !== null ? memo.get(obj) : undefined;
     if (o === undefined) {
-      const head = checkShape(objectShape, obj, `object #${i + 1}`);
+      const head = plainObjectHead(obj)
+        ? { ok: true as const, value: obj }
+        : checkShape(objectShape, obj, `object #${i + 1}`);
       if (!head.ok) {
         // Not remembered: the error names the object by its place in the list.
         out.errors.push(...head.errors);
