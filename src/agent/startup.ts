@@ -1,4 +1,7 @@
 import type { Host } from '../dataplane/host/host.js';
+import { ciliumHostInterface } from '../encapsulation/cilium.js';
+import { flannelInterface } from '../encapsulation/flannel.js';
+import { ipipInterface } from '../encapsulation/ipip.js';
 import { UsageError } from '../model/errors.js';
 import type { Cidr } from '../net/cidr.js';
 import { chooseAddresses } from './discovery.js';
@@ -13,7 +16,7 @@ export async function discoverHost(
   o: { interfaceName: string; subnet: Cidr; internalCIDRs: Cidr[]; prioritisePrivate: boolean },
 ): Promise<HostFacts> {
   const found = chooseAddresses(await host.addresses(), {
-    excludeInterfaces: [o.interfaceName, 'tunl0', 'flannel.1', 'cilium_host'],
+    excludeInterfaces: [o.interfaceName, ipipInterface, flannelInterface, ciliumHostInterface],
     excludeCIDRs: [o.subnet],
     internalCIDRs: o.internalCIDRs,
     prioritisePrivate: o.prioritisePrivate,

@@ -8,12 +8,13 @@ import { FakeMachine } from '../../src/dataplane/routes/fake.js';
 import { UsageError } from '../../src/model/errors.js';
 import { Cidr, IP } from '../../src/net/cidr.js';
 
-/** lo; eth0 (LAN, default route, MTU 1400); pub0 (public); kilo0 (WireGuard) and tunl0 with addresses of their own. */
+/** lo; kilo0, tunl0 and cilium_host with private addresses of their own; eth0 (LAN, default route, MTU 1400); pub0 (public). */
 function machine(): FakeMachine {
   const m = new FakeMachine();
   m.addLink('lo', { addresses: ['127.0.0.1/8', '::1/128'] });
   m.addLink('kilo0', { addresses: ['10.4.0.1/16'] });
   m.addLink('tunl0', { addresses: ['192.168.9.1/32'] });
+  m.addLink('cilium_host', { addresses: ['10.42.0.180/32'] });
   m.addLink('eth0', { mtu: 1400, addresses: ['192.168.0.1/24', 'fd00::1/64'] });
   m.addLink('pub0', { addresses: ['198.51.100.1/24'] });
   m.routeAdd({
@@ -38,7 +39,7 @@ const options = {
   prioritisePrivate: false,
 };
 
-test('discoverHost: the internal IP is private, the endpoint public; Kilo’s own devices and subnet are not candidates', async () => {
+test('discoverHost: the internal IP is private, the endpoint public; Kilo’s, the tunnel’s and the CNI’s devices are not candidates', async () => {
   const host = new FakeHost(machine());
   const found = await discoverHost(host, options);
   assert.equal(found.internalIP?.toString(), '192.168.0.1/24');
