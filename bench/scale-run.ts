@@ -250,7 +250,10 @@ export async function benchRunOnce(
     const started = Date.now();
     // KILO_BENCH_AGENT_PROF: a directory for the agent's CPU profile (written when it is stopped).
     const prof = process.env['KILO_BENCH_AGENT_PROF'];
-    const node = prof ? [process.execPath, '--cpu-prof', '--cpu-prof-dir', prof, kg] : [kg];
+    // KILO_BENCH_AGENT_NODE_FLAGS: more flags for the agent's node, e.g. --heapsnapshot-signal=SIGUSR2.
+    const flags = (process.env['KILO_BENCH_AGENT_NODE_FLAGS'] ?? '').split(' ').filter(Boolean);
+    const profile = prof ? ['--cpu-prof', '--cpu-prof-dir', prof] : [];
+    const node = flags.length + profile.length > 0 ? [process.execPath, ...profile, ...flags, kg] : [kg];
     const argv = inNodeNs(ns, runDir, [...node, '--hostname', 'node-00000'])
       .concat(['--kubeconfig', kubeconfig, '--mesh-granularity', 'cross', '--encapsulate=never'])
       .concat(['--clean-up=false', '--key-file', keyFile, '--interface', iface, '--mtu', '1420'])

@@ -35,7 +35,16 @@ function count(text: string, line: number, field: string): number {
 
 function publicKey(text: string, line: number, field: string): string {
   if (!isKey(text)) throw new DumpParseError(line, field, text, 'not a base64 WireGuard key');
-  return text;
+  return ownCopy(text);
+}
+
+/**
+ * A copy of a value cut out of a device's answer. V8 makes a cut of a long string a view of it, so
+ * a remembered endpoint or allowed IP would keep the whole answer alive (megabytes at 5,000 peers,
+ * the interface's private key among them) for as long as the device's state is remembered.
+ */
+export function ownCopy(value: string): string {
+  return Buffer.from(value, 'latin1').toString('latin1');
 }
 
 /**
@@ -82,8 +91,8 @@ export function parseDump(text: string): ParsedDump {
     ];
     const peer: WireGuardPeerState = {
       publicKey: publicKey(key, n, 'public-key'),
-      endpoint: endpoint === none ? null : endpoint,
-      allowedIPs: allowed === none ? [] : allowed.split(','),
+      endpoint: endpoint === none ? null : ownCopy(endpoint),
+      allowedIPs: allowed === none ? [] : allowed.split(',').map(ownCopy),
       persistentKeepalive: keepalive === 'off' ? 0 : count(keepalive, n, 'persistent-keepalive'),
       hasPresharedKey: psk !== none,
       latestHandshake: count(handshake, n, 'latest-handshake'),

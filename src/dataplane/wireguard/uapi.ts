@@ -1,6 +1,6 @@
 import { createConnection } from 'node:net';
 import { IP } from '../../net/cidr.js';
-import { presharedKeyDigest, type ParsedDump } from '../../wireguard/dump.js';
+import { ownCopy, presharedKeyDigest, type ParsedDump } from '../../wireguard/dump.js';
 import { publicKeyOf } from '../../wireguard/keys.js';
 import { newPeerState } from '../../wireguard/state.js';
 import type { WireGuardPeerState } from '../types.js';
@@ -131,10 +131,10 @@ export function parseUapiGet(text: string): ParsedDump {
         }
         break;
       case 'endpoint':
-        peer.endpoint = value;
+        peer.endpoint = ownCopy(value);
         break;
       case 'allowed_ip':
-        peer.allowedIPs.push(value);
+        peer.allowedIPs.push(ownCopy(value));
         break;
       case 'persistent_keepalive_interval':
         peer.persistentKeepalive = Number(value);
