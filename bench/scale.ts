@@ -17,7 +17,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateCluster } from './generate.js';
+import { generateCluster, publicKey } from './generate.js';
 import { benchRunOnce } from './scale-run.js';
 import { keptBytesPerNode } from './scale-memory.js';
 
@@ -89,6 +89,32 @@ function snapshot(nodes: number, lastSeen?: number): string {
   return file;
 }
 
+/**
+ * The steps that were quadratic, loaded: every node with an allowed-location IP (some claimed
+ * twice, so the filter drops them), a Peer per ten nodes, every tenth naming the allowed IP of the
+ * one before (de-duplication). Conflicts go to stderr, which the benchmark does not print.
+ */
+function stressSnapshot(nodes: number): string {
+  const file = join(dir, `stress-${nodes}.json`);
+  const items = generateCluster(nodes, 20, 0);
+  items.forEach((item, i) => {
+    const ip = i % 50 === 49 ? i - 1 : i;
+    item.metadata!.annotations!['kilo.squat.ai/allowed-location-ips'] =
+      `192.${168 + (ip >> 16)}.${(ip >> 8) & 0xff}.${ip & 0xff}/32`;
+  });
+  for (let p = 0; p < nodes / 10; p++) {
+    const ip = p % 10 === 9 ? p - 1 : p;
+    items.push({
+      apiVersion: 'kilo.squat.ai/v1alpha1',
+      kind: 'Peer',
+      metadata: { name: `peer-${p}` },
+      spec: { allowedIPs: [`10.${5 + (ip >> 16)}.${(ip >> 8) & 0xff}.${ip & 0xff}/32`], publicKey: publicKey() },
+    });
+  }
+  writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
+  return file;
+}
+
 /** The same cluster with one node's pod CIDR moved: a one-node change for `kg apply`. */
 function withOneNodeChanged(file: string): string {
   const list = JSON.parse(readFileSync(file, 'utf8')) as { items: { spec?: Record<string, unknown> }[] };
@@ -125,11 +151,15 @@ function benchKgctl(): void {
     '| command | nodes | snapshot MB | min s | median s | median CPU s | peak RSS MiB | RSS B per input B | time × (nodes ×) |',
   );
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
-  const row = (command: string, argv: (file: string) => string[], ns: number[]) => {
+  const cluster = (n: number) => {
+    const file = files.get(n) ?? snapshot(n);
+    files.set(n, file);
+    return file;
+  };
+  const row = (command: string, argv: (file: string) => string[], ns: number[], fileOf = cluster) => {
     let before: { n: number; median: number } | undefined;
     for (const n of ns) {
-      const file = files.get(n) ?? snapshot(n);
-      files.set(n, file);
+      const file = fileOf(n);
       const bytes = readFileSync(file).length;
       const rs = Array.from({ length: runs }, () => timed([kgctl, ...argv(file)]));
       const failed = rs.find((r) => !r.ok);
@@ -148,6 +178,13 @@ function benchKgctl(): void {
     }
   };
   row('kgctl plan -o json', (file) => ['plan', 'node-00000', '--cluster', file, '-o', 'json'], kgctlSizes);
+  const stress = new Map(kgctlSizes.map((n) => [n, stressSnapshot(n)]));
+  row(
+    'kgctl plan, allowed-location IPs and Peers',
+    (file) => ['plan', 'node-00000', '--cluster', file, '-o', 'json'],
+    kgctlSizes,
+    (n) => stress.get(n)!,
+  );
   // Above 200 ready nodes graph draws a summary by location; --full draws every node and tunnel.
   row('kgctl graph (DOT)', (file) => ['graph', '--cluster', file], [500, 2000, 5000]);
   row('kgctl graph -o svg', (file) => ['graph', '--cluster', file, '-o', 'svg'], [500, 2000]);
