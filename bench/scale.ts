@@ -9,7 +9,7 @@
  * Time is wall clock of the whole process (start-up included), min and median of
  * several runs; memory is the peak RSS (`/usr/bin/time`'s maximum resident set size). Prints
  * figures, asserts nothing; the machine's load is printed with them, since it moves them.
- * Environment: KILO_BENCH_PARTS (kgctl,apply,run), KILO_BENCH_SIZES, KILO_BENCH_RUNS,
+ * Environment: KILO_BENCH_PARTS (kgctl,apply,run), KILO_BENCH_SIZES, KILO_BENCH_KGCTL_SIZES, KILO_BENCH_RUNS,
  * KILO_BENCH_GRANULARITY (location,cross), KILO_BENCH_RUN_WINDOW (s), KILO_BENCH_RUN_JOINS, and for
  * looking into the agent KILO_BENCH_AGENT_LOG (file), KILO_BENCH_AGENT_LOG_LEVEL, KILO_BENCH_AGENT_PROF (dir).
  */
@@ -17,7 +17,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateCluster } from './generate.js';
+import { generateCluster, publicKey } from './generate.js';
 import { benchRunOnce } from './scale-run.js';
 import { keptBytesPerNode } from './scale-memory.js';
 
@@ -28,32 +28,39 @@ const dir = mkdtempSync(join(tmpdir(), 'kts-bench-scale-'));
 const runs = Number(process.env['KILO_BENCH_RUNS'] ?? 3);
 const sizes = (process.env['KILO_BENCH_SIZES'] ?? '1000,2000,5000,10000').split(',').map(Number);
 const timeoutMs = 120_000;
+/** kgctl's sizes: it reads a snapshot, so it goes further than the agent's benchmarks. */
+const kgctlSizes = (process.env['KILO_BENCH_KGCTL_SIZES'] ?? '1000,2000,5000,10000,20000').split(',').map(Number);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 interface Run {
   seconds: number;
+  /** User and system CPU: less moved by the others' load than the wall clock. */
+  cpuSeconds: number;
   rssMiB: number;
   ok: boolean;
   stderr: string;
 }
 
-/** One whole process under /usr/bin/time: wall seconds and peak RSS. */
+/** One whole process under /usr/bin/time: wall seconds, CPU seconds and peak RSS. */
 function timed(argv: string[]): Run {
   const out = join(dir, 'time.txt');
-  const r = spawnSync('/usr/bin/time', ['-f', '%e %M', '-o', out, ...argv], {
+  const r = spawnSync('/usr/bin/time', ['-f', '%e %M %U %S', '-o', out, ...argv], {
     encoding: 'utf8',
     maxBuffer: 1 << 30,
     timeout: timeoutMs,
   });
   let seconds = NaN;
+  let cpuSeconds = NaN;
   let rssMiB = NaN;
   try {
-    const [s, kb] = readFileSync(out, 'utf8').trim().split('\n').at(-1)!.split(' ');
+    const [s, kb, user, sys] = readFileSync(out, 'utf8').trim().split('\n').at(-1)!.split(' ');
     seconds = Number(s);
+    cpuSeconds = Number(user) + Number(sys);
     rssMiB = Number(kb) / 1024;
   } catch {
     // killed by the timeout: no figures
   }
-  return { seconds, rssMiB, ok: r.status === 0, stderr: r.stderr ?? '' };
+  return { seconds, cpuSeconds, rssMiB, ok: r.status === 0, stderr: r.stderr ?? '' };
 }
 
 function stats(rs: Run[]): string {
@@ -79,6 +86,32 @@ function snapshot(nodes: number, lastSeen?: number): string {
     file,
     JSON.stringify({ apiVersion: 'v1', kind: 'List', items: generateCluster(nodes, 20, 10, lastSeen) }),
   );
+  return file;
+}
+
+/**
+ * The steps that were quadratic, loaded: every node with an allowed-location IP (some claimed
+ * twice, so the filter drops them), a Peer per ten nodes, every tenth naming the allowed IP of the
+ * one before (de-duplication). Conflicts go to stderr, which the benchmark does not print.
+ */
+function stressSnapshot(nodes: number): string {
+  const file = join(dir, `stress-${nodes}.json`);
+  const items = generateCluster(nodes, 20, 0);
+  items.forEach((item, i) => {
+    const ip = i % 50 === 49 ? i - 1 : i;
+    item.metadata!.annotations!['kilo.squat.ai/allowed-location-ips'] =
+      `192.${168 + (ip >> 16)}.${(ip >> 8) & 0xff}.${ip & 0xff}/32`;
+  });
+  for (let p = 0; p < nodes / 10; p++) {
+    const ip = p % 10 === 9 ? p - 1 : p;
+    items.push({
+      apiVersion: 'kilo.squat.ai/v1alpha1',
+      kind: 'Peer',
+      metadata: { name: `peer-${p}` },
+      spec: { allowedIPs: [`10.${5 + (ip >> 16)}.${(ip >> 8) & 0xff}.${ip & 0xff}/32`], publicKey: publicKey() },
+    });
+  }
+  writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
   return file;
 }
 
@@ -108,23 +141,54 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
+/**
+ * kgctl's rows: wall (min, median) and CPU (median) seconds, peak RSS and RSS per byte of snapshot,
+ * and growth: how many times the median time of the size before this one, next to how many times
+ * the nodes (linear: the two agree).
+ */
 function benchKgctl(): void {
-  console.log('| command | nodes | snapshot MB | min s | median s | peak RSS MiB |');
-  console.log('|---|---:|---:|---:|---:|---:|');
-  for (const n of sizes) {
-    const file = files.get(n)!;
-    const mb = (readFileSync(file).length / 1e6).toFixed(1);
-    const plan = Array.from({ length: runs }, () =>
-      timed([kgctl, 'plan', 'node-00000', '--cluster', file, '-o', 'json']),
-    );
-    console.log(`| kgctl plan -o json | ${n} | ${mb} | ${stats(plan)} |`);
-  }
-  for (const n of sizes.filter((s) => s <= 2000).concat(500)) {
+  console.log(
+    '| command | nodes | snapshot MB | min s | median s | median CPU s | peak RSS MiB | RSS B per input B | time × (nodes ×) |',
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  const cluster = (n: number) => {
     const file = files.get(n) ?? snapshot(n);
     files.set(n, file);
-    const graph = Array.from({ length: runs }, () => timed([kgctl, 'graph', '--cluster', file]));
-    console.log(`| kgctl graph (DOT) | ${n} | ${(readFileSync(file).length / 1e6).toFixed(1)} | ${stats(graph)} |`);
-  }
+    return file;
+  };
+  const row = (command: string, argv: (file: string) => string[], ns: number[], fileOf = cluster) => {
+    let before: { n: number; median: number } | undefined;
+    for (const n of ns) {
+      const file = fileOf(n);
+      const bytes = readFileSync(file).length;
+      const rs = Array.from({ length: runs }, () => timed([kgctl, ...argv(file)]));
+      const failed = rs.find((r) => !r.ok);
+      if (failed) {
+        console.log(`| ${command} | ${n} | ${(bytes / 1e6).toFixed(1)} | ${stats(rs)} | | | |`);
+        before = undefined;
+        continue;
+      }
+      const wall = rs.map((r) => r.seconds).sort((a, b) => a - b);
+      const rss = Math.max(...rs.map((r) => r.rssMiB));
+      const growth = before ? `${(median(wall) / before.median).toFixed(2)} (${(n / before.n).toFixed(1)})` : '–';
+      console.log(
+        `| ${command} | ${n} | ${(bytes / 1e6).toFixed(1)} | ${wall[0]!.toFixed(2)} | ${median(wall).toFixed(2)} | ${median(rs.map((r) => r.cpuSeconds)).toFixed(2)} | ${rss.toFixed(0)} | ${((rss * 1024 * 1024) / bytes).toFixed(0)} | ${growth} |`,
+      );
+      before = { n, median: median(wall) };
+    }
+  };
+  row('kgctl plan -o json', (file) => ['plan', 'node-00000', '--cluster', file, '-o', 'json'], kgctlSizes);
+  const stress = new Map(kgctlSizes.map((n) => [n, stressSnapshot(n)]));
+  row(
+    'kgctl plan, allowed-location IPs and Peers',
+    (file) => ['plan', 'node-00000', '--cluster', file, '-o', 'json'],
+    kgctlSizes,
+    (n) => stress.get(n)!,
+  );
+  // Above 200 ready nodes graph draws a summary by location; --full draws every node and tunnel.
+  row('kgctl graph (DOT)', (file) => ['graph', '--cluster', file], [500, 2000, 5000]);
+  row('kgctl graph -o svg', (file) => ['graph', '--cluster', file, '-o', 'svg'], [500, 2000]);
+  row('kgctl graph --full (DOT)', (file) => ['graph', '--cluster', file, '--full'], [200, 500]);
   console.log(`\nload average ${load()} after kgctl\n`);
 }
 

@@ -1,7 +1,16 @@
 import { Cidr, IP } from '../net/cidr.js';
 import { Annotation, defaultTopologyLabel } from './annotations.js';
 import { ValidationError } from './errors.js';
-import { checkShape, nodeShape, objectLabel, objectShape, peerShape } from './schema.js';
+import {
+  checkShape,
+  nodeShape,
+  objectLabel,
+  objectShape,
+  peerShape,
+  plainNode,
+  plainObjectHead,
+  type NodeObject,
+} from './schema.js';
 import type { Endpoint, KiloNode, KiloPeer, LeaderHealthReport } from './types.js';
 
 /** The parts of a Kubernetes object that Kilo reads. */
@@ -36,12 +45,16 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; errors: Validation
 /** Collects every problem of one object instead of stopping at the first, so one log line names them all. */
 class Reader {
   readonly errors: ValidationError[] = [];
-  constructor(readonly object: string) {}
+  /** The object's kind and name: put together only when something is wrong (most objects are fine). */
+  constructor(
+    private readonly kind: string,
+    private readonly name: string,
+  ) {}
 
   fail(field: string, value: unknown, reason: string): null {
     // A list of 100,000 bad prefixes needs no 100,000 lines: the first few find the object.
     if (this.errors.length < maxErrorsPerObject) {
-      this.errors.push(new ValidationError(this.object, field, value, reason));
+      this.errors.push(new ValidationError(`${this.kind} ${JSON.stringify(this.name)}`, field, value, reason));
     }
     return null;
   }
@@ -162,6 +175,15 @@ export function formatEndpoint(e: Endpoint): string {
   return `${e.dns}:${e.port}`;
 }
 
+const annotationFields = new Map<string, string>();
+
+/** `metadata.annotations["<key>"]`, built once per key rather than per node. */
+function field(key: string): string {
+  let f = annotationFields.get(key);
+  if (f === undefined) annotationFields.set(key, (f = `metadata.annotations["${key}"]`));
+  return f;
+}
+
 /** A location is a name shown in graphs and logs and used as a key: printable text only. */
 const printable = /^[^\u0000-\u001f\u007f]{0,253}$/;
 
@@ -170,14 +192,13 @@ const printable = /^[^\u0000-\u001f\u007f]{0,253}$/;
  * is accepted as input: the shape is checked (schema.ts) before anything is read.
  */
 export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<KiloNode> {
-  const shape = checkShape(nodeShape, input, objectLabel('Node', input));
-  if (!shape.ok) return shape;
-  const obj = shape.value;
+  const shape = plainNode(input) ? null : checkShape(nodeShape, input, objectLabel('Node', input));
+  if (shape && !shape.ok) return shape;
+  const obj = shape ? shape.value : (input as NodeObject);
   const name = obj.metadata.name;
-  const r = new Reader(`Node ${JSON.stringify(name)}`);
+  const r = new Reader('Node', name);
   const a = obj.metadata.annotations ?? {};
   const labels = obj.metadata.labels ?? {};
-  const field = (key: string) => `metadata.annotations["${key}"]`;
   const has = (key: string) => Object.prototype.hasOwnProperty.call(a, key);
 
   const topologyLabel = options.topologyLabel ?? defaultTopologyLabel;
@@ -310,7 +331,7 @@ export function parsePeer(input: unknown): Parsed<KiloPeer> {
   if (!shape.ok) return shape;
   const obj = shape.value;
   const name = obj.metadata.name;
-  const r = new Reader(`Peer ${JSON.stringify(name)}`);
+  const r = new Reader('Peer', name);
   const spec = obj.spec;
 
   const allowedIPs: Cidr[] = [];
@@ -379,7 +400,9 @@ export function parseCluster(objects: readonly unknown[], options: ParseOptions 
   for (const [i, obj] of objects.entries()) {
     let o = memo && typeof obj === 'object' && obj !== null ? memo.get(obj) : undefined;
     if (o === undefined) {
-      const head = checkShape(objectShape, obj, `object #${i + 1}`);
+      const head = plainObjectHead(obj)
+        ? { ok: true as const, value: obj }
+        : checkShape(objectShape, obj, `object #${i + 1}`);
       if (!head.ok) {
         // Not remembered: the error names the object by its place in the list.
         out.errors.push(...head.errors);

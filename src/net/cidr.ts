@@ -117,11 +117,14 @@ export class Cidr {
   static of(ip: IP, prefix: number): Cidr {
     if (prefix === ip.bytes.length * 8) return new Cidr(ip, prefix, ip);
     const masked = new Uint8Array(ip.bytes.length);
+    let hostBits = false;
     for (let i = 0; i < masked.length; i++) {
       const bits = Math.max(0, Math.min(8, prefix - i * 8));
       masked[i] = ip.bytes[i]! & ((0xff << (8 - bits)) & 0xff);
+      if (masked[i] !== ip.bytes[i]) hostBits = true;
     }
-    return new Cidr(ip, prefix, IP.fromBytes(masked));
+    // Most prefixes are written masked (pod CIDRs, allowed IPs): then the address is the network.
+    return new Cidr(ip, prefix, hostBits ? IP.fromBytes(masked) : ip);
   }
 
   private networkTextCache: string | undefined;
@@ -138,7 +141,7 @@ export class Cidr {
 
   /** The network prefix as a CIDR without host bits. */
   masked(): Cidr {
-    return Cidr.of(this.network, this.prefix);
+    return this.ip === this.network ? this : Cidr.of(this.network, this.prefix);
   }
 
   contains(ip: IP): boolean {
@@ -154,6 +157,14 @@ export class Cidr {
 
   /** The n-th address of the network (n = 1 is the first after the network address). */
   nth(n: number): IP | null {
+    if (this.family === 4 && Number.isSafeInteger(n) && n >= 0) {
+      // Without BigInt: the topology asks once per segment, thousands of times.
+      const b = this.network.bytes;
+      const v = b[0]! * 2 ** 24 + (b[1]! << 16) + (b[2]! << 8) + b[3]! + n;
+      if (v > 0xffffffff) return null;
+      const ip = IP.fromBytes(Uint8Array.of(v >>> 24, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff));
+      return this.contains(ip) ? ip : null;
+    }
     const bytes = Uint8Array.from(this.network.bytes);
     let carry = BigInt(n);
     for (let i = bytes.length - 1; i >= 0 && carry > 0n; i--) {
