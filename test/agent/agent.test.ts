@@ -159,6 +159,31 @@ describe('agent: cluster changes reach the dataplane', () => {
     await eventually('the new endpoint was planned', () => nodeOf('b').endpoint?.ip?.text === '198.51.100.99');
   });
 
+  test('a check-in pass with the same nodes ready only publishes; one that finds a node stale plans', async (t) => {
+    const h = await startHarness(t);
+    await settled(h);
+    const plan = h.agent.status.plan;
+    const wg = h.device.history.length;
+    const patches = h.api.count('patch-node');
+    h.clock.ms += 31_000;
+    await h.agent.reconcileOnce(true);
+    assert.equal(h.api.count('patch-node'), patches + 1, 'the check-in was published');
+    assert.equal(h.agent.status.plan, plan, 'the plan was not made again');
+    assert.equal(h.device.history.length, wg);
+    await eventually('the check-in was seen', () =>
+      h.source
+        .objects()
+        .some((o) => o.metadata?.name === 'a' && o.metadata.annotations?.[Annotation.lastSeen] === String(NOW + 31)),
+    );
+    await settled(h);
+
+    // b and c checked in last at NOW: a minute past a's check-in they are stale.
+    h.clock.ms += 60_000;
+    await h.agent.reconcileOnce(true);
+    assert.notEqual(h.agent.status.plan, plan, 'a node went stale: planned again');
+    assert.equal((await h.peerKeys()).includes(wgKey('b')), false);
+  });
+
   test('a burst of events is handled by a few reconciles, not one each', async (t) => {
     const h = await startHarness(t);
     await settled(h);
