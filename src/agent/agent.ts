@@ -245,11 +245,25 @@ export class Agent {
       update?.current.kind === 'Node' ? Number(update.current.metadata?.annotations?.[Annotation.lastSeen]) : NaN;
     if (Number.isFinite(lastSeen)) this.readiness = rememberCheckIn(this.readiness, lastSeen);
     if (update && onlyLastSeenMoved(update) && this.readyNodes.has(name)) {
+      this.carryParse(update);
       // The pass under way may have judged this node stale from its older last-seen.
       if (this.running) this.heldHeartbeats.add(name);
       return;
     }
     this.schedule();
+  }
+
+  /**
+   * A heartbeat's object parses as the one it replaces with the new last-seen: carried over, the
+   * next pass does not parse again the thousands of nodes that checked in since the last one.
+   */
+  private carryParse(update: ObjectUpdate): void {
+    const before = this.parsed.get(update.previous);
+    const text = update.current.metadata?.annotations?.[Annotation.lastSeen]?.trim() ?? '';
+    // Only what parseNode takes as last-seen; anything else is parsed (and reported) as usual.
+    if (before?.kind !== 'Node' || !before.parsed.ok || !/^\d{1,12}$/.test(text)) return;
+    const value = { ...before.parsed.value, lastSeen: Number(text) };
+    this.parsed.set(update.current, { kind: 'Node', parsed: { ok: true, value } });
   }
 
   /** Asks for a reconcile soon; many calls within the coalescing window make one. */

@@ -137,6 +137,28 @@ describe('agent: cluster changes reach the dataplane', () => {
     await eventually('d is ready again and a WireGuard peer', async () => (await h.peerKeys()).includes(wgKey('d')));
   });
 
+  test("a heartbeat carries the node's parse over with the new last-seen; other changes parse anew", async (t) => {
+    const h = await startHarness(t);
+    await settled(h);
+    const nodeOf = (name: string) =>
+      h.agent.status.topology!.segments.flatMap((s) => s.nodes).find((n) => n.name === name)!;
+    const before = nodeOf('b');
+    h.api.patchNode('b', { metadata: { annotations: { [Annotation.lastSeen]: String(NOW + 10) } } });
+    await eventually('the heartbeat was seen', () =>
+      h.source.objects().some((o) => o.metadata?.annotations?.[Annotation.lastSeen] === String(NOW + 10)),
+    );
+    await settled(h);
+    await h.agent.reconcileOnce();
+    const after = nodeOf('b');
+    assert.equal(after.lastSeen, NOW + 10);
+    // Not parsed again: the addresses are the very objects of the earlier parse.
+    assert.equal(after.endpoint, before.endpoint);
+    assert.deepEqual({ ...after, lastSeen: before.lastSeen }, before);
+
+    h.api.patchNode('b', { metadata: { annotations: { [Annotation.endpoint]: '198.51.100.99:51820' } } });
+    await eventually('the new endpoint was planned', () => nodeOf('b').endpoint?.ip?.text === '198.51.100.99');
+  });
+
   test('a burst of events is handled by a few reconciles, not one each', async (t) => {
     const h = await startHarness(t);
     await settled(h);
