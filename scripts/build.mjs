@@ -12,7 +12,7 @@
  * Type checking is `npm run typecheck`'s: esbuild only strips the types.
  */
 import { build } from 'esbuild';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
@@ -41,7 +41,6 @@ const leaveOutLab = {
   },
 };
 
-rmSync(outdir, { recursive: true, force: true });
 const result = await build({
   absWorkingDir: root,
   entryPoints: ['src/cli/kg.ts', 'src/cli/kgctl.ts'],
@@ -72,5 +71,12 @@ if (withoutLab) {
     process.exit(1);
   }
 }
+// Files of earlier builds (chunks are named by content) go once the new ones are in place, so that
+// a kg or kgctl running meanwhile never finds its entry gone.
+const written = new Set(Object.keys(result.metafile.outputs).map((o) => join(root, o)));
+for (const dir of ['cli', 'chunks'].map((d) => join(outdir, d)))
+  for (const name of existsSync(dir) ? readdirSync(dir) : [])
+    if (!written.has(join(dir, name)) && !written.has(join(dir, name.replace(/\.map$/, ''))))
+      rmSync(join(dir, name), { force: true });
 // What went where, and which import is static: test/imports.test.ts reads it.
 if (metafileAt >= 0) writeFileSync(args[metafileAt + 1], JSON.stringify(result.metafile));

@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-
 /** Every Lease kilo-ts makes starts with this, so RBAC and operators can tell them apart. */
 export const leaseNamePrefix = 'kilo-leader-';
 
@@ -16,6 +14,12 @@ export function leaseName(location: string): string {
     .replace(/[^a-z0-9]+/g, '-')
     .slice(0, 40)
     .replace(/^-+|-+$/g, '');
-  const hash = createHash('sha256').update(location, 'utf8').digest('hex').slice(0, 10);
+  // Loaded here, not imported: kgctl loads this file at start and asks for a Lease only against a live cluster.
+  const hash = process
+    .getBuiltinModule('node:crypto')
+    .createHash('sha256')
+    .update(location, 'utf8')
+    .digest('hex')
+    .slice(0, 10);
   return `${leaseNamePrefix}${readable ? `${readable}-` : ''}${hash}`;
 }

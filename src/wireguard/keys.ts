@@ -1,4 +1,3 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import {
   chmodSync,
   closeSync,
@@ -12,6 +11,12 @@ import {
   writeSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
+
+/**
+ * node:crypto takes ~10 ms to load; kgctl commands that never touch a key (plan, graph) start
+ * without it, so it is loaded by the first key operation.
+ */
+const crypto = () => process.getBuiltinModule('node:crypto');
 
 /** Where Kilo keeps the node's private key. */
 export const defaultKeyPath = '/var/lib/kilo/key';
@@ -29,7 +34,7 @@ export function isKey(value: string): boolean {
 
 /** A fresh private key, base64 (what `wg genkey` prints). */
 export function generatePrivateKey(): string {
-  const { privateKey } = generateKeyPairSync('x25519');
+  const { privateKey } = crypto().generateKeyPairSync('x25519');
   const der = privateKey.export({ format: 'der', type: 'pkcs8' });
   return der.subarray(der.length - 32).toString('base64');
 }
@@ -41,10 +46,12 @@ export function generatePrivateKey(): string {
 export function publicKeyOf(privateKey: string): string {
   if (!isKey(privateKey)) throw new TypeError('not a WireGuard private key (expected base64 of 32 bytes)');
   const der = Buffer.concat([pkcs8Prefix, Buffer.from(privateKey, 'base64')]);
-  const spki = createPublicKey(createPrivateKey({ key: der, format: 'der', type: 'pkcs8' })).export({
-    format: 'der',
-    type: 'spki',
-  });
+  const spki = crypto()
+    .createPublicKey(crypto().createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }))
+    .export({
+      format: 'der',
+      type: 'spki',
+    });
   if (spki.length !== spkiLength) throw new Error(`unexpected X25519 SPKI length ${spki.length}`);
   return spki.subarray(spki.length - 32).toString('base64');
 }
