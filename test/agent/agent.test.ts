@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { kiloRouteProtocol } from '../../src/dataplane/routes/constants.js';
 import { Annotation } from '../../src/model/annotations.js';
 import { NOW, node, peer, wgKey } from '../helpers/cluster.js';
 import { eventually, settled, startHarness, type Harness } from './agent-harness.js';
@@ -148,7 +149,11 @@ describe('agent: cluster changes reach the dataplane', () => {
       h.source.objects().some((o) => o.metadata?.annotations?.[Annotation.lastSeen] === String(NOW + 10)),
     );
     await settled(h);
-    await h.agent.reconcileOnce();
+    // Another object's change makes the next pass plan, from b's carried parse.
+    const plans = h.agent.status.plans;
+    h.api.addPeer(peer('phone', { allowedIPs: ['10.5.0.7/32'] }));
+    await eventually('the Peer was planned', () => h.agent.status.plans > plans);
+    await settled(h);
     const after = nodeOf('b');
     assert.equal(after.lastSeen, NOW + 10);
     // Not parsed again: the addresses are the very objects of the earlier parse.
@@ -182,6 +187,46 @@ describe('agent: cluster changes reach the dataplane', () => {
     await h.agent.reconcileOnce(true);
     assert.notEqual(h.agent.status.plan, plan, 'a node went stale: planned again');
     assert.equal((await h.peerKeys()).includes(wgKey('b')), false);
+  });
+
+  test('a resync with nothing changed repairs the machine with the last plan; a change or a node gone stale plans', async (t) => {
+    const h = await startHarness(t);
+    await settled(h);
+    const plan = h.agent.status.plan;
+    const plans = h.agent.status.plans;
+    const routes = () => h.machine.routes.map((r) => JSON.stringify(r)).sort();
+    const want = routes();
+    const kilo = h.machine.routes.find((r) => r.protocol === kiloRouteProtocol);
+    assert.ok(kilo, 'the mesh has a route of Kilo');
+    h.machine.routeDel(kilo);
+    // A heartbeat of a ready node and time moving on (a's check-in is due) change no plan.
+    h.api.patchNode('b', { metadata: { annotations: { [Annotation.lastSeen]: String(NOW + 10) } } });
+    await eventually('the heartbeat was seen', () =>
+      h.source.objects().some((o) => o.metadata?.annotations?.[Annotation.lastSeen] === String(NOW + 10)),
+    );
+    h.clock.ms += 31_000;
+    h.agent.resync();
+    await settled(h);
+    assert.deepEqual(routes(), want, 'the deleted route is back');
+    assert.equal(h.agent.status.plans, plans, 'planned again with nothing changed');
+    assert.equal(h.agent.status.plan, plan);
+    await eventually("a's check-in was seen", () =>
+      h.source
+        .objects()
+        .some((o) => o.metadata?.name === 'a' && o.metadata.annotations?.[Annotation.lastSeen] === String(NOW + 31)),
+    );
+    await settled(h);
+
+    // c checked in last at NOW, b at NOW + 10: past a minute they are stale, with no event.
+    h.clock.ms += 60_000;
+    h.agent.resync();
+    await settled(h);
+    assert.equal(h.agent.status.plans, plans + 1, 'a node went stale: planned again');
+    assert.equal((await h.peerKeys()).includes(wgKey('c')), false);
+    const stale = h.agent.status.plans;
+
+    h.api.patchNode('b', { metadata: { annotations: { [Annotation.endpoint]: '198.51.100.99:51820' } } });
+    await eventually('a change was planned', () => h.agent.status.plans > stale);
   });
 
   test('a burst of events is handled by a few reconciles, not one each', async (t) => {
