@@ -151,11 +151,15 @@ export function buildTopology(
     const leaderReason: LeaderReason = elected ? chosen.reason : 'annotation';
     const wireGuardIP = subnet.nth(i + 1)!;
     const allowedIPs: Cidr[] = [];
-    const alips = new Map<string, Cidr>();
+    // Most nodes have no allowed-location IPs: no map for those (one segment per node in cross).
+    let alips: Map<string, Cidr> | undefined;
     for (const n of members) {
       if (n.podCIDR) allowedIPs.push(n.podCIDR);
       if (n.internalIP) allowedIPs.push(n.internalIP.ip.toHostCidr());
-      for (const c of n.allowedLocationIPs) if (!alips.has(c.networkText)) alips.set(c.networkText, c);
+      for (const c of n.allowedLocationIPs) {
+        alips ??= new Map();
+        if (!alips.has(c.networkText)) alips.set(c.networkText, c);
+      }
     }
     allowedIPs.push(wireGuardIP.toHostCidr());
     return {
@@ -166,7 +170,7 @@ export function buildTopology(
       leader,
       leaderReason,
       wireGuardIP,
-      allowedLocationIPs: [...alips.values()],
+      allowedLocationIPs: alips ? [...alips.values()] : [],
       allowedIPs,
     };
   });
