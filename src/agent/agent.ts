@@ -139,8 +139,7 @@ export class Agent {
   private readiness: ReadinessMemory | null = null;
   /** Something besides the check-in timer asked for the pending pass: it must plan (see checkInOnly). */
   private planDue = true;
-  /** The ready nodes' names at the last full pass (null: none made a plan), and what it published. */
-  private lastReady: string | null = null;
+  /** What the last full pass published as discovered endpoints (the check-in pass publishes it again). */
   private lastDiscovered = new Map<string, Endpoint>();
   /** Each cached object's parse: a pass parses only what changed since the last (5,000 nodes took ~250 ms). */
   private readonly parsed = new WeakMap<object, ParsedObject>();
@@ -356,8 +355,7 @@ export class Agent {
         this.readiness = judged.memory;
         const readyAt = judged.at;
         const ready = cluster.nodes.filter((n) => isNodeReady(n, readyAt));
-        this.lastReady = readyKey(ready);
-        ({ topology, plan } = this.planned(cluster, ready, readyAt, { changes, ready: this.lastReady }));
+        ({ topology, plan } = this.planned(cluster, ready, readyAt, { changes, ready: readyKey(ready) }));
       } catch (e) {
         this.lastPlan = null;
         if (!(e instanceof TopologyError)) throw e;
@@ -371,7 +369,6 @@ export class Agent {
         log.warn({ object: e.object, field: e.field, value: e.value }, `conflict: dropping a claim: ${e.reason}`);
         metrics.dropped.inc({ kind: e.object.split(' ')[0] ?? 'object' });
       }
-      if (!plan) this.lastReady = null;
       this.lastDiscovered = discovered;
       lap('planMs');
       this.readyNodes = new Set(topology?.segments.flatMap((s) => s.nodes.map((n) => n.name)));
@@ -467,13 +464,14 @@ export class Agent {
    */
   private async checkInOnly(nodes: readonly KiloNode[], took: Record<string, number>): Promise<boolean> {
     const { log, metrics } = this.deps;
-    const plan = this.status.plan;
-    if (!this.status.lastReconcileOk || this.fullReadDue || !plan || this.election.mode !== 'annotation') return false;
+    // The last plan stands for the last full pass: every failure or a pass without a plan drops it.
+    const last = this.lastPlan;
+    if (!this.status.lastReconcileOk || this.fullReadDue || !last || this.election.mode !== 'annotation') return false;
     const nowSeconds = Math.floor(this.clock() / 1000);
     const judged = judgeReadiness(this.readiness, nodes, nowSeconds);
-    if (readyKey(nodes.filter((n) => isNodeReady(n, judged.at))) !== this.lastReady) return false;
+    if (readyKey(nodes.filter((n) => isNodeReady(n, judged.at))) !== last.ready) return false;
     this.readiness = judged.memory;
-    const error = await this.publish(plan, this.lastDiscovered, nowSeconds).then(
+    const error = await this.publish(last.plan, this.lastDiscovered, nowSeconds).then(
       () => null,
       (e: unknown) => {
         metrics.errors.inc();
