@@ -14,6 +14,7 @@ import { createFakeFirewall, type FakeNetfilter } from '../../src/dataplane/ipta
 import { FakeLinks, FakeMachine, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
 import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
 import { defaultMeshOptions, type MeshOptions } from '../../src/mesh/options.js';
+import { Annotation } from '../../src/model/annotations.js';
 import { Cidr, IP } from '../../src/net/cidr.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
 import { FakeApiServer, waitUntil } from '../fixtures/apiserver.js';
@@ -177,6 +178,20 @@ export async function startHarness(t: TestContext, o: HarnessOptions = {}): Prom
 /** Waits until the agent has nothing pending: no reconcile running or scheduled. */
 export async function settled(h: Harness): Promise<void> {
   await waitUntil('the agent is idle', () => h.agent.idle, 10_000);
+}
+
+/** Waits until the agent's view of the cluster holds `name`'s check-in at `at` (seconds). */
+export function seesCheckIn(
+  h: Harness,
+  name: string,
+  at: number,
+  what = `the agent saw ${name} check in`,
+): Promise<void> {
+  return eventually(what, () =>
+    h.source
+      .objects()
+      .some((o) => o.metadata?.name === name && o.metadata.annotations?.[Annotation.lastSeen] === String(at)),
+  );
 }
 
 /** Polls an asynchronous condition until it holds (a liveness wait, not a timing assertion). */

@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import { Annotation } from '../../src/model/annotations.js';
 import { resumeGraceSeconds } from '../../src/model/ready.js';
 import { wgKey } from '../helpers/cluster.js';
-import { eventually, settled, startHarness } from './agent-harness.js';
+import { seesCheckIn, settled, startHarness } from './agent-harness.js';
 
 describe('agent: check-ins resuming after an API server outage', () => {
   test('keeps a node that has not checked in again yet; drops it if it has not within the grace', async (t) => {
@@ -26,25 +26,13 @@ describe('agent: check-ins resuming after an API server outage', () => {
     const back = Math.floor(h.clock.ms / 1000);
     h.api.patchNode('b', { metadata: { annotations: { [Annotation.lastSeen]: String(back) } } });
     await h.api.restart();
-    await eventually('the agent saw b check in', () =>
-      h.source
-        .objects()
-        .some((o) => o.metadata?.annotations?.[Annotation.lastSeen] === String(back) && o.metadata.name === 'b'),
-    );
+    await seesCheckIn(h, 'b', back);
     await h.agent.reconcileOnce();
-    await eventually('the agent checked in again', () =>
-      h.source
-        .objects()
-        .some((o) => o.metadata?.name === 'a' && o.metadata.annotations?.[Annotation.lastSeen] === String(back)),
-    );
+    await seesCheckIn(h, 'a', back, 'the agent checked in again');
     // Until the grace is over, the agent's and b's ticks go on every 30 s; c does not check in.
     const checkIn = async (name: string, at: number) => {
       h.api.patchNode(name, { metadata: { annotations: { [Annotation.lastSeen]: String(at) } } });
-      await eventually(`the agent saw ${name} check in`, () =>
-        h.source
-          .objects()
-          .some((o) => o.metadata?.name === name && o.metadata.annotations?.[Annotation.lastSeen] === String(at)),
-      );
+      await seesCheckIn(h, name, at);
     };
     for (let s = 10; s < resumeGraceSeconds; s += 10) {
       h.clock.ms += 10_000;

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { kiloRouteProtocol } from '../../src/dataplane/routes/constants.js';
 import { Annotation } from '../../src/model/annotations.js';
 import { NOW, node, peer, wgKey } from '../helpers/cluster.js';
-import { eventually, settled, startHarness, type Harness } from './agent-harness.js';
+import { eventually, seesCheckIn, settled, startHarness, type Harness } from './agent-harness.js';
 
 const kilo = (h: Harness, name: string) => h.api.node(name)?.metadata?.annotations ?? {};
 
@@ -175,11 +175,7 @@ describe('agent: cluster changes reach the dataplane', () => {
     assert.equal(h.api.count('patch-node'), patches + 1, 'the check-in was published');
     assert.equal(h.agent.status.plan, plan, 'the plan was not made again');
     assert.equal(h.device.history.length, wg);
-    await eventually('the check-in was seen', () =>
-      h.source
-        .objects()
-        .some((o) => o.metadata?.name === 'a' && o.metadata.annotations?.[Annotation.lastSeen] === String(NOW + 31)),
-    );
+    await seesCheckIn(h, 'a', NOW + 31, 'the check-in was seen');
     await settled(h);
 
     // b and c checked in last at NOW: a minute past a's check-in they are stale.
@@ -210,11 +206,7 @@ describe('agent: cluster changes reach the dataplane', () => {
     assert.deepEqual(routes(), want, 'the deleted route is back');
     assert.equal(h.agent.status.plans, plans, 'planned again with nothing changed');
     assert.equal(h.agent.status.plan, plan);
-    await eventually("a's check-in was seen", () =>
-      h.source
-        .objects()
-        .some((o) => o.metadata?.name === 'a' && o.metadata.annotations?.[Annotation.lastSeen] === String(NOW + 31)),
-    );
+    await seesCheckIn(h, 'a', NOW + 31, "a's check-in was seen");
     await settled(h);
 
     // c checked in last at NOW, b at NOW + 10: past a minute they are stale, with no event.
