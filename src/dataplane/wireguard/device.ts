@@ -76,6 +76,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private lastConfig: WireGuardConfig | null = null;
   /** The device as the last successful configure left it; null when only a read can tell. */
   private known: ReturnType<typeof stateAfter> | null = null;
+  /** A read whose caller configures next (read's `keep`); any other step drops it. */
+  private kept: Awaited<ReturnType<LinuxWireGuardDevice['readNow']>> | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private readonly log: (line: string) => void;
   private readonly debug: ((line: string) => void) | undefined;
@@ -206,6 +208,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       this.child = null;
       // A new wireguard-go starts empty: nothing the old one held may be assumed.
       this.known = null;
+      this.kept = null;
       // A start that failed is reported by ensure(); only a running one is restarted.
       if (this.stopping || !running) return;
       this.log(
@@ -250,8 +253,12 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     });
   }
 
-  read(): Promise<WireGuardState> {
-    return this.serial(async () => (await this.readNow()).state);
+  read(options: { keep?: boolean } = {}): Promise<WireGuardState> {
+    return this.serial(async () => {
+      const read = await this.readNow();
+      this.kept = options.keep ? read : null;
+      return read.state;
+    });
   }
 
   /** wireguard-go (ours or adopted) has a configuration socket; the kernel's device has netlink, through `wg`. */
@@ -293,8 +300,10 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private async configureNow(config: WireGuardConfig, trust = false): Promise<PeerChanges> {
     const resolved = await this.resolveEndpoints(config);
     const remembered = trust ? this.known : null;
+    const kept = this.kept;
     this.known = null;
-    const { state, presharedKeyDigests } = remembered ?? (await this.readNow());
+    this.kept = null;
+    const { state, presharedKeyDigests } = remembered ?? kept ?? (await this.readNow());
     const diff = diffWireGuard(state, resolved, presharedKeyDigests);
     this.lastConfig = config;
     if (isEmptyDiff(diff)) {
@@ -341,6 +350,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       this.kind = null;
       this.lastConfig = null;
       this.known = null;
+      this.kept = null;
       if (kind === 'adopted' || kind === null) return;
       if (this.child) {
         await this.stopChild();
