@@ -278,10 +278,17 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
 
   private async resolveEndpoints(config: WireGuardConfig): Promise<WireGuardConfig> {
     const resolve = this.options.resolve ?? (async (host: string) => (await lookup(host)).address);
+    const named = (p: WireGuardConfig['peers'][number]) => {
+      // Most endpoints are IPv4 literals: thousands of peers per write need no parse for that.
+      if (!p.endpoint || /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}:\d+$/.test(p.endpoint)) return null;
+      const m = /^([^[\]:]+):(\d+)$/.exec(p.endpoint);
+      return m && !IP.tryParse(m[1]!) ? m : null;
+    };
+    if (!config.peers.some((p) => named(p) !== null)) return config;
     const peers = await Promise.all(
       config.peers.map(async (p) => {
-        const m = p.endpoint ? /^([^[\]:]+):(\d+)$/.exec(p.endpoint) : null;
-        if (!m || IP.tryParse(m[1]!)) return p;
+        const m = named(p);
+        if (!m) return p;
         // WireGuard stores addresses: resolve here so an unchanged DNS endpoint is no change.
         try {
           const ip = IP.parse(await resolve(m[1]!));
