@@ -76,6 +76,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private lastConfig: WireGuardConfig | null = null;
   /** The device as the last successful configure left it; null when only a read can tell. */
   private known: ReturnType<typeof stateAfter> | null = null;
+  /** A read whose caller configures next (read's `keep`); any other step drops it. */
+  private kept: Awaited<ReturnType<LinuxWireGuardDevice['readNow']>> | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private readonly log: (line: string) => void;
   private readonly debug: ((line: string) => void) | undefined;
@@ -106,7 +108,11 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   /** Operations run one at a time: a restart must not interleave with a configure. */
   private serial<T>(fn: () => Promise<T>): Promise<T> {
     const next = this.queue.then(fn, fn);
-    this.queue = next.catch(() => {});
+    // Not next.catch(): that promise would hold the last result (a read of every peer) until the next operation.
+    this.queue = next.then(
+      () => {},
+      () => {},
+    );
     return next;
   }
 
@@ -206,6 +212,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       this.child = null;
       // A new wireguard-go starts empty: nothing the old one held may be assumed.
       this.known = null;
+      this.kept = null;
       // A start that failed is reported by ensure(); only a running one is restarted.
       if (this.stopping || !running) return;
       this.log(
@@ -250,8 +257,12 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     });
   }
 
-  read(): Promise<WireGuardState> {
-    return this.serial(async () => (await this.readNow()).state);
+  read(options: { keep?: boolean } = {}): Promise<WireGuardState> {
+    return this.serial(async () => {
+      const read = await this.readNow();
+      this.kept = options.keep ? read : null;
+      return read.state;
+    });
   }
 
   /** wireguard-go (ours or adopted) has a configuration socket; the kernel's device has netlink, through `wg`. */
@@ -271,10 +282,17 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
 
   private async resolveEndpoints(config: WireGuardConfig): Promise<WireGuardConfig> {
     const resolve = this.options.resolve ?? (async (host: string) => (await lookup(host)).address);
+    const named = (p: WireGuardConfig['peers'][number]) => {
+      // Most endpoints are IPv4 literals: thousands of peers per write need no parse for that.
+      if (!p.endpoint || /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}:\d+$/.test(p.endpoint)) return null;
+      const m = /^([^[\]:]+):(\d+)$/.exec(p.endpoint);
+      return m && !IP.tryParse(m[1]!) ? m : null;
+    };
+    if (!config.peers.some((p) => named(p) !== null)) return config;
     const peers = await Promise.all(
       config.peers.map(async (p) => {
-        const m = p.endpoint ? /^([^[\]:]+):(\d+)$/.exec(p.endpoint) : null;
-        if (!m || IP.tryParse(m[1]!)) return p;
+        const m = named(p);
+        if (!m) return p;
         // WireGuard stores addresses: resolve here so an unchanged DNS endpoint is no change.
         try {
           const ip = IP.parse(await resolve(m[1]!));
@@ -293,8 +311,10 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private async configureNow(config: WireGuardConfig, trust = false): Promise<PeerChanges> {
     const resolved = await this.resolveEndpoints(config);
     const remembered = trust ? this.known : null;
+    const kept = this.kept;
     this.known = null;
-    const { state, presharedKeyDigests } = remembered ?? (await this.readNow());
+    this.kept = null;
+    const { state, presharedKeyDigests } = remembered ?? kept ?? (await this.readNow());
     const diff = diffWireGuard(state, resolved, presharedKeyDigests);
     this.lastConfig = config;
     if (isEmptyDiff(diff)) {
@@ -341,6 +361,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       this.kind = null;
       this.lastConfig = null;
       this.known = null;
+      this.kept = null;
       if (kind === 'adopted' || kind === null) return;
       if (this.child) {
         await this.stopChild();
