@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,6 +78,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   /** The device as the last successful configure left it; null when only a read can tell. */
   private known: ReturnType<typeof stateAfter> | null = null;
   private queue: Promise<unknown> = Promise.resolve();
+  /** wireguard-go's answer to a `get` sent by readAhead, for the next read (once). */
+  private ahead: Promise<string> | null = null;
   private readonly log: (line: string) => void;
   private readonly debug: ((line: string) => void) | undefined;
 
@@ -115,12 +118,35 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     // (the routing monitor reports it if it goes); wireguard-go's exit is seen anyway.
     if (options.trustLastWrite && this.kind !== null && (this.kind !== 'userspace' || this.child))
       return Promise.resolve();
-    return this.serial(() => this.ensureNow());
+    return this.serial(() =>
+      this.ensureNow().catch((e: unknown) => {
+        // No configure follows to take the read ahead; a later one must read anew.
+        this.ahead = null;
+        throw e;
+      }),
+    );
+  }
+
+  /**
+   * Starts the reads of the next ensure and configure now: the interface, and the device itself
+   * when wireguard-go's socket is there (a 5,000-peer device answers in tens of milliseconds).
+   * Only for a reconcile that follows at once: a read taken later is older than the write it decides.
+   */
+  readAhead(): void {
+    this.exec.readAhead?.(this.linkArgv);
+    if (this.options.socket === false || !existsSync(this.socketPath)) return;
+    this.ahead = uapiRequest(this.socketPath, this.name, 'get=1\n\n');
+    // Its failure is the read's that takes it to report.
+    this.ahead.catch(() => {});
+  }
+
+  private get linkArgv(): string[] {
+    return ['ip', '-d', '-j', 'link', 'show', 'dev', this.name];
   }
 
   private async linkInfo(): Promise<{ kind: string | null } | null> {
     try {
-      const { stdout } = await this.exec.run(['ip', '-d', '-j', 'link', 'show', 'dev', this.name]);
+      const { stdout } = await this.exec.run(this.linkArgv);
       const links = JSON.parse(stdout) as { linkinfo?: { info_kind?: string } }[];
       return { kind: links[0]?.linkinfo?.info_kind ?? null };
     } catch (e) {
@@ -167,6 +193,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   }
 
   private async startUserspace(): Promise<void> {
+    this.ahead = null;
     // A socket left by a killed wireguard-go would look like a live one.
     rmSync(this.socketPath, { force: true });
     const argv = [
@@ -260,7 +287,9 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   }
 
   private async readNow() {
-    if (this.hasSocket) return parseUapiGet(await uapiRequest(this.socketPath, this.name, 'get=1\n\n'));
+    const ahead = this.ahead;
+    this.ahead = null;
+    if (this.hasSocket) return parseUapiGet(await (ahead ?? uapiRequest(this.socketPath, this.name, 'get=1\n\n')));
     const { stdout } = await this.exec.run(['wg', 'show', this.name, 'dump']);
     return parseDump(stdout);
   }
@@ -274,7 +303,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     const peers = await Promise.all(
       config.peers.map(async (p) => {
         const m = p.endpoint ? /^([^[\]:]+):(\d+)$/.exec(p.endpoint) : null;
-        if (!m || IP.tryParse(m[1]!)) return p;
+        // isIP (native) settles the common case, an IPv4 address, without a parse per peer.
+        if (!m || isIP(m[1]!) !== 0 || IP.tryParse(m[1]!)) return p;
         // WireGuard stores addresses: resolve here so an unchanged DNS endpoint is no change.
         try {
           const ip = IP.parse(await resolve(m[1]!));
@@ -337,6 +367,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   destroy(): Promise<void> {
     return this.serial(async () => {
       this.stopping = true;
+      this.ahead = null;
       const kind = this.kind;
       this.kind = null;
       this.lastConfig = null;
