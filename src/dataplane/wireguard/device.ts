@@ -253,7 +253,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
         await this.stopChild();
         throw new Error(`wireguard-go ${this.name} did not create ${this.socketPath} in time`);
       }
-      await sleep(20);
+      // wireguard-go makes its socket within milliseconds: a first apply waits on this.
+      await sleep(5);
     }
     running = true;
     this.log(`wireguard ${this.name}: started wireguard-go (pid ${child.pid}, log ${logFile})`);
@@ -300,20 +301,30 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
 
   private async resolveEndpoints(config: WireGuardConfig): Promise<WireGuardConfig> {
     const resolve = this.options.resolve ?? (async (host: string) => (await lookup(host)).address);
-    const peers = await Promise.all(
-      config.peers.map(async (p) => {
-        const m = p.endpoint ? /^([^[\]:]+):(\d+)$/.exec(p.endpoint) : null;
-        // isIP (native) settles the common case, an IPv4 address, without a parse per peer.
-        if (!m || isIP(m[1]!) !== 0 || IP.tryParse(m[1]!)) return p;
+    const hostOf = (endpoint: string | null) => {
+      const m = endpoint ? /^([^[\]:]+):(\d+)$/.exec(endpoint) : null;
+      // isIP (native) settles the common case, an IPv4 address, without a parse per peer.
+      return !m || isIP(m[1]!) !== 0 || IP.tryParse(m[1]!) ? null : { host: m[1]!, port: m[2]! };
+    };
+    // Only peers with a DNS name wait for a lookup: thousands of peers are not thousands of promises.
+    const names = config.peers.flatMap((p, i) => {
+      const name = hostOf(p.endpoint);
+      return name ? [{ i, ...name }] : [];
+    });
+    if (names.length === 0) return config;
+    const peers = [...config.peers];
+    await Promise.all(
+      names.map(async ({ i, host, port }) => {
+        const p = peers[i]!;
         // WireGuard stores addresses: resolve here so an unchanged DNS endpoint is no change.
         try {
-          const ip = IP.parse(await resolve(m[1]!));
-          return { ...p, endpoint: ip.family === 6 ? `[${ip.text}]:${m[2]}` : `${ip.text}:${m[2]}` };
+          const ip = IP.parse(await resolve(host));
+          peers[i] = { ...p, endpoint: ip.family === 6 ? `[${ip.text}]:${port}` : `${ip.text}:${port}` };
         } catch (e) {
           this.log(
             `wireguard ${this.name}: peer ${p.publicKey}: cannot resolve endpoint ${p.endpoint}: ${(e as Error).message}; keeping the current one`,
           );
-          return { ...p, endpoint: null };
+          peers[i] = { ...p, endpoint: null };
         }
       }),
     );
