@@ -109,7 +109,11 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   /** Operations run one at a time: a restart must not interleave with a configure. */
   private serial<T>(fn: () => Promise<T>): Promise<T> {
     const next = this.queue.then(fn, fn);
-    this.queue = next.catch(() => {});
+    // Not next.catch(): that promise would hold the last result (a read of every peer) until the next operation.
+    this.queue = next.then(
+      () => {},
+      () => {},
+    );
     return next;
   }
 
