@@ -55,7 +55,11 @@ export interface WireGuardDevice {
   readonly name: string;
   /** Makes sure the interface exists: creates it (kernel), starts wireguard-go, or adopts it. */
   ensure(options?: ReconcileOptions): Promise<void>;
-  read(): Promise<WireGuardState>;
+  /**
+   * `keep`: the caller configures next, at once: that configure (not trusting the last write)
+   * diffs against this read instead of reading the device a second time.
+   */
+  read(options?: { keep?: boolean }): Promise<WireGuardState>;
   /** Applies only the difference: an unchanged peer keeps its session. */
   configure(config: WireGuardConfig, options?: ReconcileOptions): Promise<PeerChanges>;
   /** Removes the interface (and stops wireguard-go when we started it). */

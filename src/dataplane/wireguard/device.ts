@@ -1,6 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,6 +76,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private lastConfig: WireGuardConfig | null = null;
   /** The device as the last successful configure left it; null when only a read can tell. */
   private known: ReturnType<typeof stateAfter> | null = null;
+  /** A read whose caller configures next (read's `keep`); any other step drops it. */
+  private kept: Awaited<ReturnType<LinuxWireGuardDevice['readNow']>> | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   /** wireguard-go's answer to a `get` sent by readAhead, for the next read (once). */
   private ahead: Promise<string> | null = null;
@@ -237,6 +238,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       this.child = null;
       // A new wireguard-go starts empty: nothing the old one held may be assumed.
       this.known = null;
+      this.kept = null;
       // A start that failed is reported by ensure(); only a running one is restarted.
       if (this.stopping || !running) return;
       this.log(
@@ -282,8 +284,12 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     });
   }
 
-  read(): Promise<WireGuardState> {
-    return this.serial(async () => (await this.readNow()).state);
+  read(options: { keep?: boolean } = {}): Promise<WireGuardState> {
+    return this.serial(async () => {
+      const read = await this.readNow();
+      this.kept = options.keep ? read : null;
+      return read.state;
+    });
   }
 
   /** wireguard-go (ours or adopted) has a configuration socket; the kernel's device has netlink, through `wg`. */
@@ -305,30 +311,26 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
 
   private async resolveEndpoints(config: WireGuardConfig): Promise<WireGuardConfig> {
     const resolve = this.options.resolve ?? (async (host: string) => (await lookup(host)).address);
-    const hostOf = (endpoint: string | null) => {
-      const m = endpoint ? /^([^[\]:]+):(\d+)$/.exec(endpoint) : null;
-      // isIP (native) settles the common case, an IPv4 address, without a parse per peer.
-      return !m || isIP(m[1]!) !== 0 || IP.tryParse(m[1]!) ? null : { host: m[1]!, port: m[2]! };
+    const named = (p: WireGuardConfig['peers'][number]) => {
+      // Most endpoints are IPv4 literals: thousands of peers per write need no parse for that.
+      if (!p.endpoint || /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}:\d+$/.test(p.endpoint)) return null;
+      const m = /^([^[\]:]+):(\d+)$/.exec(p.endpoint);
+      return m && !IP.tryParse(m[1]!) ? m : null;
     };
-    // Only peers with a DNS name wait for a lookup: thousands of peers are not thousands of promises.
-    const names = config.peers.flatMap((p, i) => {
-      const name = hostOf(p.endpoint);
-      return name ? [{ i, ...name }] : [];
-    });
-    if (names.length === 0) return config;
-    const peers = [...config.peers];
-    await Promise.all(
-      names.map(async ({ i, host, port }) => {
-        const p = peers[i]!;
+    if (!config.peers.some((p) => named(p) !== null)) return config;
+    const peers = await Promise.all(
+      config.peers.map(async (p) => {
+        const m = named(p);
+        if (!m) return p;
         // WireGuard stores addresses: resolve here so an unchanged DNS endpoint is no change.
         try {
-          const ip = IP.parse(await resolve(host));
-          peers[i] = { ...p, endpoint: ip.family === 6 ? `[${ip.text}]:${port}` : `${ip.text}:${port}` };
+          const ip = IP.parse(await resolve(m[1]!));
+          return { ...p, endpoint: ip.family === 6 ? `[${ip.text}]:${m[2]}` : `${ip.text}:${m[2]}` };
         } catch (e) {
           this.log(
             `wireguard ${this.name}: peer ${p.publicKey}: cannot resolve endpoint ${p.endpoint}: ${(e as Error).message}; keeping the current one`,
           );
-          peers[i] = { ...p, endpoint: null };
+          return { ...p, endpoint: null };
         }
       }),
     );
@@ -338,8 +340,12 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private async configureNow(config: WireGuardConfig, trust = false): Promise<PeerChanges> {
     const resolved = await this.resolveEndpoints(config);
     const remembered = trust ? this.known : null;
+    const kept = this.kept;
     this.known = null;
-    const { state, presharedKeyDigests } = remembered ?? (await this.readNow());
+    this.kept = null;
+    const { state, presharedKeyDigests } = remembered ?? kept ?? (await this.readNow());
+    // A read ahead that memory made unnecessary is older than this write: no later read takes it.
+    this.ahead = null;
     const diff = diffWireGuard(state, resolved, presharedKeyDigests);
     this.lastConfig = config;
     if (isEmptyDiff(diff)) {
@@ -387,6 +393,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       this.kind = null;
       this.lastConfig = null;
       this.known = null;
+      this.kept = null;
       if (kind === 'adopted' || kind === null) return;
       if (this.child) {
         await this.stopChild();
