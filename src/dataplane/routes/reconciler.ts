@@ -57,12 +57,14 @@ export class KiloRoutingTables implements RoutingTables {
   private known: (KiloRouting & { byKey: ReadonlyMap<string, KernelRoute> }) | null = null;
   /** A read started ahead of the reconcile that uses it (readAhead). */
   private ahead: Promise<KiloRouting> | null = null;
-  /** The plan's prefixes and addresses parsed, across reconciles. */
-  private readonly addresses = new AddressMemo();
-
+  /**
+   * @param addresses the plan's prefixes and addresses parsed, across reconciles (shared with the
+   * machine's reader, which sees the same texts).
+   */
   constructor(
     private readonly machine: RouteMachine,
     readonly owner: Ownership = defaultOwnership,
+    private readonly addresses: AddressMemo = new AddressMemo(),
   ) {}
 
   /** Kilo's routes and rules on the machine now. */
