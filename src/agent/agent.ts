@@ -120,6 +120,8 @@ export class Agent {
   private pending: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private dirty = false;
+  /** When the last pass ended (performance.now()), for the coalescing window. */
+  private passEndedAt = -Infinity;
   private stopped = false;
   private readonly reported = new Set<string>();
   private privateIface: { ip: string; name: string | null } | null = null;
@@ -141,6 +143,9 @@ export class Agent {
   private planDue = true;
   /** What the last full pass published as discovered endpoints (the check-in pass publishes it again). */
   private lastDiscovered = new Map<string, Endpoint>();
+  /** The roaming peers as the last read of WireGuard saw them, and when (seconds). */
+  private roaming: { state: WireGuardState; at: number } | null = null;
+  private roamingOf: { topology: Topology; keys: ReadonlySet<string> } | null = null;
   /** Each cached object's parse: a pass parses only what changed since the last (5,000 nodes took ~250 ms). */
   private readonly parsed = new WeakMap<object, ParsedObject>();
   /** Cluster changes that may change the plan: every one but a ready node's heartbeat. */
@@ -282,7 +287,7 @@ export class Agent {
    * Asks for a reconcile soon; many calls within the coalescing window make one. `checkIn`: only
    * the check-in timer asks (see reconcileOnce's checkInOnly).
    */
-  schedule(delayMs = this.deps.options.coalesceMs, checkIn = false): void {
+  schedule(delayMs?: number, checkIn = false): void {
     if (this.stopped) return;
     if (!checkIn) this.planDue = true;
     if (this.running) {
@@ -301,12 +306,24 @@ export class Agent {
         for (const e of held) this.judge(e);
         for (const name of this.heldHeartbeats) if (!this.readyNodes.has(name)) this.dirty = true;
         this.heldHeartbeats.clear();
+        this.passEndedAt = performance.now();
         if (this.dirty && !this.stopped) {
           this.dirty = false;
           this.schedule();
         }
       });
-    }, delayMs);
+    }, delayMs ?? this.coalescingDelay());
+  }
+
+  /**
+   * A change after a quiet spell starts its pass at once (in the next turn, so that the events
+   * of one read of the watch go together): a node joining waits for no window. Changes that come
+   * while passes run or have just run wait out the window, so a burst still makes one pass per
+   * window, not one per event.
+   */
+  private coalescingDelay(): number {
+    const window = this.deps.options.coalesceMs;
+    return Math.max(0, Math.min(window, this.passEndedAt + window - performance.now()));
   }
 
   /**
@@ -341,13 +358,13 @@ export class Agent {
       // Without a monitor nothing tells foreign changes apart, so every pass reads.
       const trustLastWrite = !this.fullReadDue && this.watch !== null;
       this.fullReadDue = false;
-      // WireGuard's view is needed for the endpoints of roaming peers; otherwise only a full pass
-      // reads it (per-peer metrics are refreshed then).
-      const device =
-        trustLastWrite && this.roamingKeys().length === 0
-          ? null
-          : await this.deps.dataplane.device.read().catch(() => null);
-      const discovered = this.discoveredEndpoints(device);
+      // Only a full pass reads WireGuard (5,000 peers take ~100 ms), once: configure diffs against
+      // the same read. A pass trusting the last write takes the roaming peers (their learned
+      // endpoints, their sessions live or not) as the last read saw them, judged when it was taken:
+      // it writes against the last write, so a session that started since leaves nothing to undo.
+      const device = trustLastWrite ? null : await this.deps.dataplane.device.read({ keep: true }).catch(() => null);
+      const roaming = device ? { state: device, at: nowSeconds } : this.roaming;
+      const discovered = this.discoveredEndpoints(roaming?.state ?? null);
       let topology: Topology | null = null;
       let plan: Plan | null = null;
       try {
@@ -387,6 +404,7 @@ export class Agent {
       }
       this.leadership.observe(topology);
       this.status.topology = topology;
+      if (device) this.roaming = this.roamingSeen(device, nowSeconds);
       this.status.plan = plan;
       metrics.nodes.set(topology.segments.reduce((n, s) => n + s.nodes.length, 0));
       metrics.peers.set(topology.peers.length);
@@ -396,7 +414,7 @@ export class Agent {
       const result = await reconcile(
         this.deps.dataplane,
         {
-          plan: keepRoamingEndpoints(plan, device, new Set(this.roamingKeys()), nowSeconds),
+          plan: keepRoamingEndpoints(plan, roaming?.state ?? null, this.roamingKeys(), roaming?.at ?? nowSeconds),
           devices: await this.devices(),
           privateKey: this.deps.privateKey,
           mtu: options.mtu,
@@ -412,7 +430,8 @@ export class Agent {
         metrics.errors.inc(result.errors.length);
         this.fullReadDue = true;
       }
-      if (!trustLastWrite) metrics.observeDevice(await this.deps.dataplane.device.read());
+      // The pass's one read, as the write left it: the removed peers' series go with them.
+      if (device) metrics.observeDevice(peersPlanned(device, plan));
       const failures = [
         ...(publishError ? [publishError] : []),
         ...(cniError ? [cniError] : []),
@@ -541,7 +560,7 @@ export class Agent {
     const out = new Map<string, Endpoint>();
     const plan = this.status.plan;
     if (!plan) return out;
-    const roaming = new Set(this.roamingKeys());
+    const roaming = this.roamingKeys();
     for (const p of state?.peers ?? []) {
       if (!roaming.has(p.publicKey) || !p.endpoint || p.latestHandshake === 0) continue;
       const e = parseEndpoint(p.endpoint);
@@ -550,13 +569,23 @@ export class Agent {
     return out;
   }
 
-  private roamingKeys(): string[] {
+  /** The keys of the roaming peers of the last topology (kept with it: a pass asks up to three times). */
+  private roamingKeys(): ReadonlySet<string> {
     const t = this.status.topology;
-    if (!t) return [];
-    return [
+    if (!t) return new Set();
+    if (this.roamingOf?.topology === t) return this.roamingOf.keys;
+    const keys = new Set([
       ...t.segments.filter((s) => s.leader.persistentKeepalive > 0).map((s) => s.leader.key!),
       ...t.peers.filter((p) => p.persistentKeepalive > 0).map((p) => p.publicKey),
-    ];
+    ]);
+    this.roamingOf = { topology: t, keys };
+    return keys;
+  }
+
+  /** The roaming peers of a read (a handful of its thousands of peers), for the passes until the next. */
+  private roamingSeen(device: WireGuardState, at: number): { state: WireGuardState; at: number } {
+    const keys = this.roamingKeys();
+    return { state: { ...device, peers: device.peers.filter((p) => keys.has(p.publicKey)) }, at };
   }
 
   private async devices(): Promise<DeviceNames> {
@@ -570,6 +599,12 @@ export class Agent {
     }
     return { kilo, private: ip ? (this.privateIface?.name ?? null) : null, tunnel };
   }
+}
+
+/** The peers of a read that the plan keeps (the write removed the others); new ones appear at the next read. */
+function peersPlanned(device: WireGuardState, plan: Plan): WireGuardState {
+  const keys = new Set(plan.peers.map((p) => p.publicKey));
+  return { ...device, peers: device.peers.filter((p) => keys.has(p.publicKey)) };
 }
 
 function sumOf(took: Record<string, number>): number {

@@ -55,11 +55,17 @@ export interface WireGuardDevice {
   readonly name: string;
   /** Makes sure the interface exists: creates it (kernel), starts wireguard-go, or adopts it. */
   ensure(options?: ReconcileOptions): Promise<void>;
-  read(): Promise<WireGuardState>;
+  /**
+   * `keep`: the caller configures next, at once: that configure (not trusting the last write)
+   * diffs against this read instead of reading the device a second time.
+   */
+  read(options?: { keep?: boolean }): Promise<WireGuardState>;
   /** Applies only the difference: an unchanged peer keeps its session. */
   configure(config: WireGuardConfig, options?: ReconcileOptions): Promise<PeerChanges>;
   /** Removes the interface (and stops wireguard-go when we started it). */
   destroy(): Promise<void>;
+  /** Starts the reads of the next ensure and configure now; they use them (once). */
+  readAhead?(): void;
 }
 
 export interface RoutingTables {
@@ -96,4 +102,6 @@ export interface Links {
     state: { address: string | null; up: boolean; mtu: number | null },
     options?: ReconcileOptions,
   ): Promise<Ops>;
+  /** Starts reading `device` now; the next reconcile of it that would read uses this read. */
+  readAhead?(device: string): void;
 }

@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RoutingEvent } from '../../src/dataplane/monitor.js';
 import type { KernelRoute } from '../../src/dataplane/routes/state.js';
-import { peer, wgKey } from '../helpers/cluster.js';
+import { NOW, peer, wgKey } from '../helpers/cluster.js';
 import { eventually, settled, startHarness, type Harness } from './agent-harness.js';
 
 const routeEvent = (r: KernelRoute, deleted: boolean): RoutingEvent => ({
@@ -86,6 +86,36 @@ describe('agent: trusting the last write', () => {
     }
     await h.agent.stop();
     assert.equal(m.stopped, true, 'the monitor stops with the agent');
+  });
+
+  test('a roaming peer keeps the endpoint WireGuard learned through a pass that reads nothing', async (t) => {
+    const { m, watchRouting } = fakeMonitor();
+    const h = await startHarness(t, { deps: { watchRouting } });
+    m.emit({ kind: 'ready' });
+    h.api.addPeer(peer('phone', { allowedIPs: ['10.5.0.7/32'], endpoint: '192.0.2.7:51820', keepalive: 25 }));
+    await eventually('phone is configured', async () =>
+      (await h.device.read()).peers.some((p) => p.publicKey === wgKey('phone')),
+    );
+    await settled(h);
+    // Its session is live, from behind a NAT; the next full pass reads that.
+    h.device.handshake(wgKey('phone'), NOW);
+    h.device.learnEndpoint(wgKey('phone'), '198.18.2.1:40000');
+    m.emit({ kind: 'ready' });
+    await settled(h);
+
+    let reads = 0;
+    const read = h.device.read.bind(h.device);
+    h.device.read = () => (reads++, read());
+    h.api.addPeer(peer('tablet', { allowedIPs: ['10.5.0.8/32'], endpoint: '192.0.2.8:51820' }));
+    await eventually(
+      'tablet is added',
+      () => h.agent.status.lastResult?.wireGuard.added.includes(wgKey('tablet')) === true,
+    );
+    await settled(h);
+    assert.equal(reads, 0, 'a pass trusting the last write read WireGuard');
+    h.device.read = read;
+    const phone = (await h.device.read()).peers.find((p) => p.publicKey === wgKey('phone'));
+    assert.equal(phone?.endpoint, '198.18.2.1:40000', 'the announced endpoint was written over the live session');
   });
 
   test('without a monitor every pass reads: a deleted route comes back with the next cluster event', async (t) => {

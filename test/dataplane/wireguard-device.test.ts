@@ -193,6 +193,26 @@ test('wireguard device on Linux', { skip: skipNoNetns }, async (t) => {
     },
   );
 
+  await t.test('a read kept for the next configure is its only read; a read without keep is not', async (t) => {
+    const { device, exec } = setup(t, { socket: false });
+    await device.ensure();
+    const config: WireGuardConfig = { privateKey: generatePrivateKey(), listenPort: 51820, peers: peers(3) };
+    await device.configure(config);
+    const dumps = () => exec.calls.filter((c) => c[0] === 'wg' && c[1] === 'show').length;
+    const before = dumps();
+    assert.equal((await device.read({ keep: true })).peers.length, 3);
+    const changed = { ...config, peers: config.peers.slice(1) };
+    assert.equal((await device.configure(changed)).removed.length, 1);
+    assert.equal(dumps(), before + 1, 'configure read the device again after a kept read');
+    // Kept for one configure only: the next one reads what is there now.
+    await device.configure(config);
+    assert.equal(dumps(), before + 2);
+    await device.read();
+    await device.configure(config);
+    assert.equal(dumps(), before + 4, "a read without keep must not stand in for configure's");
+    assert.equal(device.lastOps.writes, 0);
+  });
+
   await t.test('1,000 peers in one wg set; an unchanged reconcile writes nothing', async (t) => {
     const { device, exec } = setup(t, { socket: false });
     await device.ensure();

@@ -76,7 +76,11 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private lastConfig: WireGuardConfig | null = null;
   /** The device as the last successful configure left it; null when only a read can tell. */
   private known: ReturnType<typeof stateAfter> | null = null;
+  /** A read whose caller configures next (read's `keep`); any other step drops it. */
+  private kept: Awaited<ReturnType<LinuxWireGuardDevice['readNow']>> | null = null;
   private queue: Promise<unknown> = Promise.resolve();
+  /** wireguard-go's answer to a `get` sent by readAhead, for the next read (once). */
+  private ahead: Promise<string> | null = null;
   private readonly log: (line: string) => void;
   private readonly debug: ((line: string) => void) | undefined;
 
@@ -119,12 +123,35 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     // (the routing monitor reports it if it goes); wireguard-go's exit is seen anyway.
     if (options.trustLastWrite && this.kind !== null && (this.kind !== 'userspace' || this.child))
       return Promise.resolve();
-    return this.serial(() => this.ensureNow());
+    return this.serial(() =>
+      this.ensureNow().catch((e: unknown) => {
+        // No configure follows to take the read ahead; a later one must read anew.
+        this.ahead = null;
+        throw e;
+      }),
+    );
+  }
+
+  /**
+   * Starts the reads of the next ensure and configure now: the interface, and the device itself
+   * when wireguard-go's socket is there (a 5,000-peer device answers in tens of milliseconds).
+   * Only for a reconcile that follows at once: a read taken later is older than the write it decides.
+   */
+  readAhead(): void {
+    this.exec.readAhead?.(this.linkArgv);
+    if (this.options.socket === false || !existsSync(this.socketPath)) return;
+    this.ahead = uapiRequest(this.socketPath, this.name, 'get=1\n\n');
+    // Its failure is the read's that takes it to report.
+    this.ahead.catch(() => {});
+  }
+
+  private get linkArgv(): string[] {
+    return ['ip', '-d', '-j', 'link', 'show', 'dev', this.name];
   }
 
   private async linkInfo(): Promise<{ kind: string | null } | null> {
     try {
-      const { stdout } = await this.exec.run(['ip', '-d', '-j', 'link', 'show', 'dev', this.name]);
+      const { stdout } = await this.exec.run(this.linkArgv);
       const links = JSON.parse(stdout) as { linkinfo?: { info_kind?: string } }[];
       return { kind: links[0]?.linkinfo?.info_kind ?? null };
     } catch (e) {
@@ -171,6 +198,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   }
 
   private async startUserspace(): Promise<void> {
+    this.ahead = null;
     // A socket left by a killed wireguard-go would look like a live one.
     rmSync(this.socketPath, { force: true });
     const argv = [
@@ -210,6 +238,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       this.child = null;
       // A new wireguard-go starts empty: nothing the old one held may be assumed.
       this.known = null;
+      this.kept = null;
       // A start that failed is reported by ensure(); only a running one is restarted.
       if (this.stopping || !running) return;
       this.log(
@@ -230,7 +259,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
         await this.stopChild();
         throw new Error(`wireguard-go ${this.name} did not create ${this.socketPath} in time`);
       }
-      await sleep(20);
+      // wireguard-go makes its socket within milliseconds: a first apply waits on this.
+      await sleep(5);
     }
     running = true;
     this.log(`wireguard ${this.name}: started wireguard-go (pid ${child.pid}, log ${logFile})`);
@@ -254,8 +284,12 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     });
   }
 
-  read(): Promise<WireGuardState> {
-    return this.serial(async () => (await this.readNow()).state);
+  read(options: { keep?: boolean } = {}): Promise<WireGuardState> {
+    return this.serial(async () => {
+      const read = await this.readNow();
+      this.kept = options.keep ? read : null;
+      return read.state;
+    });
   }
 
   /** wireguard-go (ours or adopted) has a configuration socket; the kernel's device has netlink, through `wg`. */
@@ -264,7 +298,9 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   }
 
   private async readNow() {
-    if (this.hasSocket) return parseUapiGet(await uapiRequest(this.socketPath, this.name, 'get=1\n\n'));
+    const ahead = this.ahead;
+    this.ahead = null;
+    if (this.hasSocket) return parseUapiGet(await (ahead ?? uapiRequest(this.socketPath, this.name, 'get=1\n\n')));
     const { stdout } = await this.exec.run(['wg', 'show', this.name, 'dump']);
     return parseDump(stdout);
   }
@@ -275,10 +311,17 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
 
   private async resolveEndpoints(config: WireGuardConfig): Promise<WireGuardConfig> {
     const resolve = this.options.resolve ?? (async (host: string) => (await lookup(host)).address);
+    const named = (p: WireGuardConfig['peers'][number]) => {
+      // Most endpoints are IPv4 literals: thousands of peers per write need no parse for that.
+      if (!p.endpoint || /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}:\d+$/.test(p.endpoint)) return null;
+      const m = /^([^[\]:]+):(\d+)$/.exec(p.endpoint);
+      return m && !IP.tryParse(m[1]!) ? m : null;
+    };
+    if (!config.peers.some((p) => named(p) !== null)) return config;
     const peers = await Promise.all(
       config.peers.map(async (p) => {
-        const m = p.endpoint ? /^([^[\]:]+):(\d+)$/.exec(p.endpoint) : null;
-        if (!m || IP.tryParse(m[1]!)) return p;
+        const m = named(p);
+        if (!m) return p;
         // WireGuard stores addresses: resolve here so an unchanged DNS endpoint is no change.
         try {
           const ip = IP.parse(await resolve(m[1]!));
@@ -297,8 +340,12 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private async configureNow(config: WireGuardConfig, trust = false): Promise<PeerChanges> {
     const resolved = await this.resolveEndpoints(config);
     const remembered = trust ? this.known : null;
+    const kept = this.kept;
     this.known = null;
-    const { state, presharedKeyDigests } = remembered ?? (await this.readNow());
+    this.kept = null;
+    const { state, presharedKeyDigests } = remembered ?? kept ?? (await this.readNow());
+    // A read ahead that memory made unnecessary is older than this write: no later read takes it.
+    this.ahead = null;
     const diff = diffWireGuard(state, resolved, presharedKeyDigests);
     this.lastConfig = config;
     if (isEmptyDiff(diff)) {
@@ -341,10 +388,12 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   destroy(): Promise<void> {
     return this.serial(async () => {
       this.stopping = true;
+      this.ahead = null;
       const kind = this.kind;
       this.kind = null;
       this.lastConfig = null;
       this.known = null;
+      this.kept = null;
       if (kind === 'adopted' || kind === null) return;
       if (this.child) {
         await this.stopChild();
