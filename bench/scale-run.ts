@@ -35,6 +35,8 @@ export interface RunFigures {
   toSyncedS: number;
   syncedToAppliedS: number;
   cpuPercent: number;
+  /** The part of cpuPercent spent on the main thread (the rest: V8's GC and compiler threads, libuv's pool). */
+  mainThreadCpuPercent: number;
   windowS: number;
   heartbeatsPerS: number;
   rssMiB: number;
@@ -42,6 +44,11 @@ export interface RunFigures {
   joinP50Ms: number;
   joinMaxMs: number;
   joins: number;
+  /**
+   * The joins' own passes, median ms per phase ("parse/plan/publish/apply"), from their debug line
+   * (KILO_BENCH_AGENT_LOG_LEVEL=debug); null at other levels.
+   */
+  joinPhasesMs: string | null;
   /** Reconcile passes the agent made during the CPU window (heartbeats alone should make none). */
   passesInWindow: number;
   /** The longest line the agent logged, in characters. */
@@ -51,6 +58,7 @@ export interface RunFigures {
 interface LogLine {
   time: number;
   msg: string;
+  [field: string]: unknown;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -66,7 +74,7 @@ class AgentLog {
       if (copyTo) appendFileSync(copyTo, `${text}\n`);
       this.longest = Math.max(this.longest, text.length);
       try {
-        const line = JSON.parse(text) as Omit<LogLine, 'time'> & { time: number | string };
+        const line = JSON.parse(text) as { msg: string; time: number | string };
         this.lines.push({ ...line, time: typeof line.time === 'number' ? line.time : Date.parse(line.time) });
       } catch {
         this.lines.push({ time: Date.now(), msg: text });
@@ -99,9 +107,10 @@ function reconciles(ns: string): number {
   return Number(/^kilo_reconciles_total(?:\{[^}]*\})? (\d+)/m.exec(text)?.[1] ?? NaN);
 }
 
-/** utime + stime of a process, in seconds. */
-function cpuSeconds(pid: number): number {
-  const stat = spawnSync('cat', [`/proc/${pid}/stat`], { encoding: 'utf8' }).stdout;
+/** utime + stime of a process (all its threads), or of one of its threads, in seconds. */
+function cpuSeconds(pid: number, thread?: number): number {
+  const path = thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`;
+  const stat = spawnSync('cat', [path], { encoding: 'utf8' }).stdout;
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // Fields 14 and 15 of stat(5); the slice starts at field 3.
   return (Number(fields[11]) + Number(fields[12])) / clockTicks;
@@ -278,15 +287,18 @@ export async function benchRunOnce(
     await sleep(5000);
     const passes0 = reconciles(ns);
     const cpu0 = cpuSeconds(pid);
+    const main0 = cpuSeconds(pid, pid);
     const t0 = Date.now();
     await sleep(o.windowS * 1000);
     const cpu1 = cpuSeconds(pid);
+    const main1 = cpuSeconds(pid, pid);
     const t1 = Date.now();
     const passes1 = reconciles(ns);
     const rssMiB = statusMiB(pid, 'VmRSS');
 
     // Joins under the same heartbeats, one at a time.
     const latencies: number[] = [];
+    const phases: Record<string, number>[] = [];
     for (let j = 0; j < o.joins; j++) {
       const { node, key, podCIDR } = joiningNode(j, Math.floor(Date.now() / 1000));
       const from = log.lines.length;
@@ -305,6 +317,9 @@ export async function benchRunOnce(
         if (await joined(ns, runDir, key, podCIDR)) done = line;
       }
       latencies.push(done.time - createdAt);
+      // The pass logs its timings right after its "dataplane updated".
+      const pass = log.lines.slice(log.lines.indexOf(done)).find((l) => l.msg === 'reconcile pass');
+      if (pass) phases.push(pass as unknown as Record<string, number>);
       await sleep(1000);
     }
     const beatStart = beating.started;
@@ -316,6 +331,7 @@ export async function benchRunOnce(
       toSyncedS: (synced.time - started) / 1000,
       syncedToAppliedS: (applied.time - synced.time) / 1000,
       cpuPercent: ((cpu1 - cpu0) / ((t1 - t0) / 1000)) * 100,
+      mainThreadCpuPercent: ((main1 - main0) / ((t1 - t0) / 1000)) * 100,
       windowS: (t1 - t0) / 1000,
       heartbeatsPerS: sent / ((Date.now() - beatStart) / 1000),
       rssMiB,
@@ -323,6 +339,12 @@ export async function benchRunOnce(
       joinP50Ms: latencies[Math.floor(latencies.length / 2)] ?? NaN,
       joinMaxMs: latencies.at(-1) ?? NaN,
       joins: latencies.length,
+      joinPhasesMs:
+        phases.length === 0
+          ? null
+          : ['parseMs', 'planMs', 'publishMs', 'applyMs']
+              .map((k) => phases.map((p) => p[k] ?? NaN).sort((a, b) => a - b)[Math.floor(phases.length / 2)])
+              .join('/'),
       passesInWindow: passes1 - passes0,
       longestLogLine: log.longest,
     };
