@@ -260,9 +260,9 @@ function benchApply(): void {
 
 function benchApplyWith(granularity: string): void {
   console.log(
-    `| kg apply (fresh namespace, wireguard-go), ${granularity} | nodes | step | min s | median s | peak RSS MiB |`,
+    `| kg apply (fresh namespace, wireguard-go), ${granularity} | nodes | step | min s | median s | peak RSS MiB | median CPU s |`,
   );
-  console.log('|---|---:|---|---:|---:|---:|');
+  console.log('|---|---:|---|---:|---:|---:|---:|');
   const contents: string[] = [];
   for (const n of sizes.filter((s) => s <= 5000)) {
     const file = files.get(n)!;
@@ -302,11 +302,11 @@ function benchApplyWith(granularity: string): void {
     }
     for (const [step, rs] of Object.entries(rows))
       console.log(
-        `| ${step === 'baseline' ? 'wireguard-go + wg setconf + ip -batch + iptables-restore' : 'kg apply'} | ${n} | ${step} | ${stats(rs)} |`,
+        `| ${step === 'baseline' ? 'wireguard-go + wg setconf + ip -batch + iptables-restore' : 'kg apply'} | ${n} | ${step} | ${stats(rs)} | ${median(rs.map((r) => r.cpuSeconds)).toFixed(2)} |`,
       );
-    const median = (rs: Run[]) => rs.map((r) => r.seconds).sort((a, b) => a - b)[Math.floor(rs.length / 2)]!;
+    const wall = (rs: Run[]) => median(rs.map((r) => r.seconds));
     console.log(
-      `| first ÷ baseline (medians) | ${n} | ${(median(rows['first']!) / median(rows['baseline']!)).toFixed(2)}× | | | |`,
+      `| first ÷ baseline (medians) | ${n} | ${(wall(rows['first']!) / wall(rows['baseline']!)).toFixed(2)}× | | | | load ${load()} |`,
     );
   }
   console.log(`\n${granularity} writes: ${contents.join('; ')}; load average ${load()} at the end\n`);

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { FileSource } from '../backend/file-source.js';
-import { hostExec } from '../dataplane/exec.js';
+import { hostExec, readingAhead } from '../dataplane/exec.js';
 import { cleanUp, partialOf, readAhead, reconcile, type ReconcileResult } from '../dataplane/reconcile.js';
 import { LinuxHost } from '../dataplane/host/linux.js';
 import { summarizePeerChanges } from '../dataplane/log-summary.js';
@@ -39,7 +39,7 @@ export function applyCommand(): Command {
     const hostname = requireHostname(flags);
     if (!flags.cluster) throw new UsageError('--cluster FILE is required');
     const log = createLogger(flags.logLevel);
-    const exec = hostExec();
+    const exec = readingAhead(hostExec());
     const machine = new LinuxHost(exec);
     const privateKey = loadOrCreateKey(flags.keyFile);
     // A wireguard-go restarted after a crash gets its peers back, but its new interface has no
@@ -59,7 +59,8 @@ export function applyCommand(): Command {
     let encapsulator: Encapsulator | undefined;
     let devices: EncapsulationDevices | undefined;
     // The machine is read while the snapshot is parsed and planned (each pass of --watch reads anew).
-    readAhead(dataplane);
+    readAhead(dataplane, flags.interface);
+    machine.readAhead();
     const source = new FileSource(flags.cluster, { watch: flags.watch, logger: log });
     await source.start();
 
@@ -87,6 +88,8 @@ export function applyCommand(): Command {
         mtu,
         devices: { kilo: flags.interface, private: privateInterface, tunnel: devices.tunnel },
       });
+      // A read this pass did not take is not the next pass's to take.
+      exec.drop();
       log.info(
         {
           node: hostname,

@@ -2,6 +2,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { HelperLost, spawnViaHelper, startHelper, type SpawnResult } from './spawner.js';
 
+export interface RunOptions {
+  input?: string;
+  timeoutMs?: number;
+  readOnly?: boolean;
+}
+
 export interface ExecResult {
   stdout: string;
   stderr: string;
@@ -38,8 +44,11 @@ export class ExecInterrupted extends ExecError {
  * dataplane program (ip, wg, iptables-restore, wireguard-go) goes through one of these.
  */
 export interface Exec {
-  /** Runs to completion; rejects with ExecError on a non-zero exit. */
-  run(argv: readonly string[], opts?: { input?: string; timeoutMs?: number }): Promise<ExecResult>;
+  /**
+   * Runs to completion; rejects with ExecError on a non-zero exit. `readOnly`: the command changes
+   * nothing on the machine (a version, a save), so reads taken ahead stay valid (see readingAhead).
+   */
+  run(argv: readonly string[], opts?: RunOptions): Promise<ExecResult>;
   /**
    * Starts a long-running process (wireguard-go -f); the caller owns and stops it by PID. With
    * `logFile` its output goes to that file and it is detached: it outlives this process (an
@@ -49,6 +58,11 @@ export interface Exec {
   start(argv: readonly string[], opts?: { logFile?: string }): ChildProcess;
   /** Where wireguard-go's UAPI sockets are visible from this process. */
   readonly wireGuardRunDir: string;
+  /**
+   * Starts `argv` (a read: no input) now, for a `run` of the same argv that follows soon (see
+   * readingAhead); absent or without effect on an Exec that does not read ahead.
+   */
+  readAhead?(argv: readonly string[]): void;
 }
 
 async function runWith(
@@ -143,5 +157,42 @@ export function netnsExec(ns: string, runDir: string): Exec {
     // Long-running processes (wireguard-go, whatever its path) always get the socket directory.
     start: (argv, opts) => startWith(withRunDir, argv, opts),
     wireGuardRunDir: runDir,
+  };
+}
+
+/**
+ * An Exec that reads ahead: `readAhead(argv)` starts the command now, and the next `run` of the same
+ * argv takes its result (once) instead of starting it again. So a one-shot `kg apply` reads the
+ * machine (routes, links, the WireGuard interface) while it parses and plans, in other processes.
+ * Any other command run (unless `readOnly`) or started may change what those reads saw: it drops
+ * every read not yet taken, and the reads after it run anew. `drop()` forgets them too (a reconcile that did not take
+ * a read must not leave it for a later one).
+ */
+export function readingAhead(exec: Exec): Exec & { drop(): void } {
+  const ahead = new Map<string, Promise<ExecResult>>();
+  const key = (argv: readonly string[]) => argv.join('\0');
+  return {
+    wireGuardRunDir: exec.wireGuardRunDir,
+    readAhead: (argv) => {
+      if (ahead.has(key(argv))) return;
+      const read = exec.run(argv);
+      // Its failure is the run's that takes it to report.
+      read.catch(() => {});
+      ahead.set(key(argv), read);
+    },
+    run: (argv, opts) => {
+      const read = opts?.input === undefined ? ahead.get(key(argv)) : undefined;
+      if (read) {
+        ahead.delete(key(argv));
+        return read;
+      }
+      if (!opts?.readOnly) ahead.clear();
+      return exec.run(argv, opts);
+    },
+    start: (argv, opts) => {
+      ahead.clear();
+      return exec.start(argv, opts);
+    },
+    drop: () => ahead.clear(),
   };
 }

@@ -84,8 +84,10 @@ function linkStateOf(entry: IpAddrJson): LinkState {
   return { up: entry.flags?.includes('UP') ?? false, mtu: entry.mtu ?? 0, addresses };
 }
 
+const addrArgv = (device: string) => ['ip', '-j', 'addr', 'show', 'dev', device];
+
 async function addrShow(exec: Exec, device: string): Promise<IpAddrJson[]> {
-  const { stdout } = await exec.run(['ip', '-j', 'addr', 'show', 'dev', device]);
+  const { stdout } = await exec.run(addrArgv(device));
   return JSON.parse(stdout || '[]') as IpAddrJson[];
 }
 
@@ -95,6 +97,11 @@ export class LinuxLinks implements Links {
   private readonly known = new Map<string, DesiredLink>();
 
   constructor(private readonly exec: Exec) {}
+
+  /** Starts the read of the next reconcile of `device` now (see Exec.readAhead). */
+  readAhead(device: string): void {
+    this.exec.readAhead?.(addrArgv(device));
+  }
 
   async read(device: string): Promise<LinkState> {
     const entries = await addrShow(this.exec, device).catch((e: unknown) => {

@@ -133,11 +133,14 @@ export async function reconcile(
 }
 
 /**
- * Starts reading routes and firewall now, for the next reconcile: a one-shot `kg apply` reads
- * while it parses and plans (the reads run in other processes, on another core), instead of after.
- * Only for a reconcile that follows at once: a read taken later is older than the write it decides.
+ * Starts every read of the next reconcile now (the WireGuard interface and device, interface
+ * `kilo`'s addresses, routes and rules, firewall): a one-shot `kg apply` reads while it parses and
+ * plans (the reads run in other processes, on another core), instead of after. Only for a reconcile
+ * that follows at once: a read taken later is older than the write it decides.
  */
-export function readAhead(dp: Dataplane): void {
+export function readAhead(dp: Dataplane, kilo: string): void {
+  dp.device.readAhead?.();
+  dp.links.readAhead?.(kilo);
   dp.routes.readAhead?.();
   dp.firewall.readAhead?.();
 }

@@ -64,6 +64,8 @@ export interface WireGuardDevice {
   configure(config: WireGuardConfig, options?: ReconcileOptions): Promise<PeerChanges>;
   /** Removes the interface (and stops wireguard-go when we started it). */
   destroy(): Promise<void>;
+  /** Starts the reads of the next ensure and configure now; they use them (once). */
+  readAhead?(): void;
 }
 
 export interface RoutingTables {
@@ -100,4 +102,6 @@ export interface Links {
     state: { address: string | null; up: boolean; mtu: number | null },
     options?: ReconcileOptions,
   ): Promise<Ops>;
+  /** Starts reading `device` now; the next reconcile of it that would read uses this read. */
+  readAhead?(device: string): void;
 }

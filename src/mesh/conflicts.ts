@@ -15,6 +15,7 @@
 import type { Cidr } from '../net/cidr.js';
 import { ValidationError } from '../model/errors.js';
 import type { KiloNode, KiloPeer } from '../model/types.js';
+import { inNameOrder } from './order.js';
 
 export interface Resolved {
   nodes: KiloNode[];
@@ -29,12 +30,12 @@ const bits = Array.from({ length: 256 }, (_, b) => b.toString(2).padStart(8, '0'
  * Claimed prefixes of one family by length: the key of a prefix within its length is its masked
  * address (a 32-bit integer for IPv4, which V8 hashes cheaply; the string of its bits for IPv6).
  */
-class ByLength<K> {
-  private readonly maps: Map<K, string>[] = [];
+class ByLength<K, O> {
+  private readonly maps: Map<K, O>[] = [];
   /** The lengths that hold any prefix, ascending: a lookup of ancestors tries only these. */
   readonly lengths: number[] = [];
 
-  get(len: number, key: K): string | undefined {
+  get(len: number, key: K): O | undefined {
     return this.maps[len]?.get(key);
   }
 
@@ -42,7 +43,7 @@ class ByLength<K> {
     return this.maps[len]?.has(key) ?? false;
   }
 
-  set(len: number, key: K, owner: string): void {
+  set(len: number, key: K, owner: O): void {
     let m = this.maps[len];
     if (!m) {
       m = this.maps[len] = new Map();
@@ -62,15 +63,15 @@ const mask4 = (v: number, len: number) => (len === 0 ? 0 : v & (-1 << (32 - len)
  * exactly when one contains the other, so it looks up the prefix's ancestors among the claims and
  * the prefix itself among the claims' ancestors.
  */
-export class PrefixClaims {
-  private readonly exact4 = new ByLength<number>();
-  private readonly inside4 = new ByLength<number>();
-  private readonly exact6 = new ByLength<string>();
-  private readonly inside6 = new ByLength<string>();
+export class PrefixClaims<O = string> {
+  private readonly exact4 = new ByLength<number, O>();
+  private readonly inside4 = new ByLength<number, O>();
+  private readonly exact6 = new ByLength<string, O>();
+  private readonly inside6 = new ByLength<string, O>();
 
-  find(c: Cidr): string | null {
+  find(c: Cidr): O | null {
     if (c.family === 4) {
-      const v = address4(c);
+      const v = c.network.v4;
       for (const len of this.exact4.lengths) {
         if (len > c.prefix) break;
         const owner = this.exact4.get(len, mask4(v, len));
@@ -87,10 +88,10 @@ export class PrefixClaims {
     return this.inside6.get(c.prefix, k.slice(0, c.prefix)) ?? null;
   }
 
-  claim(c: Cidr, owner: string): void {
+  claim(c: Cidr, owner: O): void {
     // A claim marks all its ancestors, so the first one already marked has its own marked too.
     if (c.family === 4) {
-      const v = address4(c);
+      const v = c.network.v4;
       if (!this.exact4.has(c.prefix, mask4(v, c.prefix))) this.exact4.set(c.prefix, mask4(v, c.prefix), owner);
       for (let len = c.prefix - 1; len >= 0; len--) {
         if (this.inside4.has(len, mask4(v, len))) break;
@@ -107,74 +108,74 @@ export class PrefixClaims {
   }
 }
 
-function address4(c: Cidr): number {
-  const b = c.network.bytes;
-  return (b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!;
-}
-
 function bitsOf(c: Cidr): string {
   let s = '';
   for (const x of c.network.bytes) s += bits[x]!;
   return s;
 }
 
-const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+/**
+ * Who holds a key or a prefix: the WireGuard subnet (its description), a Node or a Peer. Named only
+ * when a conflict is reported, not for each of thousands of claimants.
+ */
+type Holder = string | KiloNode | KiloPeer;
 
-/** The addresses a node holds in the mesh: routed to it, so nobody else may claim them. */
-function nodeClaims(n: KiloNode): [string, Cidr][] {
-  const out: [string, Cidr][] = [];
-  if (n.podCIDR) out.push(['spec.podCIDR', n.podCIDR]);
-  if (n.internalIP) out.push(['metadata.annotations["kilo.squat.ai/internal-ip"]', n.internalIP.ip.toHostCidr()]);
-  return out;
+const named = (h: Holder) =>
+  typeof h === 'string' ? h : `${'publicKey' in h ? 'Peer' : 'Node'} ${JSON.stringify(h.name)}`;
+
+const keyField = 'metadata.annotations["kilo.squat.ai/key"]';
+const internalIPField = 'metadata.annotations["kilo.squat.ai/internal-ip"]';
+
+function dropNode(conflicts: ValidationError[], n: KiloNode, field: string, value: string, holder: Holder): void {
+  conflicts.push(new ValidationError(named(n), field, value, `already held by ${named(holder)}`));
 }
 
 /** Resolves the conflicts among ready nodes and Peers; `subnet` (the WireGuard IPs) is claimed first. */
 export function resolveConflicts(nodes: readonly KiloNode[], peers: readonly KiloPeer[], subnet: Cidr): Resolved {
   const conflicts: ValidationError[] = [];
-  const claims = new PrefixClaims();
+  const claims = new PrefixClaims<Holder>();
   claims.claim(subnet, `the WireGuard subnet ${subnet.networkText} (--subnet)`);
-  const keys = new Map<string, string>();
+  const keys = new Map<string, Holder>();
 
   const keptNodes: KiloNode[] = [];
-  for (const n of [...nodes].sort(byName)) {
-    const object = `Node ${JSON.stringify(n.name)}`;
-    const drop = (field: string, value: string, holder: string) => {
-      conflicts.push(new ValidationError(object, field, value, `already held by ${holder}`));
-    };
+  for (const n of inNameOrder(nodes)) {
     const keyHolder = n.key ? keys.get(n.key) : undefined;
     if (keyHolder !== undefined) {
-      drop('metadata.annotations["kilo.squat.ai/key"]', n.key!, keyHolder);
+      dropNode(conflicts, n, keyField, n.key!, keyHolder);
       continue;
     }
-    const mine = nodeClaims(n);
-    const [pod, internal] = [n.podCIDR, n.internalIP?.ip.toHostCidr()];
+    // The addresses a node holds in the mesh: routed to it, so nobody else may claim them.
+    const pod = n.podCIDR;
+    const internal = n.internalIP ? n.internalIP.ip.toHostCidr() : null;
     if (pod && internal && pod.overlaps(internal)) {
       // The same address would be a pod and the host: two routes and allowed IPs for one destination.
-      drop(
-        'metadata.annotations["kilo.squat.ai/internal-ip"]',
-        internal.networkText,
-        `its own pod CIDR ${pod.networkText}`,
-      );
+      dropNode(conflicts, n, internalIPField, internal.networkText, `its own pod CIDR ${pod.networkText}`);
       continue;
     }
-    const clash = mine.map(([field, c]) => ({ field, c, holder: claims.find(c) })).find((x) => x.holder !== null);
-    if (clash) {
-      drop(clash.field, clash.c.networkText, clash.holder!);
+    const podHolder = pod ? claims.find(pod) : null;
+    if (podHolder !== null) {
+      dropNode(conflicts, n, 'spec.podCIDR', pod!.networkText, podHolder);
       continue;
     }
-    for (const [, c] of mine) claims.claim(c, object);
-    if (n.key) keys.set(n.key, object);
+    const internalHolder = internal ? claims.find(internal) : null;
+    if (internalHolder !== null) {
+      dropNode(conflicts, n, internalIPField, internal!.networkText, internalHolder);
+      continue;
+    }
+    if (pod) claims.claim(pod, n);
+    if (internal) claims.claim(internal, n);
+    if (n.key) keys.set(n.key, n);
     keptNodes.push(n);
   }
 
   const keptPeers: KiloPeer[] = [];
   // Peers' prefixes may nest (WireGuard routes the longest match); only the same prefix twice clashes.
-  const peerIPs = new Map<string, string>();
-  for (const p of [...peers].sort(byName)) {
-    const object = `Peer ${JSON.stringify(p.name)}`;
+  const peerIPs = new Map<string, Holder>();
+  for (const p of inNameOrder(peers)) {
+    const object = named(p);
     const keyHolder = keys.get(p.publicKey);
     if (keyHolder !== undefined) {
-      conflicts.push(new ValidationError(object, 'spec.publicKey', p.publicKey, `already held by ${keyHolder}`));
+      conflicts.push(new ValidationError(object, 'spec.publicKey', p.publicKey, `already held by ${named(keyHolder)}`));
       continue;
     }
     const allowedIPs: Cidr[] = [];
@@ -184,7 +185,7 @@ export function resolveConflicts(nodes: readonly KiloNode[], peers: readonly Kil
       const holder = claims.find(c) ?? peerIPs.get(c.networkText) ?? null;
       if (holder !== null) {
         conflicts.push(
-          new ValidationError(object, `spec.allowedIPs[${i}]`, c.networkText, `already held by ${holder}`),
+          new ValidationError(object, `spec.allowedIPs[${i}]`, c.networkText, `already held by ${named(holder)}`),
         );
         continue;
       }
@@ -193,8 +194,8 @@ export function resolveConflicts(nodes: readonly KiloNode[], peers: readonly Kil
     }
     // A Peer left without allowed IPs stays a WireGuard peer with none, as the contract's vectors
     // (and Kilo) have it: it routes nothing, so it breaks no invariant.
-    for (const c of allowedIPs) peerIPs.set(c.networkText, object);
-    keys.set(p.publicKey, object);
+    for (const c of allowedIPs) peerIPs.set(c.networkText, p);
+    keys.set(p.publicKey, p);
     keptPeers.push(allowedIPs.length === p.allowedIPs.length ? p : { ...p, allowedIPs });
   }
   return { nodes: keptNodes, peers: keptPeers, conflicts };

@@ -1,6 +1,7 @@
 import { Cidr, IP } from '../net/cidr.js';
 import type { ValidationError } from '../model/errors.js';
 import { PrefixIndex } from '../net/prefix-index.js';
+import { byName, inNameOrder } from './order.js';
 import type { Endpoint, Granularity, KiloNode, KiloPeer } from '../model/types.js';
 import type { ElectedLeaders, LeaderReason } from '../election/types.js';
 
@@ -49,27 +50,50 @@ export class TopologyError extends Error {
   override name = 'TopologyError';
 }
 
-const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
-/** Where a node belongs: its segment key and the group whose members talk in the clear. */
-function placement(node: KiloNode, granularity: Granularity): { key: string; group: string } {
-  const alone = `node:${node.name}`;
-  // A node without an internal IP cannot be reached over the private network, so it is a
-  // group of its own in every granularity (Kilo leaves it isolated in cross).
-  if (!node.internalIP) return { key: alone, group: alone };
-  switch (granularity) {
-    case 'location': {
-      const loc = `location:${node.location}`;
-      return { key: loc, group: loc };
+/**
+ * The segments' keys, groups and members, in key order. A location segment (`location:<name>`)
+ * holds its location's nodes; every other node is a segment of its own (`node:<name>`). Those keys
+ * sort after every location key and among themselves by name, so only locations need a map and a
+ * sort, not the thousands of one-node segments of cross, full and subnet. A location's group is
+ * made once, not per node: the plan compares groups thousands of times, and one string compared
+ * with itself is quick.
+ */
+function placeSegments(
+  nodes: readonly KiloNode[],
+  granularity: Granularity,
+): { key: string; group: string; members: KiloNode[] }[] {
+  const locations = new Map<string, string>();
+  const locationKey = (name: string) => {
+    let key = locations.get(name);
+    if (key === undefined) locations.set(name, (key = `location:${name}`));
+    return key;
+  };
+  const located = new Map<string, KiloNode[]>();
+  const alone: KiloNode[] = [];
+  for (const n of nodes) {
+    // A node without an internal IP cannot be reached over the private network, so it is a
+    // group of its own in every granularity (Kilo leaves it isolated in cross).
+    if (granularity !== 'location' || !n.internalIP) alone.push(n);
+    else {
+      const members = located.get(n.location);
+      if (members) members.push(n);
+      else located.set(n.location, [n]);
     }
-    case 'full':
-      return { key: alone, group: alone };
-    case 'cross':
-      return { key: alone, group: `location:${node.location}` };
-    case 'subnet':
-      return { key: alone, group: `subnet:${node.location}/${node.internalIP.networkText}` };
   }
+  const out: { key: string; group: string; members: KiloNode[] }[] = [];
+  // The default order is that of UTF-16 code units, as `<` compares keys.
+  for (const location of [...located.keys()].sort()) {
+    const key = locationKey(location);
+    out.push({ key, group: key, members: located.get(location)!.sort(byName) });
+  }
+  for (const n of inNameOrder(alone)) {
+    const key = `node:${n.name}`;
+    let group = key;
+    if (n.internalIP && granularity === 'cross') group = locationKey(n.location);
+    else if (n.internalIP && granularity === 'subnet') group = `subnet:${n.location}/${n.internalIP.networkText}`;
+    out.push({ key, group, members: [n] });
+  }
+  return out;
 }
 
 function isPublic(e: Endpoint | null): boolean {
@@ -128,23 +152,14 @@ export function buildTopology(
   const localNode = nodes.find((n) => n.name === hostname);
   if (!localNode) throw new TopologyError(`node ${JSON.stringify(hostname)} is not a ready node of the cluster`);
 
-  const bySegment = new Map<string, { group: string; nodes: KiloNode[] }>();
-  for (const node of nodes) {
-    const { key, group } = placement(node, granularity);
-    let s = bySegment.get(key);
-    if (!s) bySegment.set(key, (s = { group, nodes: [] }));
-    s.nodes.push(node);
-  }
-  const keys = [...bySegment.keys()].sort(byString);
-  if (BigInt(keys.length) >= subnet.size() - 1n) {
+  const placed = placeSegments(nodes, granularity);
+  if (BigInt(placed.length) >= subnet.size() - 1n) {
     throw new TopologyError(
-      `the WireGuard subnet ${subnet.networkText} has too few addresses for ${keys.length} segments`,
+      `the WireGuard subnet ${subnet.networkText} has too few addresses for ${placed.length} segments`,
     );
   }
 
-  const segments: Segment[] = keys.map((key, i) => {
-    const { group, nodes: members } = bySegment.get(key)!;
-    members.sort(byName);
+  const segments: Segment[] = placed.map(({ key, group, members }, i) => {
     const chosen = key.startsWith('location:') ? leaders?.get(members[0]!.location) : undefined;
     const elected = chosen && members.find((n) => n.name === chosen.node);
     const leader = elected ?? electLeader(members);
@@ -175,13 +190,16 @@ export function buildTopology(
     };
   });
 
-  const readyPeers = deduplicatePeerIPs(uniqueKeys([...peers].sort(byName), nodes));
+  const readyPeers = deduplicatePeerIPs(uniqueKeys(inNameOrder(peers), nodes));
   filterAllowedLocationIPs(segments, readyPeers);
 
   const discoveredEndpoints = new Map<string, Endpoint>(localNode.discoveredEndpoints);
-  for (const s of segments) {
-    for (const n of s.nodes) {
-      for (const [k, e] of n.discoveredEndpoints) if (!discoveredEndpoints.has(k)) discoveredEndpoints.set(k, e);
+  // Most clusters have no node behind NAT: then there is nothing to walk.
+  if (nodes.some((n) => n.discoveredEndpoints.size > 0)) {
+    for (const s of segments) {
+      for (const n of s.nodes) {
+        for (const [k, e] of n.discoveredEndpoints) if (!discoveredEndpoints.has(k)) discoveredEndpoints.set(k, e);
+      }
     }
   }
 

@@ -44,7 +44,8 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; errors: Validation
 
 /** Collects every problem of one object instead of stopping at the first, so one log line names them all. */
 class Reader {
-  readonly errors: ValidationError[] = [];
+  /** Made on the first error: most objects have none. */
+  private errors: ValidationError[] | null = null;
   /** The object's kind and name: put together only when something is wrong (most objects are fine). */
   constructor(
     private readonly kind: string,
@@ -53,6 +54,7 @@ class Reader {
 
   fail(field: string, value: unknown, reason: string): null {
     // A list of 100,000 bad prefixes needs no 100,000 lines: the first few find the object.
+    this.errors ??= [];
     if (this.errors.length < maxErrorsPerObject) {
       this.errors.push(new ValidationError(`${this.kind} ${JSON.stringify(this.name)}`, field, value, reason));
     }
@@ -80,7 +82,7 @@ class Reader {
   /** An address other hosts send to: not the unspecified address (0.0.0.0, ::). */
   address(field: string, value: unknown): Cidr | null {
     const c = this.cidr(field, value, true);
-    if (c && c.ip.bytes.every((b) => b === 0)) return this.fail(field, value, 'the unspecified address is no address');
+    if (c && c.ip.isUnspecified()) return this.fail(field, value, 'the unspecified address is no address');
     return c;
   }
 
@@ -97,11 +99,10 @@ class Reader {
 
   /** A whole number of seconds: a keepalive (at most a day) or a unix timestamp. */
   seconds(field: string, value: unknown, max = 86_400): number | null {
-    const text = typeof value === 'number' ? String(value) : value;
-    if (typeof text !== 'string' || !/^\d{1,12}$/.test(text.trim()) || Number(text.trim()) > max) {
-      return this.fail(field, value, `not a whole number of seconds between 0 and ${max}`);
-    }
-    return Number(text.trim());
+    const text = typeof value === 'number' ? String(value) : typeof value === 'string' ? value.trim() : null;
+    const n = text !== null && wholeSeconds.test(text) ? Number(text) : NaN;
+    if (!(n <= max)) return this.fail(field, value, `not a whole number of seconds between 0 and ${max}`);
+    return n;
   }
 
   endpoint(field: string, value: unknown): Endpoint | null {
@@ -112,9 +113,11 @@ class Reader {
   }
 
   result<T>(value: T): Parsed<T> {
-    return this.errors.length === 0 ? { ok: true, value } : { ok: false, errors: this.errors };
+    return this.errors === null ? { ok: true, value } : { ok: false, errors: this.errors };
   }
 }
+
+const wholeSeconds = /^\d{1,12}$/;
 
 /** 43 base64 characters and one '=' decode to exactly 32 bytes, WireGuard's key length: nothing to decode. */
 const base64Key = /^[A-Za-z0-9+/]{43}=$/;
@@ -138,31 +141,33 @@ export function isDNSName(host: string): boolean {
   return !/^\d+$/.test(labels[labels.length - 1]!);
 }
 
-function parsePort(text: string): number | null {
-  if (!/^\d{1,5}$/.test(text)) return null;
-  const port = Number(text);
+/** One to five digits from `from` to the end, 1 to 65535; else null. */
+function parsePort(text: string, from: number): number | null {
+  const n = text.length - from;
+  if (n < 1 || n > 5) return null;
+  let port = 0;
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) return null;
+    port = port * 10 + c - 48;
+  }
   return port >= 1 && port <= 65535 ? port : null;
 }
 
 /** Parses `ip:port`, `[ipv6]:port` or `dns-name:port`. */
 export function parseEndpoint(value: string): Endpoint | null {
-  let host: string;
-  let portText: string;
   if (value.startsWith('[')) {
     const close = value.indexOf(']');
     if (close < 0 || value[close + 1] !== ':') return null;
-    host = value.slice(1, close);
-    portText = value.slice(close + 2);
-    const ip = IP.tryParse(host);
-    const port = parsePort(portText);
+    const ip = IP.tryParse(value.slice(1, close));
+    const port = parsePort(value, close + 2);
     return ip && ip.family === 6 && port ? { ip, dns: null, port } : null;
   }
   const colon = value.lastIndexOf(':');
   if (colon <= 0) return null;
-  host = value.slice(0, colon);
-  portText = value.slice(colon + 1);
-  const port = parsePort(portText);
+  const port = parsePort(value, colon + 1);
   if (!port) return null;
+  const host = value.slice(0, colon);
   const ip = IP.tryParse(host);
   if (ip) return ip.family === 4 ? { ip, dns: null, port } : null;
   // A name made only of digits and dots is a mistyped address, not a DNS name.
@@ -184,6 +189,10 @@ function field(key: string): string {
   return f;
 }
 
+const hasOwn = (o: object, key: string) => Object.prototype.hasOwnProperty.call(o, key);
+const none: readonly Cidr[] = Object.freeze([]);
+const noEndpoints: ReadonlyMap<string, Endpoint> = new Map();
+
 /** A location is a name shown in graphs and logs and used as a key: printable text only. */
 const printable = /^[^\u0000-\u001f\u007f]{0,253}$/;
 
@@ -199,10 +208,10 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
   const r = new Reader('Node', name);
   const a = obj.metadata.annotations ?? {};
   const labels = obj.metadata.labels ?? {};
-  const has = (key: string) => Object.prototype.hasOwnProperty.call(a, key);
+  const has = (key: string) => hasOwn(a, key);
 
   const topologyLabel = options.topologyLabel ?? defaultTopologyLabel;
-  const hasLabel = Object.prototype.hasOwnProperty.call(labels, topologyLabel);
+  const hasLabel = hasOwn(labels, topologyLabel);
   const location = has(Annotation.location) ? a[Annotation.location]! : hasLabel ? labels[topologyLabel]! : '';
   if (!printable.test(location)) {
     r.fail(
@@ -237,27 +246,38 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
     ? (r.seconds(field(Annotation.persistentKeepalive), a[Annotation.persistentKeepalive]) ?? 0)
     : 0;
 
-  const allowedLocationIPs: Cidr[] = [];
+  // Most nodes have neither: they share one empty list and one empty map.
+  let allowedLocationIPs: readonly Cidr[] = none;
   const alips = a[Annotation.allowedLocationIPs];
   if (alips) {
+    const list: Cidr[] = [];
     for (const part of alips.split(',')) {
       if (part.trim() === '') continue;
       const c = r.routable(field(Annotation.allowedLocationIPs), part);
-      if (c) allowedLocationIPs.push(c);
+      if (c) list.push(c);
       else break;
     }
+    allowedLocationIPs = list;
   }
 
-  const discoveredEndpoints = new Map<string, Endpoint>();
+  let discoveredEndpoints: ReadonlyMap<string, Endpoint> = noEndpoints;
   const de = a[Annotation.discoveredEndpoints];
-  if (de) parseDiscoveredEndpoints(r, field(Annotation.discoveredEndpoints), de, discoveredEndpoints);
+  if (de) {
+    const found = new Map<string, Endpoint>();
+    parseDiscoveredEndpoints(r, field(Annotation.discoveredEndpoints), de, found);
+    discoveredEndpoints = found;
+  }
 
   const wg = a[Annotation.wireGuardIP];
   const wireGuardIP = wg ? r.cidr(field(Annotation.wireGuardIP), wg, true) : null;
 
   // Kilo writes a bare address, or "" when the node has none (not in cilium mode); Kilo's name
   // first, then the contract's (see Annotation.cniCompatibilityIP).
-  const ciliumField = [Annotation.ciliumInternalIP, Annotation.cniCompatibilityIP].find((k) => a[k]?.trim());
+  const ciliumField = a[Annotation.ciliumInternalIP]?.trim()
+    ? Annotation.ciliumInternalIP
+    : a[Annotation.cniCompatibilityIP]?.trim()
+      ? Annotation.cniCompatibilityIP
+      : undefined;
   const ciliumInternalIP = ciliumField ? r.ip(field(ciliumField), a[ciliumField]!.trim()) : null;
 
   const lh = a[Annotation.leaderHealth];
@@ -352,7 +372,7 @@ export function parsePeer(input: unknown): Parsed<KiloPeer> {
     if (dnsOrIP.ip) {
       const ip = IP.tryParse(dnsOrIP.ip);
       if (!ip) r.fail('spec.endpoint.dnsOrIP.ip', dnsOrIP.ip, 'not an IP address');
-      else if (ip.bytes.every((b) => b === 0))
+      else if (ip.isUnspecified())
         r.fail('spec.endpoint.dnsOrIP.ip', dnsOrIP.ip, 'the unspecified address is no address');
       else if (port) endpoint = { ip, dns: null, port };
     } else if (dnsOrIP.dns) {
@@ -397,7 +417,8 @@ export interface ParsedCluster {
 export function parseCluster(objects: readonly unknown[], options: ParseOptions = {}): ParsedCluster {
   const out: ParsedCluster = { nodes: [], peers: [], errors: [] };
   const memo = options.memo;
-  for (const [i, obj] of objects.entries()) {
+  for (let i = 0; i < objects.length; i++) {
+    const obj = objects[i];
     let o = memo && typeof obj === 'object' && obj !== null ? memo.get(obj) : undefined;
     if (o === undefined) {
       const head = plainObjectHead(obj)
@@ -428,6 +449,11 @@ export function parseCluster(objects: readonly unknown[], options: ParseOptions 
  * is real, so all of them drop out (before readiness, so the answer does not depend on file order).
  */
 function uniquelyNamed<T extends { name: string }>(kind: string, objects: T[], errors: ValidationError[]): T[] {
+  // Lists come from the API server (and snapshots of it) in name order: then one look at each
+  // neighbour tells.
+  let ascending = true;
+  for (let i = 1; i < objects.length && ascending; i++) ascending = objects[i - 1]!.name < objects[i]!.name;
+  if (ascending) return objects;
   const count = new Map<string, number>();
   for (const o of objects) count.set(o.name, (count.get(o.name) ?? 0) + 1);
   if (count.size === objects.length) return objects;

@@ -103,3 +103,28 @@ test('when ip gives up without naming a line, the lines after the last named one
   assert.equal(failures[0]!.message, 'File exists');
   assert.match(failures[1]!.message, /not confirmed, ip -batch gave up: Error: argument "x" is wrong/);
 });
+
+test('routes read against the expected ones: equal routes are those objects, the rest parsed as without', () => {
+  const json = JSON.stringify([
+    { dst: '10.1.1.1', gateway: '192.168.1.3', dev: 'priv0', table: '1107', flags: ['onlink'] },
+    { dst: '10.2.0.0/16', gateway: '192.168.1.3', dev: 'kilo0', flags: [] },
+    // Same key as an expected route, different gateway: a route of its own.
+    { dst: '10.3.0.0/16', gateway: '192.168.1.4', dev: 'kilo0', flags: [] },
+    { dst: 'fd00:0:0::5', dev: 'kilo0', metric: 1024, prefsrc: 'fd00::1' },
+  ]);
+  const plain = [...parseRoutes(json, 4, 107), ...parseRoutes(json, 6, 107).slice(3)];
+  const expected = new Map(plain.slice(0, 2).map((r) => [`${r.table} ${r.dst} ${r.metric}`, { ...r }] as const));
+  const other = { ...plain[2]!, gw: '192.168.1.3' };
+  expected.set(`${other.table} ${other.dst} ${other.metric}`, other);
+  const v6 = { ...plain[3]! };
+  expected.set(`${v6.table} ${v6.dst} ${v6.metric}`, v6);
+  const read = [
+    ...parseRoutes(json, 4, 107, undefined, expected),
+    ...parseRoutes(json, 6, 107, undefined, expected).slice(3),
+  ];
+  assert.deepEqual(read, plain);
+  assert.ok(read[0] === expected.get('1107 10.1.1.1/32 0') && read[1] === expected.get('254 10.2.0.0/16 0'));
+  assert.notEqual(read[2], other);
+  // The kernel's IPv6 text is not the canonical one here: parsed, equal in value.
+  assert.equal(read[3]!.dst, 'fd00::5/128');
+});

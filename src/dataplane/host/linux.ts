@@ -13,14 +13,21 @@ interface IpRouteJson {
   nexthops?: { dev?: string }[];
 }
 
+const addrArgv = (iface?: string) => ['ip', '-j', 'addr', 'show', ...(iface === undefined ? [] : ['dev', iface])];
+
 const missing = (e: unknown) => e instanceof ExecError && /does not exist/.test(e.stderr);
 
 /** The host through iproute2's JSON output (`ip -j`), on the machine or in a namespace. */
 export class LinuxHost implements Host {
   constructor(private readonly exec: Exec) {}
 
+  /** Starts the read of the next `addresses()` of every interface now (see Exec.readAhead). */
+  readAhead(): void {
+    this.exec.readAhead?.(addrArgv());
+  }
+
   async addresses(iface?: string): Promise<HostAddress[]> {
-    const argv = ['ip', '-j', 'addr', 'show', ...(iface === undefined ? [] : ['dev', iface])];
+    const argv = addrArgv(iface);
     const stdout = await this.exec.run(argv).then(
       (r) => r.stdout,
       (e: unknown) => {

@@ -132,7 +132,7 @@ export class LinuxFirewallTables implements FirewallTables {
    */
   async read(family: IPFamily): Promise<FamilyDump> {
     const tools = await this.backend();
-    const all = (await this.run(family, [tools.save[family]])).stdout;
+    const all = (await this.run(family, [tools.save[family]], { readOnly: true })).stdout;
     const has = (t: FirewallTable) => new RegExp(`^\\*${t}$`, 'm').test(all);
     return { nat: has('nat') ? all : absentTable.nat, filter: has('filter') ? all : absentTable.filter };
   }
@@ -204,7 +204,7 @@ export class LinuxFirewallTables implements FirewallTables {
   }
 
   /** exec.run for an iptables tool of `family`; an IPv6 failure that says the family cannot work here becomes NoIPv6Netfilter. */
-  private async run(family: IPFamily, argv: string[], opts?: { input: string }) {
+  private async run(family: IPFamily, argv: string[], opts?: { input?: string; readOnly?: boolean }) {
     try {
       return await this.exec.run(argv, opts);
     } catch (e) {
@@ -254,13 +254,13 @@ function restoreError(batch: RestoreBatch, e: ExecError): IptablesError {
 async function detectTools(exec: Exec, forced?: IptablesBackend): Promise<Tools> {
   let backend = forced;
   if (!backend) {
-    const v = (await exec.run(['iptables', '-V'])).stdout;
+    const v = (await exec.run(['iptables', '-V'], { readOnly: true })).stdout;
     backend = v.includes('nf_tables') ? 'nft' : 'legacy';
   }
   const suffix = `-${backend}`;
   let explicit = true;
   try {
-    await exec.run([`iptables${suffix}-restore`, '-V']);
+    await exec.run([`iptables${suffix}-restore`, '-V'], { readOnly: true });
   } catch (e) {
     // Old iptables (before 1.8) has no -legacy names: its plain binaries are legacy.
     // (Not found: spawn fails with no exit code; in a namespace nsenter or a shell exits 127.)

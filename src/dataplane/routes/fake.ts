@@ -202,13 +202,26 @@ export class FakeMachine {
 
 /** RouteMachine over a FakeMachine: applies each change on its own, as `ip -force -batch` does. */
 export class FakeRouteMachine implements RouteMachine {
+  /** What readAhead saw, for the next read. */
+  private ahead: KiloRouting | null = null;
+
   constructor(readonly machine: FakeMachine) {}
 
   read(owner: Ownership): Promise<KiloRouting> {
-    return settle(() => ({
+    const ahead = this.ahead;
+    this.ahead = null;
+    return settle(() => ahead ?? this.now(owner));
+  }
+
+  readAhead(owner: Ownership): void {
+    this.ahead = this.now(owner);
+  }
+
+  private now(owner: Ownership): KiloRouting {
+    return {
       routes: this.machine.routes.filter((r) => r.protocol === owner.protocol).map((r) => ({ ...r })),
       rules: this.machine.rules.filter((r) => r.priority === owner.priority).map((r) => ({ ...r })),
-    }));
+    };
   }
 
   apply(ops: readonly RouteOp[]): Promise<BatchResult> {

@@ -65,26 +65,56 @@ function canonicalIP(memo: AddressMemo, text: string | undefined): string | null
 /**
  * Parses `ip -N -j -<family> route show …`. `protocol` stands in when the output omits it (it does
  * when the listing was filtered by protocol). `memo` is the reader's, kept across its reads.
+ * `expected` (routes by routeKey, in canonical text): a route printed exactly as one of them is that
+ * route object, taken without parsing its addresses; text the kernel printed differently from the
+ * canonical form (an IPv6 address, a host route without its length) is parsed as before.
  */
 export function parseRoutes(
   json: string,
   family: Family,
   protocol: number,
   memo: AddressMemo = new AddressMemo(),
+  expected?: ReadonlyMap<string, KernelRoute>,
 ): KernelRoute[] {
   const entries = JSON.parse(json || '[]') as IpRouteJson[];
-  return entries.map((e) => ({
-    family,
-    dst: prefix(memo, family, e.dst, undefined) ?? (family === 4 ? '0.0.0.0/0' : '::/0'),
-    table: numeric(e.table, tableNames, mainTableId),
-    metric: e.metric ?? defaultMetric(family),
-    gw: canonicalIP(memo, e.gateway ?? e.via?.host),
-    dev: e.nexthops ? null : (e.dev ?? null),
-    src: canonicalIP(memo, e.prefsrc),
-    onlink: e.flags?.includes('onlink') ?? false,
-    type: e.type ?? 'unicast',
-    protocol: numeric(e.protocol, protocolNames, protocol),
-  }));
+  const any = family === 4 ? '0.0.0.0/0' : '::/0';
+  const hostLength = family === 4 ? '/32' : '/128';
+  return entries.map((e) => {
+    const table = numeric(e.table, tableNames, mainTableId);
+    const metric = e.metric ?? defaultMetric(family);
+    const type = e.type ?? 'unicast';
+    const kernelProtocol = numeric(e.protocol, protocolNames, protocol);
+    const onlink = e.flags?.includes('onlink') ?? false;
+    const dev = e.nexthops ? null : (e.dev ?? null);
+    const gw = e.gateway ?? e.via?.host;
+    // A host route is printed without its length.
+    const dst =
+      e.dst === undefined || e.dst === 'default' ? any : e.dst.includes('/') ? e.dst : `${e.dst}${hostLength}`;
+    const want = expected?.get(`${table} ${dst} ${metric}`);
+    if (
+      want !== undefined &&
+      want.family === family &&
+      want.gw === (gw ?? null) &&
+      want.dev === dev &&
+      want.src === (e.prefsrc ?? null) &&
+      want.onlink === onlink &&
+      want.type === type &&
+      want.protocol === kernelProtocol
+    )
+      return want;
+    return {
+      family,
+      dst: prefix(memo, family, e.dst, undefined) ?? any,
+      table,
+      metric,
+      gw: canonicalIP(memo, gw),
+      dev,
+      src: canonicalIP(memo, e.prefsrc),
+      onlink,
+      type,
+      protocol: kernelProtocol,
+    };
+  });
 }
 
 /** Parses `ip -N -j -<family> rule show`, keeping only rules at `priority` (all when null). */

@@ -5,7 +5,7 @@ import { runBatch, type BatchResult } from './batch.js';
 import type { RouteOp } from './diff.js';
 import { parseRoutes, parseRules, renderOp } from './iproute.js';
 import { KiloRoutingTables, type KiloRouting, type RouteMachine } from './reconciler.js';
-import { defaultOwnership, type Ownership } from './state.js';
+import { defaultOwnership, type KernelRoute, type Ownership } from './state.js';
 
 /**
  * The kernel's routing tables through iproute2: reads with `ip -N -j`, filtered by Kilo's protocol
@@ -17,22 +17,41 @@ export class IprouteMachine implements RouteMachine {
 
   constructor(private readonly exec: Exec) {}
 
-  async read(owner: Ownership): Promise<KiloRouting> {
+  /** The reads behind `read`: routes by Kilo's protocol and all rules (filtered here by priority), per family. */
+  private reads(owner: Ownership) {
+    const argv = (family: Family, args: string[]) => ['ip', '-N', '-j', `-${family}`, ...args];
+    return ([4, 6] as const).map((family) => ({
+      family,
+      routes: argv(family, ['route', 'show', 'table', 'all', 'proto', String(owner.protocol)]),
+      rules: argv(family, ['rule', 'show']),
+    }));
+  }
+
+  readAhead(owner: Ownership): void {
+    for (const r of this.reads(owner)) {
+      this.exec.readAhead?.(r.routes);
+      this.exec.readAhead?.(r.rules);
+    }
+  }
+
+  async read(owner: Ownership, expected?: ReadonlyMap<string, KernelRoute>): Promise<KiloRouting> {
     this.addresses.nextPass();
-    const routes = (family: Family) =>
-      this.show(family, ['route', 'show', 'table', 'all', 'proto', String(owner.protocol)]).then((out) =>
-        parseRoutes(out, family, owner.protocol, this.addresses),
-      );
-    const rules = (family: Family) =>
-      this.show(family, ['rule', 'show']).then((out) => parseRules(out, family, owner.priority, this.addresses));
-    const [r4, r6, u4, u6] = await Promise.all([routes(4), routes(6), rules(4), rules(6)]);
-    return { routes: [...r4, ...r6], rules: [...u4, ...u6] };
+    const families = await Promise.all(
+      this.reads(owner).map(async (r) => {
+        const [routes, rules] = await Promise.all([this.show(r.family, r.routes), this.show(r.family, r.rules)]);
+        return {
+          routes: parseRoutes(routes, r.family, owner.protocol, this.addresses, expected),
+          rules: parseRules(rules, r.family, owner.priority, this.addresses),
+        };
+      }),
+    );
+    return { routes: families.flatMap((f) => f.routes), rules: families.flatMap((f) => f.rules) };
   }
 
   /** `ip -N -j -F …`; a kernel booted with IPv6 disabled has no IPv6 state rather than an error. */
-  private async show(family: Family, args: string[]): Promise<string> {
+  private async show(family: Family, argv: string[]): Promise<string> {
     try {
-      return (await this.exec.run(['ip', '-N', '-j', `-${family}`, ...args])).stdout;
+      return (await this.exec.run(argv)).stdout;
     } catch (e) {
       if (family === 6 && e instanceof ExecError && /Address family not supported/i.test(e.stderr)) return '[]';
       throw e;

@@ -29,7 +29,13 @@ export interface KiloRouting {
  * the owner's marks and apply a list of changes, reporting each one that failed.
  */
 export interface RouteMachine {
-  read(owner: Ownership): Promise<KiloRouting>;
+  /**
+   * `expected` (the routes about to be diffed, by routeKey): a machine may return a route equal to
+   * one of them as that very object, instead of building its own.
+   */
+  read(owner: Ownership, expected?: ReadonlyMap<string, KernelRoute>): Promise<KiloRouting>;
+  /** Starts reading now: the next read returns what the machine holds at this moment (once). */
+  readAhead?(owner: Ownership): void;
   apply(ops: readonly RouteOp[]): Promise<BatchResult>;
 }
 
@@ -55,8 +61,6 @@ function objectOf(op: RouteOp): string {
 export class KiloRoutingTables implements RoutingTables {
   /** Kilo's routes (by key) and rules as the last fully successful reconcile left them; null when unsure. */
   private known: (KiloRouting & { byKey: ReadonlyMap<string, KernelRoute> }) | null = null;
-  /** A read started ahead of the reconcile that uses it (readAhead). */
-  private ahead: Promise<KiloRouting> | null = null;
   /** The plan's prefixes and addresses parsed, across reconciles. */
   private readonly addresses = new AddressMemo();
 
@@ -65,22 +69,13 @@ export class KiloRoutingTables implements RoutingTables {
     readonly owner: Ownership = defaultOwnership,
   ) {}
 
-  /** Kilo's routes and rules on the machine now. */
-  read(): Promise<KiloRouting> {
-    return this.machine.read(this.owner);
+  /** Kilo's routes and rules on the machine now (or when readAhead was called, once). */
+  read(expected?: ReadonlyMap<string, KernelRoute>): Promise<KiloRouting> {
+    return this.machine.read(this.owner, expected);
   }
 
   readAhead(): void {
-    this.ahead = this.read();
-    // Its failure is the reconcile's to report, when it takes the read.
-    this.ahead.catch(() => {});
-  }
-
-  /** The read started ahead, once; else a read now. */
-  private readNow(): Promise<KiloRouting> {
-    const ahead = this.ahead;
-    this.ahead = null;
-    return ahead ?? this.read();
+    this.machine.readAhead?.(this.owner);
   }
 
   async reconcile(
@@ -95,7 +90,8 @@ export class KiloRoutingTables implements RoutingTables {
     this.forget();
     // Memory serves routes only: which rule a delete hits depends on the kernel's order of rules,
     // so a change of rules is always diffed against a fresh read.
-    const actual = remembered && sameRules(remembered.rules, desired.rules) ? remembered : await this.readNow();
+    const actual =
+      remembered && sameRules(remembered.rules, desired.rules) ? remembered : await this.read(desired.byKey);
     const ops = diffState(desired, actual, desired.protectedKeys);
     const done = await this.apply(ops, [...desired.problems]);
     // Reached only when every change took effect; with problems, routes under protected keys are
@@ -125,7 +121,7 @@ export class KiloRoutingTables implements RoutingTables {
 
   async cleanup(): Promise<Ops> {
     this.forget();
-    const actual = await this.readNow();
+    const actual = await this.read();
     return this.apply(diffState({ routes: [], rules: [] }, actual), []);
   }
 

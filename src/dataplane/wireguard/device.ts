@@ -79,6 +79,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   /** A read whose caller configures next (read's `keep`); any other step drops it. */
   private kept: Awaited<ReturnType<LinuxWireGuardDevice['readNow']>> | null = null;
   private queue: Promise<unknown> = Promise.resolve();
+  /** wireguard-go's answer to a `get` sent by readAhead, for the next read (once). */
+  private ahead: Promise<string> | null = null;
   private readonly log: (line: string) => void;
   private readonly debug: ((line: string) => void) | undefined;
 
@@ -121,12 +123,35 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     // (the routing monitor reports it if it goes); wireguard-go's exit is seen anyway.
     if (options.trustLastWrite && this.kind !== null && (this.kind !== 'userspace' || this.child))
       return Promise.resolve();
-    return this.serial(() => this.ensureNow());
+    return this.serial(() =>
+      this.ensureNow().catch((e: unknown) => {
+        // No configure follows to take the read ahead; a later one must read anew.
+        this.ahead = null;
+        throw e;
+      }),
+    );
+  }
+
+  /**
+   * Starts the reads of the next ensure and configure now: the interface, and the device itself
+   * when wireguard-go's socket is there (a 5,000-peer device answers in tens of milliseconds).
+   * Only for a reconcile that follows at once: a read taken later is older than the write it decides.
+   */
+  readAhead(): void {
+    this.exec.readAhead?.(this.linkArgv);
+    if (this.options.socket === false || !existsSync(this.socketPath)) return;
+    this.ahead = uapiRequest(this.socketPath, this.name, 'get=1\n\n');
+    // Its failure is the read's that takes it to report.
+    this.ahead.catch(() => {});
+  }
+
+  private get linkArgv(): string[] {
+    return ['ip', '-d', '-j', 'link', 'show', 'dev', this.name];
   }
 
   private async linkInfo(): Promise<{ kind: string | null } | null> {
     try {
-      const { stdout } = await this.exec.run(['ip', '-d', '-j', 'link', 'show', 'dev', this.name]);
+      const { stdout } = await this.exec.run(this.linkArgv);
       const links = JSON.parse(stdout) as { linkinfo?: { info_kind?: string } }[];
       return { kind: links[0]?.linkinfo?.info_kind ?? null };
     } catch (e) {
@@ -173,6 +198,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   }
 
   private async startUserspace(): Promise<void> {
+    this.ahead = null;
     // A socket left by a killed wireguard-go would look like a live one.
     rmSync(this.socketPath, { force: true });
     const argv = [
@@ -233,7 +259,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
         await this.stopChild();
         throw new Error(`wireguard-go ${this.name} did not create ${this.socketPath} in time`);
       }
-      await sleep(20);
+      // wireguard-go makes its socket within milliseconds: a first apply waits on this.
+      await sleep(5);
     }
     running = true;
     this.log(`wireguard ${this.name}: started wireguard-go (pid ${child.pid}, log ${logFile})`);
@@ -271,7 +298,9 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   }
 
   private async readNow() {
-    if (this.hasSocket) return parseUapiGet(await uapiRequest(this.socketPath, this.name, 'get=1\n\n'));
+    const ahead = this.ahead;
+    this.ahead = null;
+    if (this.hasSocket) return parseUapiGet(await (ahead ?? uapiRequest(this.socketPath, this.name, 'get=1\n\n')));
     const { stdout } = await this.exec.run(['wg', 'show', this.name, 'dump']);
     return parseDump(stdout);
   }
@@ -315,6 +344,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     this.known = null;
     this.kept = null;
     const { state, presharedKeyDigests } = remembered ?? kept ?? (await this.readNow());
+    // A read ahead that memory made unnecessary is older than this write: no later read takes it.
+    this.ahead = null;
     const diff = diffWireGuard(state, resolved, presharedKeyDigests);
     this.lastConfig = config;
     if (isEmptyDiff(diff)) {
@@ -357,6 +388,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   destroy(): Promise<void> {
     return this.serial(async () => {
       this.stopping = true;
+      this.ahead = null;
       const kind = this.kind;
       this.kind = null;
       this.lastConfig = null;

@@ -64,6 +64,12 @@ function allowedSet(list: readonly string[]): string[] {
   return [...new Set(list.map(normalizeAllowedIP))].sort();
 }
 
+/** `list` sorted; itself when it already is (the remembered state's lists are). */
+function sorted(list: readonly string[]): readonly string[] {
+  for (let i = 1; i < list.length; i++) if (list[i - 1]! > list[i]!) return [...list].sort();
+  return list;
+}
+
 function sameList(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);
 }
@@ -89,9 +95,10 @@ function peerUpdate(
   ) {
     set.endpoint = desired.endpoint;
   }
-  // Remembered state (stateAfter) is already normalized and sorted, and plans hold canonical
-  // prefixes: the plain comparison settles most peers without normalizing thousands of IPs.
-  if (!sameList([...desired.allowedIPs].sort(), current.allowedIPs)) {
+  // Plans hold canonical prefixes, and the device reports them canonical (remembered state,
+  // stateAfter, also sorted): the plain comparison settles most peers without normalizing
+  // thousands of IPs.
+  if (!sameList([...desired.allowedIPs].sort(), sorted(current.allowedIPs))) {
     const allowed = allowedSet(desired.allowedIPs);
     if (!sameList(allowed, allowedSet(current.allowedIPs))) set.allowedIPs = allowed;
   }

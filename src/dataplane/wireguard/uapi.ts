@@ -107,6 +107,12 @@ export function parseUapiGet(text: string): ParsedDump {
   const state: ParsedDump['state'] = { publicKey: null, listenPort: 0, fwmark: 0, peers: [] };
   const presharedKeyDigests = new Map<string, string>();
   let peer: WireGuardPeerState | null = null;
+  // Endpoints and allowed IPs are kept as cuts of `text` first, then copied out all at once (see
+  // ownCopy: a cut would keep the whole answer alive): one copy, not one per value (thousands).
+  const endpoints: [WireGuardPeerState, string][] = [];
+  // Each peer's allowed IPs are one run of `ips`: [peer, first, end].
+  const ips: string[] = [];
+  const allowed: [WireGuardPeerState, number, number][] = [];
   for (const line of text.split('\n')) {
     const at = line.indexOf('=');
     if (at < 0) continue;
@@ -131,11 +137,15 @@ export function parseUapiGet(text: string): ParsedDump {
         }
         break;
       case 'endpoint':
-        peer.endpoint = ownCopy(value);
+        endpoints.push([peer, value]);
         break;
-      case 'allowed_ip':
-        peer.allowedIPs.push(ownCopy(value));
+      case 'allowed_ip': {
+        const run = allowed.at(-1);
+        if (run?.[0] === peer) run[2]++;
+        else allowed.push([peer, ips.length, ips.length + 1]);
+        ips.push(value);
         break;
+      }
       case 'persistent_keepalive_interval':
         peer.persistentKeepalive = Number(value);
         break;
@@ -150,6 +160,11 @@ export function parseUapiGet(text: string): ParsedDump {
         break;
     }
   }
+  const copied = (cuts: string[]) => (cuts.length === 0 ? [] : ownCopy(cuts.join('\n')).split('\n'));
+  const ownEndpoints = copied(endpoints.map(([, e]) => e));
+  endpoints.forEach(([p], i) => (p.endpoint = ownEndpoints[i]!));
+  const ownIPs = copied(ips);
+  for (const [p, from, end] of allowed) p.allowedIPs = ownIPs.slice(from, end);
   // As parseDump: WireGuard lists peers in no stable order.
   state.peers.sort((a, b) => (a.publicKey < b.publicKey ? -1 : a.publicKey > b.publicKey ? 1 : 0));
   return { state, presharedKeyDigests };
