@@ -6,14 +6,14 @@
  * - start-up: process start to its list done ("cluster synced"), and that to the first apply
  *   done (the first "dataplane updated");
  * - steady state under heartbeats: the agent's CPU (% of one core, from /proc) over a window, its
- *   RSS then and its peak RSS;
+ *   RSS over the window (median and highest of a reading a second) and its peak RSS since start;
  * - join: a new Node object created → the pass that put its peer and routes on the machine done
  *   ("dataplane updated", with the peer then checked in wireguard-go and the route in the kernel).
  * The agent runs as the image runs it (bin/kg with its V8 flags). Everything runs inside the
  * namespace and is killed with it.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { LabApiClient } from '../src/lab/client.js';
@@ -39,7 +39,10 @@ export interface RunFigures {
   mainThreadCpuPercent: number;
   windowS: number;
   heartbeatsPerS: number;
+  /** RSS during the window: median and highest of one reading a second. */
   rssMiB: number;
+  rssMaxMiB: number;
+  /** The highest RSS since start (VmHWM): the start-up's first apply included. */
   peakRssMiB: number;
   joinP50Ms: number;
   joinMaxMs: number;
@@ -105,6 +108,15 @@ function reconciles(ns: string): number {
   const get = "fetch('http://127.0.0.1:1107/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))";
   const text = spawnSync('ip', ['netns', 'exec', ns, process.execPath, '-e', get], { encoding: 'utf8' }).stdout;
   return Number(/^kilo_reconciles_total(?:\{[^}]*\})? (\d+)/m.exec(text)?.[1] ?? NaN);
+}
+
+/** The node flags of bin/kg's `#!/usr/bin/env -S node FLAGS` line. */
+function kgNodeFlags(): string[] {
+  const shebang = readFileSync(kg, 'utf8').split('\n', 1)[0]!;
+  return shebang
+    .replace(/^#!.*?\bnode\b/, '')
+    .split(' ')
+    .filter(Boolean);
 }
 
 /** utime + stime of a process (all its threads), or of one of its threads, in seconds. */
@@ -262,7 +274,9 @@ export async function benchRunOnce(
     // KILO_BENCH_AGENT_NODE_FLAGS: more flags for the agent's node, e.g. --heapsnapshot-signal=SIGUSR2.
     const flags = (process.env['KILO_BENCH_AGENT_NODE_FLAGS'] ?? '').split(' ').filter(Boolean);
     const profile = prof ? ['--cpu-prof', '--cpu-prof-dir', prof] : [];
-    const node = flags.length + profile.length > 0 ? [process.execPath, ...profile, ...flags, kg] : [kg];
+    // Run through node itself, bin/kg's own V8 flags (its #! line) go first, as the image has them.
+    const node =
+      flags.length + profile.length > 0 ? [process.execPath, ...kgNodeFlags(), ...profile, ...flags, kg] : [kg];
     const argv = inNodeNs(ns, runDir, [...node, '--hostname', 'node-00000'])
       .concat(['--kubeconfig', kubeconfig, '--mesh-granularity', 'cross', '--encapsulate=never'])
       .concat(['--clean-up=false', '--key-file', keyFile, '--interface', iface, '--mtu', '1420'])
@@ -289,12 +303,17 @@ export async function benchRunOnce(
     const cpu0 = cpuSeconds(pid);
     const main0 = cpuSeconds(pid, pid);
     const t0 = Date.now();
-    await sleep(o.windowS * 1000);
+    // RSS once a second: a single reading lands anywhere between two collections.
+    const rssSamples: number[] = [];
+    while (Date.now() - t0 < o.windowS * 1000) {
+      await sleep(Math.min(1000, o.windowS * 1000 - (Date.now() - t0)));
+      rssSamples.push(statusMiB(pid, 'VmRSS'));
+    }
     const cpu1 = cpuSeconds(pid);
     const main1 = cpuSeconds(pid, pid);
     const t1 = Date.now();
     const passes1 = reconciles(ns);
-    const rssMiB = statusMiB(pid, 'VmRSS');
+    rssSamples.sort((a, b) => a - b);
 
     // Joins under the same heartbeats, one at a time.
     const latencies: number[] = [];
@@ -334,7 +353,8 @@ export async function benchRunOnce(
       mainThreadCpuPercent: ((main1 - main0) / ((t1 - t0) / 1000)) * 100,
       windowS: (t1 - t0) / 1000,
       heartbeatsPerS: sent / ((Date.now() - beatStart) / 1000),
-      rssMiB,
+      rssMiB: rssSamples[Math.floor(rssSamples.length / 2)] ?? NaN,
+      rssMaxMiB: rssSamples.at(-1) ?? NaN,
       peakRssMiB: statusMiB(pid, 'VmHWM'),
       joinP50Ms: latencies[Math.floor(latencies.length / 2)] ?? NaN,
       joinMaxMs: latencies.at(-1) ?? NaN,

@@ -72,7 +72,9 @@ export class PrefixClaims<O = string> {
   find(c: Cidr): O | null {
     if (c.family === 4) {
       const v = c.network.v4;
-      for (const len of this.exact4.lengths) {
+      const lengths = this.exact4.lengths;
+      for (let i = 0; i < lengths.length; i++) {
+        const len = lengths[i]!;
         if (len > c.prefix) break;
         const owner = this.exact4.get(len, mask4(v, len));
         if (owner !== undefined) return owner;
@@ -80,7 +82,9 @@ export class PrefixClaims<O = string> {
       return this.inside4.get(c.prefix, mask4(v, c.prefix)) ?? null;
     }
     const k = bitsOf(c);
-    for (const len of this.exact6.lengths) {
+    const lengths = this.exact6.lengths;
+    for (let i = 0; i < lengths.length; i++) {
+      const len = lengths[i]!;
       if (len > c.prefix) break;
       const owner = this.exact6.get(len, k.slice(0, len));
       if (owner !== undefined) return owner;
@@ -138,7 +142,11 @@ export function resolveConflicts(nodes: readonly KiloNode[], peers: readonly Kil
   const keys = new Map<string, Holder>();
 
   const keptNodes: KiloNode[] = [];
-  for (const n of inNameOrder(nodes)) {
+  const ordered = inNameOrder(nodes);
+  // Index loops here and in find: thousands of nodes, once per process, mostly before V8
+  // optimises them, where a for-of allocates an iterator result per element.
+  for (let i = 0; i < ordered.length; i++) {
+    const n = ordered[i]!;
     const keyHolder = n.key ? keys.get(n.key) : undefined;
     if (keyHolder !== undefined) {
       dropNode(conflicts, n, keyField, n.key!, keyHolder);

@@ -15,6 +15,12 @@ import {
   type PlanRule,
 } from './types.js';
 
+/*
+ * The loops over segments and their nodes are index loops: a plan runs them once per process over
+ * thousands of segments (kgctl, each pass of the agent), mostly before V8 optimises them, and there
+ * a for-of allocates an iterator result per element.
+ */
+
 /** One node's desired state, from the topology as that node sees it. Pure. */
 export function planNode(t: Topology, options: MeshOptions): Plan {
   const { node, leader } = t.local;
@@ -99,8 +105,11 @@ function returnRoutes(t: Topology, enc: Encapsulator, out: Routing): void {
 function localRoutes(t: Topology, options: MeshOptions, enc: Encapsulator, out: Routing, withKiloRule: boolean): void {
   if (!options.local) return;
   const self = t.local.node;
-  for (const s of groupSegments(t)) {
-    for (const n of s.nodes) {
+  const group = groupSegments(t);
+  for (let i = 0; i < group.length; i++) {
+    const nodes = group[i]!.nodes;
+    for (let j = 0; j < nodes.length; j++) {
+      const n = nodes[j]!;
       if (n === self || !n.internalIP || !n.podCIDR) continue;
       const gw = enc.mateGateway(n);
       const route = viaPrivate(enc, self, n.podCIDR, gw);
@@ -141,7 +150,9 @@ function leaderRoutes(t: Topology, options: MeshOptions, enc: Encapsulator): Rou
   if (ruleBased) {
     out.rules.push({ src: null, dst: null, table: hostTable, iif: null, fwmark: wireGuardMark, invert: true });
   }
-  for (const s of remoteSegments(t)) {
+  const remote = remoteSegments(t);
+  for (let i = 0; i < remote.length; i++) {
+    const s = remote[i]!;
     const endpointIP = effectiveEndpoint(
       t,
       s.leader.endpoint,
@@ -149,7 +160,8 @@ function leaderRoutes(t: Topology, options: MeshOptions, enc: Encapsulator): Rou
       s.leader.persistentKeepalive,
       s.leader.location,
     )?.ip;
-    for (const n of s.nodes) {
+    for (let j = 0; j < s.nodes.length; j++) {
+      const n = s.nodes[j]!;
       if (n.podCIDR) out.routes.push(viaKilo(n.podCIDR, s.wireGuardIP));
       if (!n.internalIP) continue;
       const host = viaKilo(n.internalIP.ip.toHostCidr(), s.wireGuardIP);
@@ -158,7 +170,8 @@ function leaderRoutes(t: Topology, options: MeshOptions, enc: Encapsulator): Rou
       // the tunnel that carries its own packets.
       else if (!n.internalIP.ip.equals(endpointIP)) out.routes.push(host);
     }
-    for (const c of s.allowedLocationIPs) out.routes.push(viaKilo(c, s.wireGuardIP));
+    if (s.allowedLocationIPs.length > 0)
+      for (const c of s.allowedLocationIPs) out.routes.push(viaKilo(c, s.wireGuardIP));
   }
   for (const p of t.peers) for (const c of p.allowedIPs) out.routes.push(viaKilo(c, null));
   return out;
@@ -170,12 +183,14 @@ function followerRoutes(t: Topology, options: MeshOptions, enc: Encapsulator): R
   const self = t.local.node;
   const gw = enc.segmentGateway(t.local.segment.leader);
   const via = (dst: Cidr) => out.routes.push(viaPrivate(enc, self, dst, gw));
-  for (const s of t.segments) via(s.wireGuardIP.toHostCidr());
+  for (let i = 0; i < t.segments.length; i++) via(t.segments[i]!.wireGuardIP.toHostCidr());
   localRoutes(t, options, enc, out, false);
-  for (const s of remoteSegments(t)) {
-    for (const n of s.nodes) if (n.podCIDR) via(n.podCIDR);
-    for (const n of s.nodes) if (n.internalIP) via(n.internalIP.ip.toHostCidr());
-    for (const c of s.allowedLocationIPs) via(c);
+  const remote = remoteSegments(t);
+  for (let i = 0; i < remote.length; i++) {
+    const nodes = remote[i]!.nodes;
+    for (let j = 0; j < nodes.length; j++) if (nodes[j]!.podCIDR) via(nodes[j]!.podCIDR!);
+    for (let j = 0; j < nodes.length; j++) if (nodes[j]!.internalIP) via(nodes[j]!.internalIP!.ip.toHostCidr());
+    for (const c of remote[i]!.allowedLocationIPs) via(c);
   }
   for (const p of t.peers) for (const c of p.allowedIPs) via(c);
   return out;

@@ -70,7 +70,8 @@ function placeSegments(
   };
   const located = new Map<string, KiloNode[]>();
   const alone: KiloNode[] = [];
-  for (const n of nodes) {
+  for (let i = 0; i < nodes.length; i++) {
+    const n = nodes[i]!;
     // A node without an internal IP cannot be reached over the private network, so it is a
     // group of its own in every granularity (Kilo leaves it isolated in cross).
     if (granularity !== 'location' || !n.internalIP) alone.push(n);
@@ -86,7 +87,9 @@ function placeSegments(
     const key = locationKey(location);
     out.push({ key, group: key, members: located.get(location)!.sort(byName) });
   }
-  for (const n of inNameOrder(alone)) {
+  const single = inNameOrder(alone);
+  for (let i = 0; i < single.length; i++) {
+    const n = single[i]!;
     const key = `node:${n.name}`;
     let group = key;
     if (n.internalIP && granularity === 'cross') group = locationKey(n.location);
@@ -168,9 +171,11 @@ export function buildTopology(
     const allowedIPs: Cidr[] = [];
     // Most nodes have no allowed-location IPs: no map for those (one segment per node in cross).
     let alips: Map<string, Cidr> | undefined;
-    for (const n of members) {
+    for (let j = 0; j < members.length; j++) {
+      const n = members[j]!;
       if (n.podCIDR) allowedIPs.push(n.podCIDR);
       if (n.internalIP) allowedIPs.push(n.internalIP.ip.toHostCidr());
+      if (n.allowedLocationIPs.length === 0) continue;
       for (const c of n.allowedLocationIPs) {
         alips ??= new Map();
         if (!alips.has(c.networkText)) alips.set(c.networkText, c);

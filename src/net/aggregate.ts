@@ -28,7 +28,9 @@ function blocksOf<N extends number | bigint>(cidrs: readonly Cidr[], space: Addr
  */
 function minimal<N extends number | bigint>(blocks: Block<N>[], space: AddressSpace<N>): Block<N>[] {
   const out: Block<N>[] = [];
-  for (const b of blocks) {
+  // An index loop: once per process over thousands of blocks, where a for-of would allocate per element.
+  for (let i = 0; i < blocks.length; i++) {
+    const b = blocks[i]!;
     const last = out[out.length - 1];
     if (last && b.start < space.end(last.start, last.bits)) continue;
     let top = b;

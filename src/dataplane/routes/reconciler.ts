@@ -61,12 +61,14 @@ function objectOf(op: RouteOp): string {
 export class KiloRoutingTables implements RoutingTables {
   /** Kilo's routes (by key) and rules as the last fully successful reconcile left them; null when unsure. */
   private known: (KiloRouting & { byKey: ReadonlyMap<string, KernelRoute> }) | null = null;
-  /** The plan's prefixes and addresses parsed, across reconciles. */
-  private readonly addresses = new AddressMemo();
-
+  /**
+   * @param addresses the plan's prefixes and addresses parsed, across reconciles (shared with the
+   * machine's reader, which sees the same texts).
+   */
   constructor(
     private readonly machine: RouteMachine,
     readonly owner: Ownership = defaultOwnership,
+    private readonly addresses: AddressMemo = new AddressMemo(),
   ) {}
 
   /** Kilo's routes and rules on the machine now (or when readAhead was called, once). */
