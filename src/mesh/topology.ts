@@ -105,6 +105,8 @@ function isPublic(e: Endpoint | null): boolean {
 
 /** Kilo's leader rule: annotated with a public endpoint, else annotated, else public, else first. */
 export function electLeader(nodes: readonly KiloNode[]): KiloNode {
+  // One segment per node outside location granularity: nothing to elect, no list to filter.
+  if (nodes.length === 1) return nodes[0]!;
   const annotated = nodes.filter((n) => n.wantsLeader);
   return (
     annotated.find((n) => isPublic(n.endpoint)) ?? annotated[0] ?? nodes.find((n) => isPublic(n.endpoint)) ?? nodes[0]!

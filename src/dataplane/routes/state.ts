@@ -166,41 +166,6 @@ function planRouteText(r: PlanRoute): string {
 }
 
 /**
- * Whether `text` is an IPv4 address (`length` false) or an IPv4 network prefix without host bits
- * (`length` true) written exactly as src/net writes it: then it is its own canonical text, and its
- * family is 4. A plan holds tens of thousands of these: checking them costs no parse and no memo
- * entry. Anything else (IPv6, a prefix with host bits, "010.1.2.3") is for Cidr and IP to read.
- */
-export function isCanonicalIPv4(text: string, length: boolean): boolean {
-  let i = 0;
-  let value = 0;
-  const number = (max: number): number => {
-    const start = i;
-    let n = 0;
-    while (i < text.length && i - start < 3) {
-      const c = text.charCodeAt(i);
-      if (c < 48 || c > 57) break;
-      n = n * 10 + c - 48;
-      i++;
-    }
-    // No digits, a leading zero, or too big.
-    if (i === start || (text.charCodeAt(start) === 48 && i - start > 1) || n > max) return -1;
-    return n;
-  };
-  for (let octet = 0; octet < 4; octet++) {
-    if (octet > 0 && text.charCodeAt(i++) !== 46) return false;
-    const n = number(255);
-    if (n < 0) return false;
-    value = ((value << 8) | n) >>> 0;
-  }
-  if (!length) return i === text.length;
-  if (text.charCodeAt(i++) !== 47) return false;
-  const bits = number(32);
-  if (bits < 0 || i !== text.length) return false;
-  return bits === 32 || value % 2 ** (32 - bits) === 0;
-}
-
-/**
  * Turns the plan's routes and rules into kernel form with real device names and Kilo's protocol
  * and priority. Entries that cannot be expressed (a role without an interface, an unparsable
  * address) become problems; the rest is still returned. `memo` is the caller's, kept across its
@@ -240,13 +205,8 @@ function addRoutes(
           : `interface name ${JSON.stringify(dev)} (role ${role}) is not valid`,
     );
   }
-  // Canonical IPv4 text (what plans hold) stands for itself; the rest is parsed (and remembered).
-  const prefixOf = (text: string) =>
-    isCanonicalIPv4(text, true) ? { family: 4 as const, networkText: text } : memo.prefix(text);
-  const addressOf = (text: string) =>
-    isCanonicalIPv4(text, false) ? { family: 4 as const, text } : memo.address(text);
   for (const r of routes) {
-    const dst = prefixOf(r.dst);
+    const dst = memo.prefix(r.dst);
     if (!dst) {
       out.problems.push({ object: planRouteText(r), message: `dst ${JSON.stringify(r.dst)} is not a CIDR` });
       continue;
@@ -254,8 +214,8 @@ function addRoutes(
     const table = r.table === 'main' ? mainTableId : r.table;
     const metric = defaultMetric(dst.family);
     const key = `${table} ${dst.networkText} ${metric}`;
-    const gw = r.gw === null ? null : addressOf(r.gw);
-    const src = r.src === null ? null : addressOf(r.src);
+    const gw = r.gw === null ? null : memo.address(r.gw);
+    const src = r.src === null ? null : memo.address(r.src);
     let message = badRole.get(r.dev) ?? null;
     if (message !== null) {
       // fall through to the report below
