@@ -35,6 +35,8 @@ export interface RunFigures {
   toSyncedS: number;
   syncedToAppliedS: number;
   cpuPercent: number;
+  /** The part of cpuPercent spent on the main thread (the rest: V8's GC and compiler threads, libuv's pool). */
+  mainThreadCpuPercent: number;
   windowS: number;
   heartbeatsPerS: number;
   /** RSS during the window: median and highest of one reading a second. */
@@ -45,6 +47,11 @@ export interface RunFigures {
   joinP50Ms: number;
   joinMaxMs: number;
   joins: number;
+  /**
+   * The joins' own passes, median ms per phase ("parse/plan/publish/apply"), from their debug line
+   * (KILO_BENCH_AGENT_LOG_LEVEL=debug); null at other levels.
+   */
+  joinPhasesMs: string | null;
   /** Reconcile passes the agent made during the CPU window (heartbeats alone should make none). */
   passesInWindow: number;
   /** The longest line the agent logged, in characters. */
@@ -54,6 +61,7 @@ export interface RunFigures {
 interface LogLine {
   time: number;
   msg: string;
+  [field: string]: unknown;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -69,7 +77,7 @@ class AgentLog {
       if (copyTo) appendFileSync(copyTo, `${text}\n`);
       this.longest = Math.max(this.longest, text.length);
       try {
-        const line = JSON.parse(text) as Omit<LogLine, 'time'> & { time: number | string };
+        const line = JSON.parse(text) as { msg: string; time: number | string };
         this.lines.push({ ...line, time: typeof line.time === 'number' ? line.time : Date.parse(line.time) });
       } catch {
         this.lines.push({ time: Date.now(), msg: text });
@@ -111,9 +119,10 @@ function kgNodeFlags(): string[] {
     .filter(Boolean);
 }
 
-/** utime + stime of a process, in seconds. */
-function cpuSeconds(pid: number): number {
-  const stat = spawnSync('cat', [`/proc/${pid}/stat`], { encoding: 'utf8' }).stdout;
+/** utime + stime of a process (all its threads), or of one of its threads, in seconds. */
+function cpuSeconds(pid: number, thread?: number): number {
+  const path = thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`;
+  const stat = spawnSync('cat', [path], { encoding: 'utf8' }).stdout;
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // Fields 14 and 15 of stat(5); the slice starts at field 3.
   return (Number(fields[11]) + Number(fields[12])) / clockTicks;
@@ -292,6 +301,7 @@ export async function benchRunOnce(
     await sleep(5000);
     const passes0 = reconciles(ns);
     const cpu0 = cpuSeconds(pid);
+    const main0 = cpuSeconds(pid, pid);
     const t0 = Date.now();
     // RSS once a second: a single reading lands anywhere between two collections.
     const rssSamples: number[] = [];
@@ -300,12 +310,14 @@ export async function benchRunOnce(
       rssSamples.push(statusMiB(pid, 'VmRSS'));
     }
     const cpu1 = cpuSeconds(pid);
+    const main1 = cpuSeconds(pid, pid);
     const t1 = Date.now();
     const passes1 = reconciles(ns);
     rssSamples.sort((a, b) => a - b);
 
     // Joins under the same heartbeats, one at a time.
     const latencies: number[] = [];
+    const phases: Record<string, number>[] = [];
     for (let j = 0; j < o.joins; j++) {
       const { node, key, podCIDR } = joiningNode(j, Math.floor(Date.now() / 1000));
       const from = log.lines.length;
@@ -324,6 +336,9 @@ export async function benchRunOnce(
         if (await joined(ns, runDir, key, podCIDR)) done = line;
       }
       latencies.push(done.time - createdAt);
+      // The pass logs its timings right after its "dataplane updated".
+      const pass = log.lines.slice(log.lines.indexOf(done)).find((l) => l.msg === 'reconcile pass');
+      if (pass) phases.push(pass as unknown as Record<string, number>);
       await sleep(1000);
     }
     const beatStart = beating.started;
@@ -335,6 +350,7 @@ export async function benchRunOnce(
       toSyncedS: (synced.time - started) / 1000,
       syncedToAppliedS: (applied.time - synced.time) / 1000,
       cpuPercent: ((cpu1 - cpu0) / ((t1 - t0) / 1000)) * 100,
+      mainThreadCpuPercent: ((main1 - main0) / ((t1 - t0) / 1000)) * 100,
       windowS: (t1 - t0) / 1000,
       heartbeatsPerS: sent / ((Date.now() - beatStart) / 1000),
       rssMiB: rssSamples[Math.floor(rssSamples.length / 2)] ?? NaN,
@@ -343,6 +359,12 @@ export async function benchRunOnce(
       joinP50Ms: latencies[Math.floor(latencies.length / 2)] ?? NaN,
       joinMaxMs: latencies.at(-1) ?? NaN,
       joins: latencies.length,
+      joinPhasesMs:
+        phases.length === 0
+          ? null
+          : ['parseMs', 'planMs', 'publishMs', 'applyMs']
+              .map((k) => phases.map((p) => p[k] ?? NaN).sort((a, b) => a - b)[Math.floor(phases.length / 2)])
+              .join('/'),
       passesInWindow: passes1 - passes0,
       longestLogLine: log.longest,
     };

@@ -32,6 +32,22 @@ function sameAnnotationsBut(a: Record<string, string>, b: Record<string, string>
   return true;
 }
 
+/** Labels and spec: maps of strings mostly, compared key by key (170 times a second at 5,000 nodes). */
 function sameJSON(a: unknown, b: unknown): boolean {
-  return a === b || JSON.stringify(a) === JSON.stringify(b);
+  if (a === b) return true;
+  if (!isRecord(a) || !isRecord(b)) return JSON.stringify(a) === JSON.stringify(b);
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  for (const k of keys) {
+    if (!Object.prototype.hasOwnProperty.call(b, k)) return false;
+    const x = a[k];
+    const y = b[k];
+    if (x !== y && (typeof x !== 'object' || typeof y !== 'object' || JSON.stringify(x) !== JSON.stringify(y)))
+      return false;
+  }
+  return true;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

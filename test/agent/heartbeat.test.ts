@@ -30,6 +30,16 @@ describe('onlyLastSeenMoved', () => {
     assert.equal(onlyLastSeenMoved({ previous: b, current: relabelled }), false);
     const respec = { ...later, spec: { podCIDR: '10.42.99.0/24' } };
     assert.equal(onlyLastSeenMoved({ previous: b, current: respec }), false);
+    // Label and spec maps compared key by key: a key swapped for another, a nested value changed.
+    const region = b.metadata?.labels?.['topology.kubernetes.io/region'] ?? '';
+    const labelled = (labels: Record<string, string>, o: KubeObject) => ({ ...o, metadata: { ...o.metadata, labels } });
+    const withOther = labelled({ 'topology.kubernetes.io/region': region, other: 'x' }, b);
+    const withExtra = labelled({ 'topology.kubernetes.io/region': region, extra: 'x' }, later);
+    assert.equal(onlyLastSeenMoved({ previous: withOther, current: withExtra }), false);
+    const cidrs = (list: string[]) => ({ ...later, spec: { ...b.spec, podCIDRs: list } });
+    const before = { ...b, spec: { ...b.spec, podCIDRs: ['10.42.1.0/24'] } };
+    assert.equal(onlyLastSeenMoved({ previous: before, current: cidrs(['10.42.9.0/24']) }), false);
+    assert.equal(onlyLastSeenMoved({ previous: before, current: cidrs(['10.42.1.0/24']) }), true);
   });
 
   test('last-seen going back, vanishing or unreadable is not; nor is a Peer', () => {
