@@ -399,6 +399,8 @@ export class Agent {
         },
       );
       if (!topology || !plan) {
+        // Nothing written: the read this pass owed (and made for its write) is owed by the next.
+        if (!trustLastWrite) this.fullReadDue = true;
         this.finish(false, publishError ?? 'local node not ready yet (waiting for its annotations)');
         return;
       }

@@ -118,6 +118,17 @@ describe('agent: trusting the last write', () => {
     assert.equal(phone?.endpoint, '198.18.2.1:40000', 'the announced endpoint was written over the live session');
   });
 
+  test('the first pass that writes reads the machine, even after a pass that waited for the local node', async (t) => {
+    const { watchRouting } = fakeMonitor();
+    // The local node starts bare (see bareLocalNode): the first pass only publishes its annotations.
+    const h = await startHarness(t, { deps: { watchRouting } });
+    await settled(h);
+    const passes = h.log.entries.filter((e) => e.msg === 'reconcile pass').map((e) => e.obj);
+    const firstWrite = passes.find((p) => (p['writes'] as number) > 0);
+    assert.ok(firstWrite, 'no pass wrote');
+    assert.equal(firstWrite['trustLastWrite'], false, 'the first write trusted a write that never happened');
+  });
+
   test('without a monitor every pass reads: a deleted route comes back with the next cluster event', async (t) => {
     const h = await startHarness(t);
     await settled(h);
