@@ -32,7 +32,8 @@ function minimal<N extends number | bigint>(blocks: Block<N>[], space: AddressSp
   for (let i = 0; i < blocks.length; i++) {
     const b = blocks[i]!;
     const last = out[out.length - 1];
-    if (last && b.start < space.end(last.start, last.bits)) continue;
+    // Sorted with containers first, an aligned block that overlaps the last one lies inside it.
+    if (last && space.within(b.start, b.bits, last.start, last.bits)) continue;
     let top = b;
     for (;;) {
       const left = out[out.length - 1];
@@ -87,5 +88,5 @@ function covers<N extends number | bigint>(blocks: Block<N>[], space: AddressSpa
     else hi = mid;
   }
   const b = blocks[lo - 1];
-  return !!b && space.end(start, space.width - c.prefix) <= space.end(b.start, b.bits);
+  return !!b && space.within(start, space.width - c.prefix, b.start, b.bits);
 }

@@ -15,6 +15,11 @@ export interface AddressSpace<N extends number | bigint> {
   end(start: N, bits: number): N;
   /** `start` masked to its first `length` bits, as a key unique per (length, masked address). */
   key(start: N, length: number): number | string;
+  /**
+   * True when the range of `bits` host bits at `start` lies inside the one at `outerStart` (both
+   * aligned): for IPv4 a comparison of high bits, nothing to add up (and box) above 2^31.
+   */
+  within(start: N, bits: number, outerStart: N, outerBits: number): boolean;
   /** True when `start` is a multiple of 2^bits. */
   aligned(start: N, bits: number): boolean;
   ip(start: N): IP;
@@ -40,6 +45,8 @@ export const ipv4: AddressSpace<number> = {
     const address = start + pow2[31]!;
     return length * pow2[32]! + address - (address % pow2[32 - length]!);
   },
+  within: (start, bits, outerStart, outerBits) =>
+    bits <= outerBits && (outerBits === 32 || (start ^ outerStart) >>> outerBits === 0),
   aligned: (start, bits) => (start + pow2[31]!) % pow2[bits]! === 0,
   ip: (start) => IP.fromV4(start ^ top),
 };
@@ -50,6 +57,8 @@ export const ipv6: AddressSpace<bigint> = {
   start: (c) => BigInt(`0x${Buffer.from(c.network.bytes).toString('hex')}`),
   end: (start, bits) => start + pow2n[bits]!,
   key: (start, length) => `${length}/${start - (start % pow2n[128 - length]!)}`,
+  within: (start, bits, outerStart, outerBits) =>
+    bits <= outerBits && outerStart <= start && start + pow2n[bits]! <= outerStart + pow2n[outerBits]!,
   aligned: (start, bits) => start % pow2n[bits]! === 0n,
   ip: (start) => IP.fromBytes(Uint8Array.from(Buffer.from(start.toString(16).padStart(32, '0'), 'hex'))),
 };
