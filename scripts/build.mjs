@@ -55,7 +55,7 @@ const compactThirdParty = {
   name: 'compact-third-party',
   setup(b) {
     b.onLoad({ filter: /[\\/]node_modules[\\/].*\.(?:js|cjs|mjs)$/ }, async (a) => {
-      const source = readFileSync(a.path, 'utf8');
+      const source = lazyChildProcess(a.path, readFileSync(a.path, 'utf8'));
       const { code } = await transform(source, {
         loader: 'js',
         minifyWhitespace: !/[\\/]node_modules[\\/]zod[\\/]/.test(a.path),
@@ -66,6 +66,17 @@ const compactThirdParty = {
     });
   },
 };
+
+/**
+ * commander requires node:child_process (which loads net, dgram and their bindings, ~4 ms) when it
+ * loads, for the executable subcommands kilo-ts does not have: it is required on first use instead.
+ */
+function lazyChildProcess(path, source) {
+  if (!/[\\/]node_modules[\\/]commander[\\/]lib[\\/]command\.js$/.test(path)) return source;
+  const eager = "const childProcess = require('node:child_process');";
+  if (!source.includes(eager)) throw new Error(`build: ${path} no longer requires node:child_process as expected`);
+  return source.replace(eager, "const childProcess = { spawn: (...a) => require('node:child_process').spawn(...a) };");
+}
 
 const result = await build({
   absWorkingDir: root,

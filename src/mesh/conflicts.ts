@@ -65,7 +65,15 @@ const mask4 = (v: number, len: number) => (len === 0 ? 0 : v & (-1 << (32 - len)
  */
 export class PrefixClaims<O = string> {
   private readonly exact4 = new ByLength<number, O>();
-  private readonly inside4 = new ByLength<number, O>();
+  /**
+   * IPv4 claims' ancestors, only at the lengths `find` has asked about (a few: pod CIDRs, host
+   * addresses, Peers' prefixes), each the first claimant inside: marking all 32 lengths was ~15
+   * map entries per node, the most of a 5,000-node resolve and its garbage.
+   */
+  private readonly inside4: (Map<number, O> | undefined)[] = [];
+  private readonly insideLengths4: number[] = [];
+  /** Every IPv4 claim in order (address, length, owner), to fill a length asked about the first time. */
+  private readonly claims4: (number | O)[] = [];
   private readonly exact6 = new ByLength<string, O>();
   private readonly inside6 = new ByLength<string, O>();
 
@@ -79,7 +87,7 @@ export class PrefixClaims<O = string> {
         const owner = this.exact4.get(len, mask4(v, len));
         if (owner !== undefined) return owner;
       }
-      return this.inside4.get(c.prefix, mask4(v, c.prefix)) ?? null;
+      return this.inside4At(c.prefix).get(mask4(v, c.prefix)) ?? null;
     }
     const k = bitsOf(c);
     const lengths = this.exact6.lengths;
@@ -97,9 +105,14 @@ export class PrefixClaims<O = string> {
     if (c.family === 4) {
       const v = c.network.v4;
       if (!this.exact4.has(c.prefix, mask4(v, c.prefix))) this.exact4.set(c.prefix, mask4(v, c.prefix), owner);
-      for (let len = c.prefix - 1; len >= 0; len--) {
-        if (this.inside4.has(len, mask4(v, len))) break;
-        this.inside4.set(len, mask4(v, len), owner);
+      this.claims4.push(v, c.prefix, owner);
+      for (let i = 0; i < this.insideLengths4.length; i++) {
+        const len = this.insideLengths4[i]!;
+        if (len < c.prefix) {
+          const m = this.inside4[len]!;
+          const key = mask4(v, len);
+          if (!m.has(key)) m.set(key, owner);
+        }
       }
       return;
     }
@@ -109,6 +122,23 @@ export class PrefixClaims<O = string> {
       if (this.inside6.has(len, k.slice(0, len))) break;
       this.inside6.set(len, k.slice(0, len), owner);
     }
+  }
+
+  /** The first claimant inside each prefix of length `len`, by its masked address. */
+  private inside4At(len: number): Map<number, O> {
+    let m = this.inside4[len];
+    if (m) return m;
+    m = this.inside4[len] = new Map();
+    this.insideLengths4.push(len);
+    const claims = this.claims4;
+    for (let i = 0; i < claims.length; i += 3) {
+      const prefix = claims[i + 1] as number;
+      if (len < prefix) {
+        const key = mask4(claims[i] as number, len);
+        if (!m.has(key)) m.set(key, claims[i + 2] as O);
+      }
+    }
+    return m;
   }
 }
 

@@ -14,10 +14,14 @@ function toCidr<N extends number | bigint>(b: Block<N>, space: AddressSpace<N>):
 }
 
 function blocksOf<N extends number | bigint>(cidrs: readonly Cidr[], space: AddressSpace<N>): Block<N>[] {
-  return cidrs
-    .filter((c) => c.family === space.family)
-    .map((c) => ({ start: space.start(c), bits: space.width - c.prefix, cidr: c.ip === c.network ? c : undefined }))
-    .sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : b.bits - a.bits));
+  // One loop, not filter and map: once per process over thousands of prefixes, before V8 optimises.
+  const blocks: Block<N>[] = [];
+  for (let i = 0; i < cidrs.length; i++) {
+    const c = cidrs[i]!;
+    if (c.family === space.family)
+      blocks.push({ start: space.start(c), bits: space.width - c.prefix, cidr: c.ip === c.network ? c : undefined });
+  }
+  return blocks.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : b.bits - a.bits));
 }
 
 /**
