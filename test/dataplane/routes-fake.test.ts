@@ -33,3 +33,19 @@ test('a read ahead serves the next reconcile, once; the one after reads the mach
   assert.equal((await tables.reconcile([], [], devices)).writes, 0);
   assert.deepEqual((await tables.reconcile([], [], devices)).details, ['del route 10.42.9.0/24 dev kilo0']);
 });
+
+test('a plan handed over again is diffed again: the machine repaired, a renamed device followed', async () => {
+  const m = new FakeMachine();
+  m.addLink('kilo0', { addresses: ['10.4.0.1/16'] });
+  m.addLink('kilo1', { addresses: ['10.5.0.1/16'] });
+  const tables = fakeRoutingTables(m);
+  const routes = [{ dst: '10.42.1.0/24', gw: null, dev: 'kilo', src: null, table: 'main', onlink: false } as const];
+  assert.equal((await tables.reconcile(routes, [], { kilo: 'kilo0', private: null, tunnel: null })).writes, 1);
+  for (const x of m.routes) m.routeDel(x);
+  assert.equal((await tables.reconcile(routes, [], { kilo: 'kilo0', private: null, tunnel: null })).writes, 1);
+  await tables.reconcile(routes, [], { kilo: 'kilo1', private: null, tunnel: null });
+  assert.deepEqual(
+    m.routes.map((x) => `${x.dst} ${x.dev}`),
+    ['10.42.1.0/24 kilo1'],
+  );
+});

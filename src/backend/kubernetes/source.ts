@@ -210,6 +210,7 @@ export function normalizeNode(labels: readonly string[] | undefined): (raw: unkn
 
 function pick(map: Record<string, string>, keep: (key: string) => boolean): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(map)) if (keep(k)) out[k] = v;
+  // Keys, not entries: no pair array per key, for every annotation of every heartbeat.
+  for (const k of Object.keys(map)) if (keep(k)) out[k] = map[k]!;
   return out;
 }

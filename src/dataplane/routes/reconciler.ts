@@ -10,6 +10,7 @@ import {
   describeRule,
   desiredState,
   routeKey,
+  type DesiredState,
   ruleKey,
   sameRoute,
   type KernelRoute,
@@ -62,6 +63,16 @@ export class KiloRoutingTables implements RoutingTables {
   /** Kilo's routes (by key) and rules as the last fully successful reconcile left them; null when unsure. */
   private known: (KiloRouting & { byKey: ReadonlyMap<string, KernelRoute> }) | null = null;
   /**
+   * The last desired state and what it was built from: a resync whose plan was reused (only
+   * heartbeats since) hands over the same arrays, and 5,000 nodes' routes need not be built again.
+   */
+  private desired: {
+    routes: readonly PlanRoute[];
+    rules: readonly PlanRule[];
+    devices: string;
+    state: DesiredState;
+  } | null = null;
+  /**
    * @param addresses the plan's prefixes and addresses parsed, across reconciles (shared with the
    * machine's reader, which sees the same texts).
    */
@@ -86,8 +97,7 @@ export class KiloRoutingTables implements RoutingTables {
     devices: DeviceNames,
     options: ReconcileOptions = {},
   ): Promise<Ops> {
-    this.addresses.nextPass();
-    const desired = desiredState(routes, rules, devices, this.owner, this.addresses);
+    const desired = this.desiredState(routes, rules, devices);
     const remembered = options.trustLastWrite ? this.known : null;
     this.forget();
     // Memory serves routes only: which rule a delete hits depends on the kernel's order of rules,
@@ -101,6 +111,17 @@ export class KiloRoutingTables implements RoutingTables {
     if (desired.problems.length === 0)
       this.known = { routes: desired.routes, rules: desired.rules, byKey: desired.byKey };
     return done;
+  }
+
+  private desiredState(routes: readonly PlanRoute[], rules: readonly PlanRule[], devices: DeviceNames): DesiredState {
+    const names = `${devices.kilo} ${devices.private} ${devices.tunnel}`;
+    const last = this.desired;
+    if (last && last.routes === routes && last.rules === rules && last.devices === names) return last.state;
+    // Only a pass that builds asks the memo for the plan's texts (the machine's read sizes it by them).
+    this.addresses.nextPass();
+    const state = desiredState(routes, rules, devices, this.owner, this.addresses);
+    this.desired = { routes, rules, devices: names, state };
+    return state;
   }
 
   /**
