@@ -12,14 +12,24 @@ import { defaultOwnership, type KernelRoute, type Ownership } from './state.js';
  * (so a node with a full BGP table is not read whole), writes with one `ip -batch`.
  */
 export class IprouteMachine implements RouteMachine {
+  /** The kernel's prefixes and addresses parsed, across reads. */
+  private readonly addresses: AddressMemo;
+  /** Whether this reader's reads are the memo's passes (a shared memo's are its owner's). */
+  private readonly ownsMemo: boolean;
+
   /**
-   * @param addresses the kernel's prefixes and addresses parsed, across reads; best the routes
-   * reconciler's own, as linuxRoutingTables does: the kernel's texts are the plan's.
+   * @param addresses best the routes reconciler's own, as linuxRoutingTables does: the kernel's
+   * texts are the plan's. Its passes are then the reconciler's: a read that began one too would
+   * size it by the read alone, which asks for few texts (routes equal to the plan's are taken
+   * whole), and the next plan would find it emptied and parse every route again.
    */
   constructor(
     private readonly exec: Exec,
-    private readonly addresses: AddressMemo = new AddressMemo(),
-  ) {}
+    addresses?: AddressMemo,
+  ) {
+    this.addresses = addresses ?? new AddressMemo();
+    this.ownsMemo = addresses === undefined;
+  }
 
   /** The reads behind `read`: routes by Kilo's protocol and all rules (filtered here by priority), per family. */
   private reads(owner: Ownership) {
@@ -39,7 +49,7 @@ export class IprouteMachine implements RouteMachine {
   }
 
   async read(owner: Ownership, expected?: ReadonlyMap<string, KernelRoute>): Promise<KiloRouting> {
-    this.addresses.nextPass();
+    if (this.ownsMemo) this.addresses.nextPass();
     const families = await Promise.all(
       this.reads(owner).map(async (r) => {
         const [routes, rules] = await Promise.all([this.show(r.family, r.routes), this.show(r.family, r.rules)]);

@@ -117,7 +117,7 @@ export class KiloRoutingTables implements RoutingTables {
     const names = `${devices.kilo} ${devices.private} ${devices.tunnel}`;
     const last = this.desired;
     if (last && last.routes === routes && last.rules === rules && last.devices === names) return last.state;
-    // Only a pass that builds asks the memo for the plan's texts (the machine's read sizes it by them).
+    // The memo's pass is a build, with the machine's reads until the next one (they share the memo).
     this.addresses.nextPass();
     const state = desiredState(routes, rules, devices, this.owner, this.addresses);
     this.desired = { routes, rules, devices: names, state };
