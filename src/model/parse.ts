@@ -100,7 +100,7 @@ class Reader {
   /** A whole number of seconds: a keepalive (at most a day) or a unix timestamp. */
   seconds(field: string, value: unknown, max = 86_400): number | null {
     const text = typeof value === 'number' ? String(value) : typeof value === 'string' ? value.trim() : null;
-    const n = text === null ? NaN : wholeSeconds(text);
+    const n = text === null ? NaN : decimal(text, 0, 12);
     if (!(n <= max)) return this.fail(field, value, `not a whole number of seconds between 0 and ${max}`);
     return n;
   }
@@ -118,13 +118,14 @@ class Reader {
 }
 
 /**
- * One to twelve decimal digits as their number, or NaN. Not a regular expression and Number():
- * every node's last-seen goes through here.
+ * One to `maxDigits` decimal digits from `from` to the end of `text`, as their number; else NaN.
+ * Not a regular expression and Number(): every node's last-seen and endpoint port come through here.
  */
-function wholeSeconds(text: string): number {
-  if (text.length < 1 || text.length > 12) return NaN;
+function decimal(text: string, from: number, maxDigits: number): number {
+  const digits = text.length - from;
+  if (digits < 1 || digits > maxDigits) return NaN;
   let n = 0;
-  for (let i = 0; i < text.length; i++) {
+  for (let i = from; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c < 48 || c > 57) return NaN;
     n = n * 10 + c - 48;
@@ -156,14 +157,7 @@ export function isDNSName(host: string): boolean {
 
 /** One to five digits from `from` to the end, 1 to 65535; else null. */
 function parsePort(text: string, from: number): number | null {
-  const n = text.length - from;
-  if (n < 1 || n > 5) return null;
-  let port = 0;
-  for (let i = from; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 48 || c > 57) return null;
-    port = port * 10 + c - 48;
-  }
+  const port = decimal(text, from, 5);
   return port >= 1 && port <= 65535 ? port : null;
 }
 
