@@ -26,14 +26,14 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const root = join(import.meta.dirname, '..');
 const args = process.argv.slice(2);
 const withoutLab = args.includes('--without-lab');
 const outdirAt = args.indexOf('--outdir');
-const outdir = outdirAt >= 0 ? args[outdirAt + 1] : join(root, 'dist');
+const outdir = outdirAt >= 0 ? resolve(args[outdirAt + 1]) : join(root, 'dist');
 const metafileAt = args.indexOf('--metafile');
 
 /**

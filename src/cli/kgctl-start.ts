@@ -17,6 +17,17 @@ const nodeModule = process.getBuiltinModule('node:module');
 const path = process.getBuiltinModule('node:path');
 const vm = process.getBuiltinModule('node:vm');
 
+/**
+ * V8 optimises a function once it has run a while (its interrupt budget, 66 KB of bytecode run by
+ * default). A `kgctl plan` is one pass of a fraction of a second over thousands of nodes, where the
+ * default made V8 optimise (on a second thread) most of parse, conflicts, topology and plan, to run
+ * them a few more milliseconds: at 5,000 nodes ~0.1 s of CPU more for the whole process. With a
+ * budget eight times as large, what still runs long enough (20,000 nodes) is optimised still. Set
+ * before the script is compiled, and so in the build's training too: V8 rejects a code cache made
+ * under other flags.
+ */
+process.getBuiltinModule('node:v8').setFlagsFromString('--interrupt-budget=540672');
+
 interface Kgctl {
   main(argv: string[]): Promise<void>;
 }
