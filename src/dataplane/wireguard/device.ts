@@ -1,5 +1,4 @@
 import type { ChildProcess } from 'node:child_process';
-import { lookup } from 'node:dns/promises';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -310,7 +309,10 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   }
 
   private async resolveEndpoints(config: WireGuardConfig): Promise<WireGuardConfig> {
-    const resolve = this.options.resolve ?? (async (host: string) => (await lookup(host)).address);
+    // The resolver is loaded when an endpoint is a name: most plans have none, and kg apply starts faster.
+    const resolve =
+      this.options.resolve ??
+      (async (host: string) => (await (await import('node:dns/promises')).lookup(host)).address);
     const named = (p: WireGuardConfig['peers'][number]) => {
       // Most endpoints are IPv4 literals: thousands of peers per write need no parse for that.
       if (!p.endpoint || /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}:\d+$/.test(p.endpoint)) return null;
