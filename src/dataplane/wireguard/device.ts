@@ -305,7 +305,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   }
 
   configure(config: WireGuardConfig, options: ReconcileOptions = {}): Promise<PeerChanges> {
-    return this.serial(() => this.configureNow(config, options.trustLastWrite === true));
+    return this.serial(() => this.configureNow(config, options.trustLastWrite === true, options.once === true));
   }
 
   private async resolveEndpoints(config: WireGuardConfig): Promise<WireGuardConfig> {
@@ -339,7 +339,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return { ...config, peers };
   }
 
-  private async configureNow(config: WireGuardConfig, trust = false): Promise<PeerChanges> {
+  /** `once`: no later configure trusts this one (see ReconcileOptions), so what it left is not kept. */
+  private async configureNow(config: WireGuardConfig, trust = false, once = false): Promise<PeerChanges> {
     const resolved = await this.resolveEndpoints(config);
     const remembered = trust ? this.known : null;
     const kept = this.kept;
@@ -352,7 +353,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     this.lastConfig = config;
     if (isEmptyDiff(diff)) {
       this.lastOps = { writes: 0, details: [] };
-      this.known = remembered ?? stateAfter(state, presharedKeyDigests, resolved, diff);
+      this.known = once ? null : (remembered ?? stateAfter(state, presharedKeyDigests, resolved, diff));
       return peerChangesOf(diff);
     }
     const details = describeDiff(this.name, diff);
@@ -365,7 +366,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     } else await this.wgSet(diff);
     this.lastOps = { writes: details.length, details };
     logDetails(`wireguard ${this.name}`, details, this.log, this.debug);
-    this.known = stateAfter(state, presharedKeyDigests, resolved, diff);
+    this.known = once ? null : stateAfter(state, presharedKeyDigests, resolved, diff);
     return peerChangesOf(diff);
   }
 
