@@ -1,11 +1,19 @@
 /**
- * `npm run build`: bin/kg and bin/kgctl each load one ES module, dist/cli/kg.js and
- * dist/cli/kgctl.js, bundled from src/ by esbuild. Node reads, resolves and compiles every module
- * file separately: unbundled, `kgctl plan` loaded about 200 files (zod alone 99) before doing any
- * work, a third of its whole time at 5,000 nodes. Each `import()` of a command's body stays a
- * separate chunk (dist/chunks/), loaded only when that command runs. kg and kgctl are bundled
- * apart: together, the code they share went into chunks of its own, and `kgctl plan` loaded 17
- * files where alone it loads 7 (~8 ms less to resolve, link and compile at every start).
+ * `npm run build`: bin/kg and bin/kgctl each load one module, dist/cli/kg.js and dist/cli/kgctl.js,
+ * bundled from src/ by esbuild. Node reads, resolves and compiles every module file separately:
+ * unbundled, `kgctl plan` loaded about 200 files (zod alone 99) before doing any work, a third of
+ * its whole time at 5,000 nodes.
+ *
+ * kg is an ES module: each `import()` of a command's body stays a separate chunk (dist/chunks/),
+ * loaded only when that command runs.
+ *
+ * kgctl is one CommonJS script (dist/cli/kgctl-HASH.cjs), which dist/cli/kgctl.js compiles with a
+ * V8 code cache the build writes after training runs (src/cli/kgctl-start.ts): Node 20 caches no
+ * compiled ES module, and every start parsed the bundle, then compiled each function the plan ran,
+ * ~40 ms of CPU in `kgctl plan` at 5,000 nodes (~0.35 s in all). Its lazy commands are in the script
+ * too, evaluated only when they run; the two packages only they use, the Kubernetes client and
+ * pino, are files beside it (dist/cli/kgctl-*.cjs), required when needed: in the script, the
+ * client's 3 MB made every start ~50 ms slower even with the cache.
  *
  *   node scripts/build.mjs [--without-lab] [--outdir DIR] [--metafile FILE]
  *
@@ -14,14 +22,18 @@
  * Type checking is `npm run typecheck`'s: esbuild only strips the types.
  */
 import { build, transform } from 'esbuild';
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 const root = join(import.meta.dirname, '..');
 const args = process.argv.slice(2);
 const withoutLab = args.includes('--without-lab');
 const outdirAt = args.indexOf('--outdir');
-const outdir = outdirAt >= 0 ? args[outdirAt + 1] : join(root, 'dist');
+const outdir = outdirAt >= 0 ? resolve(args[outdirAt + 1]) : join(root, 'dist');
 const metafileAt = args.indexOf('--metafile');
 
 /**
@@ -103,7 +115,166 @@ const bundle = (entry) =>
     metafile: true,
     logLevel: 'warning',
   });
-const results = await Promise.all(['src/cli/kg.ts', 'src/cli/kgctl.ts'].map(bundle));
+/** kgctl's packages that only lazy commands use: each a CommonJS file beside the script, not in it. */
+const kgctlApart = { '@kubernetes/client-node': 'kgctl-kubernetes.cjs', pino: 'kgctl-pino.cjs' };
+
+const cjs = {
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  metafile: true,
+  logLevel: 'warning',
+};
+
+/** kgctl: the script, the packages apart, the entry that compiles the script with its code cache, the training. */
+async function bundleKgctl() {
+  const cli = join(outdir, 'cli');
+  const script = await build({
+    ...cjs,
+    absWorkingDir: root,
+    entryPoints: ['src/cli/kgctl.ts'],
+    outfile: join(cli, 'kgctl.cjs'),
+    external,
+    plugins: [
+      {
+        name: 'kgctl-apart',
+        setup(b) {
+          b.onResolve({ filter: /^(@kubernetes\/client-node|pino)$/ }, (a) => ({
+            path: `./${kgctlApart[a.path]}`,
+            external: true,
+          }));
+        },
+      },
+      compactThirdParty,
+    ],
+    // The loader wraps the script in a function: strict, as the ES modules it is built from.
+    banner: { js: `"use strict";\nconst __kiloImportMetaUrl = require("node:url").pathToFileURL(__filename).href;` },
+    define: { 'import.meta.url': '__kiloImportMetaUrl', 'import.meta.dirname': '__dirname' },
+    // import() of a package left outside (yaml, Graphviz) becomes require(): a script compiled with
+    // a code cache has no dynamic import callback (and Node 20's for vm scripts is experimental).
+    supported: { 'dynamic-import': false },
+    sourcemap: 'external',
+    write: false,
+  });
+  // Named by content, and its cache with it: V8 checks a cache against the source's length only.
+  const js = script.outputFiles.find((f) => f.path.endsWith('.cjs'));
+  const map = script.outputFiles.find((f) => f.path.endsWith('.map'));
+  const apart = await Promise.all(
+    Object.entries(kgctlApart).map(([pkg, file]) =>
+      build({
+        ...cjs,
+        absWorkingDir: root,
+        stdin: { contents: apartEntry(pkg, js.text), resolveDir: root, loader: 'js' },
+        outfile: join(cli, file),
+        plugins: [compactThirdParty],
+      }),
+    ),
+  );
+  const name = `kgctl-${createHash('sha256').update(js.contents).digest('hex').slice(0, 12)}.cjs`;
+  writeFileSync(join(cli, name), `${js.text}//# sourceMappingURL=${name}.map\n`);
+  writeFileSync(join(cli, `${name}.map`), map.contents);
+  for (const ext of ['', '.map']) {
+    const key = relative(root, join(cli, `kgctl.cjs${ext}`));
+    script.metafile.outputs[relative(root, join(cli, `${name}${ext}`))] = script.metafile.outputs[key];
+    delete script.metafile.outputs[key];
+  }
+  const start = await build({
+    absWorkingDir: root,
+    entryPoints: ['src/cli/kgctl-start.ts'],
+    outfile: join(cli, 'kgctl.js'),
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    define: { KGCTL_BUNDLE: JSON.stringify(name) },
+    metafile: true,
+    logLevel: 'warning',
+  });
+  train(join(cli, 'kgctl.js'));
+  return {
+    metafile: {
+      inputs: Object.assign({}, ...[...apart, script, start].map((r) => r.metafile.inputs)),
+      outputs: Object.assign({}, ...[...apart, script, start].map((r) => r.metafile.outputs)),
+    },
+    // Not in the metafile, written above: the cache.
+    extra: [join(cli, name.replace(/\.cjs$/, '.cache'))],
+  };
+}
+
+/**
+ * A package apart: the Kubernetes client is an ES module, whose every export a CommonJS file would
+ * keep (7 MB instead of 3), so only the names the script reads.
+ */
+function apartEntry(pkg, script) {
+  if (pkg !== '@kubernetes/client-node') return `module.exports = require(${JSON.stringify(pkg)});`;
+  const names = [...new Set([...script.matchAll(/\bimport_client_node\d*\.(\w+)/g)].map((m) => m[1]))];
+  if (names.length === 0)
+    throw new Error('build: kgctl reads nothing of the Kubernetes client, or no longer as expected');
+  return `export { ${names.join(', ')} } from '@kubernetes/client-node';`;
+}
+
+/**
+ * Runs kgctl's commands on a small cluster, then writes the code cache of everything they compiled.
+ * In a process of its own with no V8 flags, as bin/kgctl runs: V8 rejects a cache made under others.
+ */
+function train(entry) {
+  const dir = mkdtempSync(join(tmpdir(), 'kts-build-'));
+  try {
+    const cluster = join(dir, 'cluster.json');
+    writeFileSync(cluster, JSON.stringify(trainingCluster()));
+    const runs = [
+      ['plan', 'node-00', '--cluster', cluster, '-o', 'json'],
+      ['plan', 'node-05', '--cluster', cluster, '-o', 'text'],
+      ['showconf', 'node', 'node-01', '--cluster', cluster],
+      ['graph', '--cluster', cluster],
+    ];
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import(${JSON.stringify(pathToFileURL(entry).href)}).then((m) => m.writeCodeCache(${JSON.stringify(runs)}))`,
+      ],
+      { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    if (r.status !== 0 || r.stderr !== '') throw new Error(`build: kgctl's training failed (${r.status}): ${r.stderr}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Twelve nodes in three locations of a cross mesh, and a Peer: every step of a plan runs. */
+function trainingCluster() {
+  const key = (i) => Buffer.alloc(32, i + 1).toString('base64');
+  const items = [];
+  for (let i = 0; i < 12; i++)
+    items.push({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: {
+        name: `node-${String(i).padStart(2, '0')}`,
+        labels: { 'topology.kubernetes.io/region': `region-${i % 3}` },
+        annotations: {
+          'kilo.squat.ai/key': key(i),
+          'kilo.squat.ai/endpoint': `100.64.0.${i + 1}:51820`,
+          'kilo.squat.ai/internal-ip': `172.16.${i % 3}.${i + 1}/24`,
+          'kilo.squat.ai/last-seen': '1764662400',
+          'kilo.squat.ai/granularity': 'cross',
+        },
+      },
+      spec: { podCIDR: `10.42.${i}.0/24` },
+    });
+  items.push({
+    apiVersion: 'kilo.squat.ai/v1alpha1',
+    kind: 'Peer',
+    metadata: { name: 'peer-0' },
+    spec: { allowedIPs: ['10.5.0.1/32'], publicKey: key(100), persistentKeepalive: 10 },
+  });
+  return { apiVersion: 'v1', kind: 'List', items };
+}
+
+const results = await Promise.all([bundle('src/cli/kg.ts'), bundleKgctl()]);
 // One metafile for both: a chunk both write is the same file (named by its content).
 const result = {
   metafile: {
@@ -121,10 +292,12 @@ if (withoutLab) {
 }
 // Files of earlier builds (chunks are named by content) go once the new ones are in place, so that
 // a kg or kgctl running meanwhile never finds its entry gone.
-const written = new Set(Object.keys(result.metafile.outputs).map((o) => join(root, o)));
+const written = new Set([
+  ...Object.keys(result.metafile.outputs).map((o) => join(root, o)),
+  ...results.flatMap((r) => r.extra ?? []),
+]);
 for (const dir of ['cli', 'chunks'].map((d) => join(outdir, d)))
   for (const name of existsSync(dir) ? readdirSync(dir) : [])
-    if (!written.has(join(dir, name)) && !written.has(join(dir, name.replace(/\.map$/, ''))))
-      rmSync(join(dir, name), { force: true });
+    if (!written.has(join(dir, name))) rmSync(join(dir, name), { force: true });
 // What went where, and which import is static: test/imports.test.ts reads it.
 if (metafileAt >= 0) writeFileSync(args[metafileAt + 1], JSON.stringify(result.metafile));

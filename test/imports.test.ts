@@ -5,9 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import ts from 'typescript';
 
@@ -249,10 +250,76 @@ describe('the bundle the image runs', () => {
     );
   });
 
+  const key = (o: string) => relative(dir, join(root, o));
+  /** The packages bundled into the files of `outputs`. */
+  const bundledIn = (outputs: Iterable<string>) =>
+    [...outputs].flatMap((o) =>
+      Object.keys(meta.outputs[o]!.inputs).flatMap((f) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(f)?.[1] ?? []),
+    );
+
+  test('kgctl is one script that holds none of the packages only some commands use', () => {
+    const scripts = Object.keys(meta.outputs).filter((o) => /^dist\/cli\/kgctl-[0-9a-f]+\.cjs$/.test(key(o)));
+    assert.equal(scripts.length, 1, 'the bundle has one kgctl script');
+    assert.ok(Object.keys(meta.outputs[scripts[0]!]!.inputs).includes('src/mesh/plan.ts'), 'the script holds the plan');
+    assert.deepEqual(
+      [...new Set(bundledIn(scripts))].filter((p) => heavy['src/cli/kgctl.ts']!.includes(p)),
+      [],
+    );
+  });
+
+  test('kgctl plan loads none of the packages only some commands use, nor node:crypto or node:child_process', () => {
+    const cluster = join(dir, 'cluster.json');
+    const node = (name: string, i: number) => ({
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: {
+        name,
+        labels: { 'topology.kubernetes.io/region': `region-${i % 2}` },
+        annotations: {
+          'kilo.squat.ai/key': Buffer.alloc(32, i + 1).toString('base64'),
+          'kilo.squat.ai/endpoint': `100.64.0.${i + 1}:51820`,
+          'kilo.squat.ai/internal-ip': `172.16.${i % 2}.${i + 1}/24`,
+          'kilo.squat.ai/last-seen': '1764662400',
+        },
+      },
+      spec: { podCIDR: `10.42.${i}.0/24` },
+    });
+    writeFileSync(cluster, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: ['a', 'b', 'c'].map(node) }));
+    const probe = join(dir, 'probe.cjs');
+    // At exit: the files required (the packages kgctl keeps apart are files beside its script) and the built-in modules loaded.
+    writeFileSync(
+      probe,
+      "process.on('exit', () => process.stderr.write(JSON.stringify([Object.keys(require.cache), process.moduleLoadList])));",
+    );
+    const entry = pathToFileURL(join(dir, 'dist', 'cli', 'kgctl.js')).href;
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--require',
+        probe,
+        '-e',
+        `import(${JSON.stringify(entry)}).then((m) => m.main(process.argv.slice(1)))`,
+        '--',
+      ].concat(['plan', 'a', '--cluster', cluster, '-o', 'json']),
+      { encoding: 'utf8' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    const [files, builtins] = JSON.parse(r.stderr) as [string[], string[]];
+    assert.ok(JSON.parse(r.stdout).node === 'a', 'the plan printed');
+    assert.deepEqual(
+      files.filter((f) => /node_modules|kgctl-(kubernetes|pino)\.cjs$/.test(f)),
+      [],
+    );
+    assert.deepEqual(
+      builtins.filter((b) => /^NativeModule (crypto|child_process)$/.test(b)),
+      [],
+    );
+  });
+
   for (const [entry, packages] of Object.entries(heavy)) {
+    if (entry === 'src/cli/kgctl.ts') continue;
     const output = `dist/cli/${entry.replace(/^src\/cli\/(.*)\.ts$/, '$1')}.js`;
     test(`${output} loads none of ${packages.join(', ')} at start`, () => {
-      const key = (o: string) => relative(dir, join(root, o));
       const start = Object.keys(meta.outputs).find((o) => key(o) === output);
       assert.ok(start, `the bundle has ${output}`);
       const loaded = new Set([start]);
@@ -264,11 +331,8 @@ describe('the bundle the image runs', () => {
         }
       assert.ok(loaded.size > 1, 'the walk follows the static imports of chunks');
       // A package is in the bundle either as an import left external or as files of a chunk.
-      const bundled = [...loaded].flatMap((o) =>
-        Object.keys(meta.outputs[o]!.inputs).flatMap((f) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(f)?.[1] ?? []),
-      );
       assert.deepEqual(
-        [...new Set([...external, ...bundled])].filter((p) => packages.includes(p)),
+        [...new Set([...external, ...bundledIn(loaded)])].filter((p) => packages.includes(p)),
         [],
       );
     });

@@ -82,12 +82,17 @@ export function applyCommand(): Command {
           { node: hostname, internalIP: internalIP.text },
           'no interface holds the internal IP: routes over the private network cannot be installed',
         );
-      const result = await reconcile(dataplane, {
-        plan,
-        privateKey,
-        mtu,
-        devices: { kilo: flags.interface, private: privateInterface, tunnel: devices.tunnel },
-      });
+      // Every pass reads the machine: nothing is remembered from one to the next.
+      const result = await reconcile(
+        dataplane,
+        {
+          plan,
+          privateKey,
+          mtu,
+          devices: { kilo: flags.interface, private: privateInterface, tunnel: devices.tunnel },
+        },
+        { once: true },
+      );
       // A read this pass did not take is not the next pass's to take.
       exec.drop();
       log.info(

@@ -25,6 +25,11 @@ export interface Ops {
  */
 export interface ReconcileOptions {
   trustLastWrite?: boolean;
+  /**
+   * No later reconcile trusts this one's writes (kg apply reads the machine on every pass): a part
+   * may then compare in the machine's own terms and keep no memory of what it left.
+   */
+  once?: boolean;
 }
 
 /** Real interface names behind the plan's device roles. */

@@ -129,3 +129,14 @@ test('get: the state wg show dump gives; the private key becomes its public key,
   assert.deepEqual([...presharedKeyDigests], [[first, presharedKeyDigest(psk)]]);
   assert.ok(!JSON.stringify(state).includes(privateKey), 'the private key is not kept');
 });
+
+test('get: every public key of a large device is its base64, in one conversion or, for a malformed one, each alone', () => {
+  const keys = Array.from({ length: 300 }, () => generatePrivateKey());
+  const answer = (hexKeys: string[]) => hexKeys.map((k) => `public_key=${k}\nallowed_ip=10.4.0.1/32\n`).join('');
+  const read = (hexKeys: string[]) => parseUapiGet(answer(hexKeys)).state.peers.map((p) => p.publicKey);
+  const old = (k: string) => Buffer.from(k, 'hex').toString('base64');
+  assert.deepEqual(read(keys.map(hex)), keys.sort());
+  const odd = keys.map(hex);
+  odd[150] = odd[150]!.slice(0, 62);
+  assert.deepEqual(read(odd), odd.map(old).sort());
+});

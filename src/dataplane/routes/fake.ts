@@ -13,7 +13,7 @@ import type { BatchFailure, BatchResult } from './batch.js';
 import { mainTableId } from './constants.js';
 import { ruleAddConflicts, ruleDeleteMatches, type RouteOp } from './diff.js';
 import { KiloRoutingTables, type KiloRouting, type RouteMachine } from './reconciler.js';
-import { defaultOwnership, routeKey, type KernelRoute, type KernelRule, type Ownership } from './state.js';
+import { defaultOwnership, routeKey, sameRoute, type KernelRoute, type KernelRule, type Ownership } from './state.js';
 
 /** An operation the modelled kernel refused, with the kernel's message. */
 export class FakeKernelError extends Error {
@@ -207,10 +207,19 @@ export class FakeRouteMachine implements RouteMachine {
 
   constructor(readonly machine: FakeMachine) {}
 
-  read(owner: Ownership): Promise<KiloRouting> {
+  read(owner: Ownership, expected?: ReadonlyMap<string, KernelRoute>): Promise<KiloRouting> {
     const ahead = this.ahead;
     this.ahead = null;
-    return settle(() => ahead ?? this.now(owner));
+    return settle(() => {
+      const read = ahead ?? this.now(owner);
+      if (!expected) return read;
+      // As the kernel's reader: a route equal to one expected is that object.
+      const as = (r: KernelRoute) => {
+        const want = expected.get(routeKey(r));
+        return want && want.family === r.family && sameRoute(want, r) ? want : r;
+      };
+      return { routes: read.routes.map(as), rules: read.rules };
+    });
   }
 
   readAhead(owner: Ownership): void {

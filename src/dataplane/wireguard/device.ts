@@ -1,5 +1,4 @@
 import type { ChildProcess } from 'node:child_process';
-import { lookup } from 'node:dns/promises';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -306,11 +305,14 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   }
 
   configure(config: WireGuardConfig, options: ReconcileOptions = {}): Promise<PeerChanges> {
-    return this.serial(() => this.configureNow(config, options.trustLastWrite === true));
+    return this.serial(() => this.configureNow(config, options.trustLastWrite === true, options.once === true));
   }
 
   private async resolveEndpoints(config: WireGuardConfig): Promise<WireGuardConfig> {
-    const resolve = this.options.resolve ?? (async (host: string) => (await lookup(host)).address);
+    // The resolver is loaded when an endpoint is a name: most plans have none, and kg apply starts faster.
+    const resolve =
+      this.options.resolve ??
+      (async (host: string) => (await (await import('node:dns/promises')).lookup(host)).address);
     const named = (p: WireGuardConfig['peers'][number]) => {
       // Most endpoints are IPv4 literals: thousands of peers per write need no parse for that.
       if (!p.endpoint || /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}:\d+$/.test(p.endpoint)) return null;
@@ -337,7 +339,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return { ...config, peers };
   }
 
-  private async configureNow(config: WireGuardConfig, trust = false): Promise<PeerChanges> {
+  /** `once`: no later configure trusts this one (see ReconcileOptions), so what it left is not kept. */
+  private async configureNow(config: WireGuardConfig, trust = false, once = false): Promise<PeerChanges> {
     const resolved = await this.resolveEndpoints(config);
     const remembered = trust ? this.known : null;
     const kept = this.kept;
@@ -350,7 +353,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     this.lastConfig = config;
     if (isEmptyDiff(diff)) {
       this.lastOps = { writes: 0, details: [] };
-      this.known = remembered ?? stateAfter(state, presharedKeyDigests, resolved, diff);
+      this.known = once ? null : (remembered ?? stateAfter(state, presharedKeyDigests, resolved, diff));
       return peerChangesOf(diff);
     }
     const details = describeDiff(this.name, diff);
@@ -363,7 +366,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     } else await this.wgSet(diff);
     this.lastOps = { writes: details.length, details };
     logDetails(`wireguard ${this.name}`, details, this.log, this.debug);
-    this.known = stateAfter(state, presharedKeyDigests, resolved, diff);
+    this.known = once ? null : stateAfter(state, presharedKeyDigests, resolved, diff);
     return peerChangesOf(diff);
   }
 
