@@ -13,7 +13,7 @@
  * namespace and is killed with it.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { LabApiClient } from '../src/lab/client.js';
@@ -25,7 +25,8 @@ import { loadOrCreateKey, publicKeyOf } from '../src/wireguard/keys.js';
 import { generateCluster, publicKey } from './generate.js';
 
 const root = join(import.meta.dirname, '..');
-const kg = join(root, 'bin', 'kg');
+// KILO_BENCH_KG: another kg launcher (e.g. an old build's bin/kg beside its dist/), for A/B runs.
+const kg = process.env['KILO_BENCH_KG'] ?? join(root, 'bin', 'kg');
 const iface = 'kilo0';
 const resyncPeriodMs = 30_000;
 const clockTicks = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
@@ -283,7 +284,9 @@ export async function benchRunOnce(
       .concat(['--listen', '127.0.0.1:1107', '--resync-period', `${resyncPeriodMs / 1000}s`])
       // KILO_BENCH_AGENT_LOG_LEVEL: e.g. debug, for each pass's timings in KILO_BENCH_AGENT_LOG.
       .concat(['--log-level', process.env['KILO_BENCH_AGENT_LOG_LEVEL'] ?? 'info']);
-    agent = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
+    // KILO_BENCH_AGENT_STDOUT: a file for the agent's stdout (e.g. what --trace-gc prints).
+    const stdout = process.env['KILO_BENCH_AGENT_STDOUT'];
+    agent = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', stdout ? openSync(stdout, 'w') : 'ignore', 'pipe'] });
     const pid = agent.pid!;
     // KILO_BENCH_AGENT_LOG: a file to copy the agent's log to.
     const log = new AgentLog(agent.stderr!, process.env['KILO_BENCH_AGENT_LOG']);

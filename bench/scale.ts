@@ -11,7 +11,8 @@
  * figures, asserts nothing; the machine's load is printed with them, since it moves them.
  * Environment: KILO_BENCH_PARTS (kgctl,apply,run), KILO_BENCH_SIZES, KILO_BENCH_KGCTL_SIZES, KILO_BENCH_RUNS,
  * KILO_BENCH_GRANULARITY (location,cross), KILO_BENCH_RUN_WINDOW (s), KILO_BENCH_RUN_JOINS, and for
- * looking into the agent KILO_BENCH_AGENT_LOG (file), KILO_BENCH_AGENT_LOG_LEVEL, KILO_BENCH_AGENT_PROF (dir).
+ * looking into the agent KILO_BENCH_AGENT_LOG (file), KILO_BENCH_AGENT_LOG_LEVEL, KILO_BENCH_AGENT_PROF (dir), KILO_BENCH_AGENT_STDOUT
+ * (file), KILO_BENCH_KG (another kg, for A/B).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

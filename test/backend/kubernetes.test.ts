@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KubernetesSource } from '../../src/backend/kubernetes/source.js';
+import { KubernetesSource, normalizeNode } from '../../src/backend/kubernetes/source.js';
 import type { BackoffOptions } from '../../src/backend/kubernetes/backoff.js';
 import type { ReflectorTimings } from '../../src/backend/kubernetes/reflector.js';
 import { parseCluster, type KubeObject } from '../../src/model/parse.js';
@@ -409,5 +409,33 @@ describe('what the agent keeps of a Node', () => {
       parseCluster(source.objects(), { topologyLabel: 'topology.kubernetes.io/region' }).nodes.map((n) => n.location),
       ['eu', 'eu'],
     );
+  });
+
+  test("a heartbeat's object shares what did not change with the one it replaces, and equals a fresh one", () => {
+    const normalize = normalizeNode(['topology.kubernetes.io/region']);
+    const raw = kubeletNode('a');
+    const before = normalize(raw)!;
+    const beat = structuredClone(raw);
+    beat.metadata!.annotations!['kilo.squat.ai/last-seen'] = '1764662430';
+    beat.metadata!.resourceVersion = '8';
+    const after = normalize(beat, before)!;
+    assert.deepEqual(after, normalize(beat), 'the same object as without the previous one');
+    assert.equal(after.metadata!.labels, before.metadata!.labels, 'the labels are the previous object');
+    assert.equal(after.spec, before.spec, 'so is the spec');
+    assert.notEqual(after.metadata!.annotations, before.metadata!.annotations, 'last-seen moved: new annotations');
+    assert.equal(
+      before.metadata!.annotations!['kilo.squat.ai/last-seen'],
+      String(raw.metadata!.annotations!['kilo.squat.ai/last-seen']),
+      'the previous object is left as it was',
+    );
+    // A change anywhere else is taken, not the previous value.
+    const moved = structuredClone(beat);
+    moved.metadata!.labels!['topology.kubernetes.io/region'] = 'us';
+    moved.spec!['podCIDR'] = '10.3.0.0/24';
+    moved.metadata!.annotations!['kilo.squat.ai/endpoint'] = '198.51.100.2:51820';
+    assert.deepEqual(normalize(moved, after), normalize(moved));
+    const gone = structuredClone(beat);
+    delete gone.metadata!.annotations!['kilo.squat.ai/endpoint'];
+    assert.deepEqual(normalize(gone, after), normalize(gone));
   });
 });

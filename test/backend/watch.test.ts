@@ -117,3 +117,28 @@ test('a refused watch ends with its HTTP status; the caller aborting ends a live
   assert.ok((await live.seen.done) !== undefined, 'done is called once the caller aborts');
   assert.deepEqual(live.seen.events, [['ADDED', { metadata: { name: 'a' } }]]);
 });
+
+test('events coming faster than the reads are paced all arrive, in order; the socket reads again after the watch', async (t) => {
+  const w = await server(t, (url, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const count = Number(url.searchParams.get('count'));
+    // One event a millisecond, each its own write: many arrive while the socket is not being read.
+    const next = (i: number) => {
+      if (i === count) return res.end();
+      res.write(`${JSON.stringify({ type: 'MODIFIED', object: { metadata: { name: `n${i}` } } })}\n`);
+      setTimeout(() => next(i + 1), 1);
+    };
+    next(0);
+  });
+  const names = (seen: Seen) => seen.events.map(([, o]) => (o as { metadata: { name: string } }).metadata.name);
+  const first = watching(w, { count: 60 });
+  assert.equal(await first.seen.done, null, 'the end arrives, though it came while reads were paced');
+  assert.deepEqual(
+    names(first.seen),
+    Array.from({ length: 60 }, (_, i) => `n${i}`),
+  );
+  // The next watch may get the same keep-alive socket: it must be read again.
+  const second = watching(w, { count: 3 });
+  assert.equal(await second.seen.done, null);
+  assert.deepEqual(names(second.seen), ['n0', 'n1', 'n2']);
+});

@@ -84,8 +84,11 @@ export interface ReflectorConfig {
   path: string;
   list: Lister;
   watch: WatchClient;
-  /** Turns a watched object into the cached one (sets kind, drops fields nobody reads); null skips it. */
-  normalize: (raw: unknown) => KubeObject | null;
+  /**
+   * Turns a watched object into the cached one (sets kind, drops fields nobody reads); null skips
+   * it. `previous`: the cached object of the same name, whose unchanged parts the new one may share.
+   */
+  normalize: (raw: unknown, previous: KubeObject | undefined) => KubeObject | null;
   /** Called after each applied change; with the previous and current object for a modification. */
   onChange: ChangeListener;
   timings?: Partial<ReflectorTimings>;
@@ -243,7 +246,7 @@ export class Reflector {
     let changed = false;
     const seen = new Set<string>();
     for (const raw of result.items) {
-      const obj = this.config.normalize(raw);
+      const obj = this.config.normalize(raw, this.cache.get(nameOf(raw)));
       const name = obj?.metadata?.name;
       if (!obj || !name) continue;
       seen.add(name);
@@ -366,13 +369,13 @@ export class Reflector {
   }
 
   private apply(type: string, raw: unknown): void {
-    const obj = this.config.normalize(raw);
+    const previous = this.cache.get(nameOf(raw));
+    const obj = this.config.normalize(raw, previous);
     const name = obj?.metadata?.name;
     if (!obj || !name) {
       this.logger.warn({ resource: this.config.resource, type }, 'ignoring a watch event without an object name');
       return;
     }
-    const previous = this.cache.get(name);
     if (type === 'ADDED' || type === 'MODIFIED') this.cache.set(name, obj);
     else if (type === 'DELETED') this.cache.delete(name);
     else {
@@ -396,4 +399,9 @@ export class Reflector {
       this.stopController.signal.addEventListener('abort', done);
     });
   }
+}
+
+function nameOf(raw: unknown): string {
+  const name = (raw as KubeObject | null)?.metadata?.name;
+  return typeof name === 'string' ? name : '';
 }

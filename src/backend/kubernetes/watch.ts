@@ -13,7 +13,13 @@ import type { WatchClient } from './reflector.js';
  * `statusCode` on a refused watch, null when the server ends the stream.
  */
 export class LineWatch implements WatchClient {
-  constructor(private readonly kubeConfig: KubeConfig) {}
+  /**
+   * @param readGapMs after each read of a watch's socket, the next waits this long (see paceReads).
+   */
+  constructor(
+    private readonly kubeConfig: KubeConfig,
+    private readonly readGapMs = defaultReadGapMs,
+  ) {}
 
   async watch(
     path: string,
@@ -44,8 +50,10 @@ export class LineWatch implements WatchClient {
       try {
         req = request(url, { ...options, signal: controller.signal }, (res) => {
           resolve();
-          if (res.statusCode === 200) readLines(res, callback, end);
-          else {
+          if (res.statusCode === 200) {
+            readLines(res, callback, end);
+            paceReads(res, this.readGapMs);
+          } else {
             res.resume();
             const status = res.statusCode ?? 500;
             end(
@@ -70,6 +78,56 @@ export class LineWatch implements WatchClient {
     });
     return controller;
   }
+}
+
+/**
+ * Every read of a socket wakes the process, and at 5,000 nodes heartbeats arrive about every 6 ms,
+ * one event per read: the wake-up, the read and Node's layers up to the parser were most of the
+ * agent's CPU at rest, more than the events' own work. So after each read the socket is left alone
+ * for a moment (the kernel keeps what arrives) and the next read takes the events of that moment at
+ * once. An event after a quiet spell is still read at once; under a stream of heartbeats a node
+ * joining is read at most this much later.
+ */
+export const defaultReadGapMs = 20;
+
+interface StreamHandle {
+  readStart(): number;
+  readStop(): number;
+}
+
+/**
+ * Paces the reads of a response's socket: after each, reading stops for `gapMs` and then starts
+ * again. Node has no public way to stop a socket's reads at once (`pause` stops only after its
+ * buffer fills, 16 KiB here: seconds of heartbeats), so this uses the socket's handle (net's and
+ * tls's both have readStart/readStop); without one the socket is read as it comes. The handle's
+ * `reading` flag stays true, so Node does not start it meanwhile, and reads are started again
+ * before the socket can go back to a keep-alive pool: at the response's end or close.
+ */
+function paceReads(res: IncomingMessage, gapMs: number): void {
+  const socket = res.socket;
+  const handle = (socket as unknown as { _handle?: Partial<StreamHandle> | null } | null)?._handle;
+  if (gapMs <= 0 || !socket || typeof handle?.readStop !== 'function' || typeof handle.readStart !== 'function') return;
+  const h = handle as StreamHandle;
+  let timer: NodeJS.Timeout | null = null;
+  const restart = () => {
+    timer = null;
+    if (!socket.destroyed) h.readStart();
+  };
+  const onData = () => {
+    if (timer || socket.destroyed) return;
+    h.readStop();
+    timer = setTimeout(restart, gapMs);
+  };
+  const done = () => {
+    socket.off('data', onData);
+    if (timer) {
+      clearTimeout(timer);
+      restart();
+    }
+  };
+  socket.on('data', onData);
+  res.once('end', done);
+  res.once('close', done);
 }
 
 /** Calls `callback` for each JSON line of the body (a line that is not JSON is skipped, as Watch does). */

@@ -120,6 +120,12 @@ export class KiloRoutingTables implements RoutingTables {
     state: DesiredState;
   } | null = null;
   /**
+   * The last diff that found nothing to do, and its inputs: a read that is the very same object
+   * (the machine's reader returns it again for the same texts) against the same desired state has
+   * nothing to do again.
+   */
+  private clean: { desired: DesiredState; actual: KiloRouting } | null = null;
+  /**
    * @param addresses the plan's prefixes and addresses parsed, across reconciles (shared with the
    * machine's reader, which sees the same texts).
    */
@@ -146,6 +152,8 @@ export class KiloRoutingTables implements RoutingTables {
   ): Promise<Ops> {
     const remembered = options.trustLastWrite ? this.known : null;
     this.forget();
+    const clean = this.clean;
+    this.clean = null;
     let actual: KiloRouting | undefined;
     if (options.once && !remembered) {
       const guess = planAsKernel(routes, devices, this.owner.protocol);
@@ -166,8 +174,10 @@ export class KiloRoutingTables implements RoutingTables {
     // Memory serves routes only: which rule a delete hits depends on the kernel's order of rules,
     // so a change of rules is always diffed against a fresh read.
     actual ??= remembered && sameRules(remembered.rules, desired.rules) ? remembered : await this.read(desired.byKey);
-    const ops = diffState(desired, actual, desired.protectedKeys);
+    const ops =
+      clean?.desired === desired && clean.actual === actual ? [] : diffState(desired, actual, desired.protectedKeys);
     const done = await this.apply(ops, [...desired.problems]);
+    if (ops.length === 0 && desired.problems.length === 0) this.clean = { desired, actual };
     // Reached only when every change took effect; with problems, routes under protected keys are
     // whatever the kernel had, so only a read knows them.
     if (desired.problems.length === 0)

@@ -74,6 +74,17 @@ function sameList(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);
 }
 
+/**
+ * Whether two lists hold the same values in any order. wireguard-go lists a peer's allowed IPs in
+ * its own order; a peer has a few, so they are looked up rather than copied and sorted (5,000 peers
+ * at every resync). Only a fast path: a "no" is settled by the normalized comparison.
+ */
+function sameMembers(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  if (a.length > 8) return sameList(sorted(a), sorted(b));
+  return a.every((v) => b.includes(v)) && b.every((v) => a.includes(v));
+}
+
 function byKey(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
@@ -98,7 +109,7 @@ function peerUpdate(
   // Plans hold canonical prefixes, and the device reports them canonical (remembered state,
   // stateAfter, also sorted): the plain comparison settles most peers without normalizing
   // thousands of IPs.
-  if (!sameList(sorted(desired.allowedIPs), sorted(current.allowedIPs))) {
+  if (!sameMembers(desired.allowedIPs, current.allowedIPs)) {
     const allowed = allowedSet(desired.allowedIPs);
     if (!sameList(allowed, allowedSet(current.allowedIPs))) set.allowedIPs = allowed;
   }
