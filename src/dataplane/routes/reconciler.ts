@@ -67,8 +67,9 @@ function planAsKernel(
   routes: readonly PlanRoute[],
   devices: DeviceNames,
   protocol: number,
-): { byKey: Map<string, KernelRoute> } | null {
+): { byKey: Map<string, KernelRoute>; list: KernelRoute[] } | null {
   const byKey = new Map<string, KernelRoute>();
+  const list: KernelRoute[] = [];
   for (const r of routes) {
     const dev = devices[r.dev];
     if (dev === null) return null;
@@ -77,7 +78,7 @@ function planAsKernel(
     const metric = defaultMetric(family);
     const key = `${table} ${r.dst} ${metric}`;
     if (byKey.has(key)) return null;
-    byKey.set(key, {
+    const route: KernelRoute = {
       family,
       dst: r.dst,
       table,
@@ -88,9 +89,11 @@ function planAsKernel(
       onlink: r.onlink,
       type: 'unicast',
       protocol,
-    });
+    };
+    byKey.set(key, route);
+    list.push(route);
   }
-  return { byKey };
+  return { byKey, list };
 }
 
 /** Whether `routes` are exactly the routes of `byKey`, each once (as objects: see RouteMachine.read). */
@@ -155,6 +158,7 @@ export class KiloRoutingTables implements RoutingTables {
     const clean = this.clean;
     this.clean = null;
     let actual: KiloRouting | undefined;
+    let proven: (KernelRoute | undefined)[] | undefined;
     if (options.once && !remembered) {
       const guess = planAsKernel(routes, devices, this.owner.protocol);
       if (guess) {
@@ -168,9 +172,12 @@ export class KiloRoutingTables implements RoutingTables {
           diffState({ routes: [], rules: rulesWanted.rules }, { routes: [], rules: actual.rules }).length === 0
         )
           return { writes: 0, details: [] };
+        // Something changes: the routes the kernel printed as guessed need no parsing for the diff.
+        const printed = new Set(actual.routes);
+        proven = guess.list.map((r) => (printed.has(r) ? r : undefined));
       }
     }
-    const desired = this.desiredState(routes, rules, devices);
+    const desired = this.desiredState(routes, rules, devices, proven);
     // Memory serves routes only: which rule a delete hits depends on the kernel's order of rules,
     // so a change of rules is always diffed against a fresh read.
     actual ??= remembered && sameRules(remembered.rules, desired.rules) ? remembered : await this.read(desired.byKey);
@@ -185,13 +192,18 @@ export class KiloRoutingTables implements RoutingTables {
     return done;
   }
 
-  private desiredState(routes: readonly PlanRoute[], rules: readonly PlanRule[], devices: DeviceNames): DesiredState {
+  private desiredState(
+    routes: readonly PlanRoute[],
+    rules: readonly PlanRule[],
+    devices: DeviceNames,
+    proven?: readonly (KernelRoute | undefined)[],
+  ): DesiredState {
     const names = `${devices.kilo} ${devices.private} ${devices.tunnel}`;
     const last = this.desired;
     if (last && last.routes === routes && last.rules === rules && last.devices === names) return last.state;
     // The memo's pass is a build, with the machine's reads until the next one (they share the memo).
     this.addresses.nextPass();
-    const state = desiredState(routes, rules, devices, this.owner, this.addresses);
+    const state = desiredState(routes, rules, devices, this.owner, this.addresses, proven);
     this.desired = { routes, rules, devices: names, state };
     return state;
   }

@@ -169,7 +169,9 @@ function planRouteText(r: PlanRoute): string {
  * Turns the plan's routes and rules into kernel form with real device names and Kilo's protocol
  * and priority. Entries that cannot be expressed (a role without an interface, an unparsable
  * address) become problems; the rest is still returned. `memo` is the caller's, kept across its
- * reconciles; a fresh one parses everything.
+ * reconciles; a fresh one parses everything. `proven[i]`, when set, is `routes[i]` in kernel form,
+ * taken as it is without parsing: a route the kernel printed exactly as the plan's texts, which are
+ * therefore canonical and valid (see the reconciler's once path).
  */
 export function desiredState(
   routes: readonly PlanRoute[],
@@ -177,9 +179,10 @@ export function desiredState(
   devices: DeviceNames,
   owner: Ownership = defaultOwnership,
   memo: AddressMemo = new AddressMemo(),
+  proven?: readonly (KernelRoute | undefined)[],
 ): DesiredState {
   const out: DesiredState = { routes: [], rules: [], problems: [], protectedKeys: new Set(), byKey: new Map() };
-  addRoutes(out, routes, devices, owner.protocol, memo);
+  addRoutes(out, routes, devices, owner.protocol, memo, proven);
   addRules(out, rules, devices, owner.priority, memo);
   return out;
 }
@@ -190,8 +193,8 @@ function addRoutes(
   devices: DeviceNames,
   protocol: number,
   memo: AddressMemo,
+  proven?: readonly (KernelRoute | undefined)[],
 ): void {
-  const seenRoutes = out.byKey;
   // Device names are checked once per role, not once per route.
   const badRole = new Map<PlanRoute['dev'], string | null>();
   for (const role of ['kilo', 'private', 'tunnel'] as const) {
@@ -205,7 +208,12 @@ function addRoutes(
           : `interface name ${JSON.stringify(dev)} (role ${role}) is not valid`,
     );
   }
-  for (const r of routes) {
+  for (const [i, r] of routes.entries()) {
+    const known = proven?.[i];
+    if (known !== undefined && badRole.get(r.dev) === null) {
+      addRoute(out, `${known.table} ${known.dst} ${known.metric}`, known, r);
+      continue;
+    }
     const dst = memo.prefix(r.dst);
     if (!dst) {
       out.problems.push({ object: planRouteText(r), message: `dst ${JSON.stringify(r.dst)} is not a CIDR` });
@@ -243,19 +251,24 @@ function addRoutes(
       type: 'unicast',
       protocol,
     };
-    const earlier = seenRoutes.get(key);
-    if (earlier) {
-      if (!sameRoute(earlier, route)) {
-        out.problems.push({
-          object: planRouteText(r),
-          message: `conflicts with ${describeRoute(earlier)} (same destination and table)`,
-        });
-      }
-      continue;
-    }
-    seenRoutes.set(key, route);
-    out.routes.push(route);
+    addRoute(out, key, route, r);
   }
+}
+
+/** `route` (planned as `r`) under `key`, unless an earlier route holds the key (a conflict if they differ). */
+function addRoute(out: DesiredState, key: string, route: KernelRoute, r: PlanRoute): void {
+  const earlier = out.byKey.get(key);
+  if (earlier) {
+    if (!sameRoute(earlier, route)) {
+      out.problems.push({
+        object: planRouteText(r),
+        message: `conflicts with ${describeRoute(earlier)} (same destination and table)`,
+      });
+    }
+    return;
+  }
+  out.byKey.set(key, route);
+  out.routes.push(route);
 }
 
 function addRules(
