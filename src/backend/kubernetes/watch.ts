@@ -96,8 +96,8 @@ interface StreamHandle {
 }
 
 /**
- * Paces the reads of a response's socket: while reads come less than `gapMs` apart, reading
- * stops for `gapMs` after each and then starts again. Node has no public way to stop a socket's reads at once (`pause` stops only after its
+ * Paces the reads of a response's socket: after each, reading stops for `gapMs` and then starts
+ * again. Node has no public way to stop a socket's reads at once (`pause` stops only after its
  * buffer fills, 16 KiB here: seconds of heartbeats), so this uses the socket's handle (net's and
  * tls's both have readStart/readStop); without one the socket is read as it comes. The handle's
  * `reading` flag stays true, so Node does not start it meanwhile, and reads are started again
@@ -109,23 +109,12 @@ function paceReads(res: IncomingMessage, gapMs: number): void {
   if (gapMs <= 0 || !socket || typeof handle?.readStop !== 'function' || typeof handle.readStart !== 'function') return;
   const h = handle as StreamHandle;
   let timer: NodeJS.Timeout | null = null;
-  let lastRead = -Infinity;
-  // Set while the loop turn of a restart lasts: a read then means data was waiting, so it keeps coming.
-  let restarting = false;
   const restart = () => {
     timer = null;
-    if (socket.destroyed) return;
-    h.readStart();
-    restarting = true;
-    setImmediate(() => (restarting = false));
+    if (!socket.destroyed) h.readStart();
   };
   const onData = () => {
-    const now = performance.now();
-    const busy = restarting || now - lastRead < gapMs;
-    lastRead = now;
-    // Only while events come closer than the gap: slower ones are read as they come, since a pause
-    // would cost a timer's wake-up besides the read's.
-    if (!busy || timer || socket.destroyed) return;
+    if (timer || socket.destroyed) return;
     h.readStop();
     timer = setTimeout(restart, gapMs);
   };
