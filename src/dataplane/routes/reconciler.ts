@@ -75,14 +75,11 @@ function planAsKernel(
     if (dev === null) return null;
     const family = r.dst.includes(':') ? 6 : 4;
     const table = r.table === 'main' ? mainTableId : r.table;
-    const metric = defaultMetric(family);
-    const key = `${table} ${r.dst} ${metric}`;
-    if (byKey.has(key)) return null;
     const route: KernelRoute = {
       family,
       dst: r.dst,
       table,
-      metric,
+      metric: defaultMetric(family),
       gw: r.gw,
       dev,
       src: r.src,
@@ -90,6 +87,8 @@ function planAsKernel(
       type: 'unicast',
       protocol,
     };
+    const key = routeKey(route);
+    if (byKey.has(key)) return null;
     byKey.set(key, route);
     list.push(route);
   }

@@ -211,7 +211,7 @@ function addRoutes(
   for (const [i, r] of routes.entries()) {
     const known = proven?.[i];
     if (known !== undefined && badRole.get(r.dev) === null) {
-      addRoute(out, `${known.table} ${known.dst} ${known.metric}`, known, r);
+      addRoute(out, routeKey(known), known, r);
       continue;
     }
     const dst = memo.prefix(r.dst);
