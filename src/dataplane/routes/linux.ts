@@ -3,6 +3,7 @@ import type { Family } from '../../net/cidr.js';
 import { AddressMemo } from '../../net/memo.js';
 import { runBatch, type BatchResult } from './batch.js';
 import type { RouteOp } from './diff.js';
+import { batchesOf, defaultSplitAt } from './schedule.js';
 import { parseRoutes, parseRules, renderOp } from './iproute.js';
 import { KiloRoutingTables, type KiloRouting, type RouteMachine } from './reconciler.js';
 import { defaultOwnership, type KernelRoute, type Ownership } from './state.js';
@@ -37,6 +38,8 @@ export class IprouteMachine implements RouteMachine {
   constructor(
     private readonly exec: Exec,
     addresses?: AddressMemo,
+    /** Free routes from which a batch is split in two (see batchesOf). */
+    private readonly splitAt = defaultSplitAt,
   ) {
     this.addresses = addresses ?? new AddressMemo();
     this.ownsMemo = addresses === undefined;
@@ -91,23 +94,26 @@ export class IprouteMachine implements RouteMachine {
     }
   }
 
-  /**
-   * One `ip -batch` for the routes and IPv4 rules. iproute2 takes no per-line `-6` and, unlike routes,
-   * does not infer a rule's family from its addresses, so IPv6 rule changes (rare: IPv6 clusters
-   * with encapsulation) go in a second `ip -6 -batch` after the first.
-   */
+  /** Applies `ops` in the `ip -batch` runs batchesOf makes (one, or a large one split in two run together). */
   async apply(ops: readonly RouteOp[]): Promise<BatchResult> {
-    const v6rule = (op: RouteOp) => op.kind === 'rule' && op.rule.family === 6;
-    const groups = [ops.flatMap((op, i) => (v6rule(op) ? [] : [i])), ops.flatMap((op, i) => (v6rule(op) ? [i] : []))];
     const out: BatchResult = { failures: [] };
-    for (const [g, indices] of groups.entries()) {
-      const result = await runBatch(
-        this.exec,
-        indices.map((i) => renderOp(ops[i]!)),
-        g === 0 ? [] : ['-6'],
+    for (const phase of batchesOf(ops, this.splitAt)) {
+      const results = await Promise.all(
+        phase.map((b) =>
+          runBatch(
+            this.exec,
+            b.indices.map((i) => renderOp(ops[i]!)),
+            b.options,
+          ),
+        ),
       );
-      out.failures.push(...result.failures.map((f) => ({ index: indices[f.index]!, message: f.message })));
+      results.forEach((result, n) => {
+        const indices = phase[n]!.indices;
+        out.failures.push(...result.failures.map((f) => ({ index: indices[f.index]!, message: f.message })));
+      });
     }
+    // In the order of the ops, as one batch reports them.
+    out.failures.sort((a, b) => a.index - b.index);
     return out;
   }
 }
