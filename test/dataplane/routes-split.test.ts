@@ -5,12 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { Exec } from '../../src/dataplane/exec.js';
+import { readingAhead, type Exec } from '../../src/dataplane/exec.js';
 import type { RouteOp } from '../../src/dataplane/routes/diff.js';
 import { parseRoutes } from '../../src/dataplane/routes/iproute.js';
-import { IprouteMachine } from '../../src/dataplane/routes/linux.js';
+import { PartialApplyError } from '../../src/dataplane/routes/errors.js';
+import { IprouteMachine, linuxRoutingTables } from '../../src/dataplane/routes/linux.js';
 import { batchesOf } from '../../src/dataplane/routes/schedule.js';
 import type { KernelRoute, KernelRule } from '../../src/dataplane/routes/state.js';
+import { kiloTable, type PlanRoute, type PlanRule } from '../../src/mesh/types.js';
 import { skipNoNetns, type TestNamespace } from '../helpers/netns.js';
 import { linksNamespace } from './machine.js';
 import { ipExec } from './routes-exec.js';
@@ -45,6 +47,15 @@ const onlinkRoutes = (n: number, from = 0): KernelRoute[] =>
   Array.from({ length: n }, (_, i) =>
     route(`10.${60 + ((from + i) >> 8)}.${(from + i) & 255}.0/24`, { gw: '10.4.0.2', onlink: true }),
   );
+
+const planRoute = (dst: string, gw: string | null, dev: PlanRoute['dev']): PlanRoute => ({
+  dst,
+  gw,
+  dev,
+  src: null,
+  table: 'main',
+  onlink: gw !== null,
+});
 
 const indices = (phases: ReturnType<typeof batchesOf>) => phases.map((p) => p.map((b) => b.indices));
 
@@ -182,5 +193,60 @@ describe('iproute2: a split batch applies what one batch applies', { skip: skipN
     assert.deepEqual(r.failures, []);
     assert.ok(r.routes.includes('10.91.0.0/24 10.90.0.1 priv0 false'), 'the dependent route is in');
     assert.equal(r.batches, 1);
+  });
+});
+
+describe('iproute2: a first apply prepared while the interfaces are set up', { skip: skipNoNetns }, () => {
+  const devices = { kilo: 'kilo0', private: 'priv0', tunnel: null };
+  const plan: PlanRoute[] = [
+    ...Array.from({ length: 50 }, (_, i) => planRoute(`10.60.${i}.0/24`, '10.4.0.2', 'kilo')),
+    planRoute('10.5.0.1/32', null, 'kilo'),
+    planRoute('10.42.3.0/24', '192.168.1.3', 'private'),
+    planRoute('10.42.9.0/24', '192.168.1.9', 'tunnel'), // no tunnel on this machine: a problem
+  ];
+  const rules: PlanRule[] = [{ src: '10.42.1.0/24', dst: '192.168.1.3/32', iif: null, table: kiloTable }];
+
+  /** A first apply in a fresh namespace: reads ahead, prepare, `between` (someone else), reconcile. */
+  const firstApply = async (prepare: boolean, between: (ns: TestNamespace) => void = () => {}) => {
+    const ns = namespace();
+    try {
+      const exec = readingAhead(ipExec(ns));
+      const tables = linuxRoutingTables(exec);
+      tables.readAhead();
+      if (prepare) await tables.prepare(plan, rules, devices, { once: true });
+      between(ns);
+      exec.drop(); // what another program wrote is not in the reads taken ahead
+      const err = await tables.reconcile(plan, rules, devices, { once: true }).then(
+        () => assert.fail('the tunnel route is a problem'),
+        (e: unknown) => e as PartialApplyError,
+      );
+      assert.ok(err instanceof PartialApplyError, String(err));
+      return {
+        writes: [...err.ops.details].sort(),
+        failures: err.failures,
+        routes: (await ourRoutes(exec)).sort(),
+      };
+    } finally {
+      ns.destroy();
+    }
+  };
+
+  test('the same writes and problems as without; routes someone added meanwhile are diffed, not written over blindly', async () => {
+    const plain = await firstApply(false);
+    assert.equal(plain.writes.length, 53, plain.writes.join('\n'));
+    assert.deepEqual(await firstApply(true), plain);
+    // Between prepare and reconcile one of Kilo's routes appeared with another gateway, and a stray one.
+    const meanwhile = (ns: TestNamespace) =>
+      ns.sh(
+        'ip route add 10.60.7.0/24 via 10.4.0.9 dev kilo0 onlink proto 107 && ip route add 10.61.0.0/24 dev kilo0 proto 107',
+      );
+    const raced = await firstApply(true, meanwhile);
+    assert.deepEqual(raced, await firstApply(false, meanwhile));
+    assert.ok(
+      raced.writes.includes('replace route 10.60.7.0/24 via 10.4.0.2 dev kilo0 onlink'),
+      raced.writes.join('\n'),
+    );
+    assert.ok(raced.writes.includes('del route 10.61.0.0/24 dev kilo0'), raced.writes.join('\n'));
+    assert.deepEqual(raced.routes, plain.routes);
   });
 });

@@ -28,6 +28,8 @@ export class IprouteMachine implements RouteMachine {
     texts: [string, string][];
     routing: KiloRouting;
   } | null = null;
+  /** Lines rendered ahead of an apply (see prepare). */
+  private rendered: { ops: readonly RouteOp[]; lines: string[] } | null = null;
 
   /**
    * @param addresses best the routes reconciler's own, as linuxRoutingTables does: the kernel's
@@ -60,6 +62,31 @@ export class IprouteMachine implements RouteMachine {
       this.exec.readAhead?.(r.routes);
       this.exec.readAhead?.(r.rules);
     }
+  }
+
+  /**
+   * Whether the reads started ahead show none of `owner`'s routes and rules (false when they were not
+   * started ahead, or failed). They are looked at when called, and left for the read that takes them.
+   */
+  async holdsNoneAhead(owner: Ownership): Promise<boolean> {
+    const ahead = (argv: string[]) => this.exec.peekAhead?.(argv)?.then((r) => r.stdout);
+    const reads = this.reads(owner).map((r) => ({ family: r.family, routes: ahead(r.routes), rules: ahead(r.rules) }));
+    try {
+      for (const r of reads) {
+        if (r.routes === undefined || r.rules === undefined) return false;
+        // Listed by Kilo's protocol: any route is one of Kilo's (and a megabyte is not parsed to say so).
+        if (!/^\s*(\[\s*\])?\s*$/.test(await r.routes)) return false;
+        if (parseRules(await r.rules, r.family, owner.priority).length > 0) return false;
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The lines of `ops`, made now for an apply of the very same array that follows. */
+  prepare(ops: readonly RouteOp[]): void {
+    this.rendered = { ops, lines: ops.map(renderOp) };
   }
 
   async read(owner: Ownership, expected?: ReadonlyMap<string, KernelRoute>): Promise<KiloRouting> {
@@ -96,13 +123,15 @@ export class IprouteMachine implements RouteMachine {
 
   /** Applies `ops` in the `ip -batch` runs batchesOf makes (one, or a large one split in two run together). */
   async apply(ops: readonly RouteOp[]): Promise<BatchResult> {
+    const lines = this.rendered?.ops === ops ? this.rendered.lines : null;
+    this.rendered = null;
     const out: BatchResult = { failures: [] };
     for (const phase of batchesOf(ops, this.splitAt)) {
       const results = await Promise.all(
         phase.map((b) =>
           runBatch(
             this.exec,
-            b.indices.map((i) => renderOp(ops[i]!)),
+            b.indices.map((i) => lines?.[i] ?? renderOp(ops[i]!)),
             b.options,
           ),
         ),
