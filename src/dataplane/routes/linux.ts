@@ -4,7 +4,7 @@ import { AddressMemo } from '../../net/memo.js';
 import { runBatch, type BatchResult } from './batch.js';
 import type { RouteOp } from './diff.js';
 import { batchesOf, defaultSplitAt } from './schedule.js';
-import { parseRoutes, parseRules, renderOp } from './iproute.js';
+import { parseRoutes, parseRules, renderOps } from './iproute.js';
 import { KiloRoutingTables, type KiloRouting, type RouteMachine } from './reconciler.js';
 import { defaultOwnership, type KernelRoute, type Ownership } from './state.js';
 
@@ -86,7 +86,7 @@ export class IprouteMachine implements RouteMachine {
 
   /** The lines of `ops`, made now for an apply of the very same array that follows. */
   prepare(ops: readonly RouteOp[]): void {
-    this.rendered = { ops, lines: ops.map(renderOp) };
+    this.rendered = { ops, lines: renderOps(ops) };
   }
 
   async read(owner: Ownership, expected?: ReadonlyMap<string, KernelRoute>): Promise<KiloRouting> {
@@ -123,7 +123,7 @@ export class IprouteMachine implements RouteMachine {
 
   /** Applies `ops` in the `ip -batch` runs batchesOf makes (one, or a large one split in two run together). */
   async apply(ops: readonly RouteOp[]): Promise<BatchResult> {
-    const lines = this.rendered?.ops === ops ? this.rendered.lines : null;
+    const lines = this.rendered?.ops === ops ? this.rendered.lines : renderOps(ops);
     this.rendered = null;
     const out: BatchResult = { failures: [] };
     for (const phase of batchesOf(ops, this.splitAt)) {
@@ -131,7 +131,7 @@ export class IprouteMachine implements RouteMachine {
         phase.map((b) =>
           runBatch(
             this.exec,
-            b.indices.map((i) => lines?.[i] ?? renderOp(ops[i]!)),
+            b.indices.map((i) => lines[i]!),
             b.options,
           ),
         ),

@@ -2,7 +2,7 @@ import type { PlanRoute, PlanRule } from '../../mesh/types.js';
 import { AddressMemo } from '../../net/memo.js';
 import type { DeviceNames, Ops, ReconcileOptions, RoutingTables } from '../types.js';
 import type { BatchResult } from './batch.js';
-import { diffState, type RouteOp } from './diff.js';
+import { diffFromNothing, diffState, type RouteOp } from './diff.js';
 import { PartialApplyError, type ApplyFailure } from './errors.js';
 import { mainTableId } from './constants.js';
 import {
@@ -222,7 +222,7 @@ export class KiloRoutingTables implements RoutingTables {
     await nextTurn();
     const desired = this.desiredState(routes, rules, devices);
     await nextTurn();
-    const ops = diffState(desired, { routes: [], rules: [] }, desired.protectedKeys);
+    const ops = diffFromNothing(desired);
     await nextTurn();
     this.machine.prepare?.(ops);
     this.prepared = { desired, ops };
