@@ -16,6 +16,8 @@ RUN --mount=type=secret,id=npmrc,target=/root/.npmrc --mount=type=secret,id=npmc
   npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY scripts/build.mjs ./scripts/
+# bin/kg's #! line names the V8 flags kg's code cache is trained under (scripts/build.mjs).
+COPY bin ./bin
 COPY src ./src
 # The lab (a test API server and agents in network namespaces, `kg lab`) is the repository's demo, not
 # part of the agent: it stays out of the bundle, and so of the image, where `kg lab` says so.

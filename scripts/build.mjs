@@ -4,16 +4,19 @@
  * unbundled, `kgctl plan` loaded about 200 files (zod alone 99) before doing any work, a third of
  * its whole time at 5,000 nodes.
  *
- * kg is an ES module: each `import()` of a command's body stays a separate chunk (dist/chunks/),
- * loaded only when that command runs.
+ * Each is one CommonJS script (dist/cli/NAME-HASH.cjs), which dist/cli/NAME.js compiles with a V8
+ * code cache the build writes after training runs (src/cli/code-cache.ts, NAME-start.ts): Node 20
+ * caches no compiled ES module, and every start parsed the bundle, then compiled each function the
+ * command ran: ~40 ms of CPU in `kgctl plan` at 5,000 nodes (~0.35 s in all), ~80 ms in `kg apply`.
+ * Their lazy commands are in the script too, evaluated only when they run; the packages only those
+ * use are files beside it, required when needed: the Kubernetes client (dist/cli/kubernetes.cjs,
+ * both CLIs'; in a script, its 3 MB made every start ~50 ms slower even with the cache) and, for
+ * kgctl, pino (kg apply logs: kg keeps it in its script).
  *
- * kgctl is one CommonJS script (dist/cli/kgctl-HASH.cjs), which dist/cli/kgctl.js compiles with a
- * V8 code cache the build writes after training runs (src/cli/kgctl-start.ts): Node 20 caches no
- * compiled ES module, and every start parsed the bundle, then compiled each function the plan ran,
- * ~40 ms of CPU in `kgctl plan` at 5,000 nodes (~0.35 s in all). Its lazy commands are in the script
- * too, evaluated only when they run; the two packages only they use, the Kubernetes client and
- * pino, are files beside it (dist/cli/kgctl-*.cjs), required when needed: in the script, the
- * client's 3 MB made every start ~50 ms slower even with the cache.
+ * kg's training runs `kg apply` against an in-memory machine (src/cli/kg-training.ts), under the V8
+ * flags of bin/kg's `#!` line, read from there: V8 rejects a cache made under other flags (the
+ * image's build stage has bin/ for this). Two caches: kg apply's, made under kgctl's one-shot
+ * interrupt budget, and the agent's and other commands', under V8's default (kg-start.ts).
  *
  *   node scripts/build.mjs [--without-lab] [--outdir DIR] [--metafile FILE]
  *
@@ -37,8 +40,8 @@ const outdir = outdirAt >= 0 ? resolve(args[outdirAt + 1]) : join(root, 'dist');
 const metafileAt = args.indexOf('--metafile');
 
 /**
- * Bundled: small pure-JavaScript packages that every start loads, and the Kubernetes client (in the
- * chunk of the commands that talk to an API server): loaded from node_modules its 2,600 modules
+ * Bundled: small pure-JavaScript packages that every start loads, and the Kubernetes client (in a
+ * file apart, for the commands that talk to an API server): loaded from node_modules its 2,600 modules
  * cost `kg run` about 80 MB of RSS, bundled about 27. pino too: its 20 files took `kg apply` ~38 ms
  * of CPU to resolve and compile, bundled ~22; only its transports (which kilo-ts does not use) need
  * its files, run by name in worker threads. The rest stay in node_modules: prom-client and
@@ -92,31 +95,19 @@ function lazyChildProcess(path, source) {
   return source.replace(eager, "const childProcess = { spawn: (...a) => require('node:child_process').spawn(...a) };");
 }
 
-const bundle = (entry) =>
-  build({
-    absWorkingDir: root,
-    entryPoints: [entry],
-    outbase: 'src',
-    outdir,
-    entryNames: '[dir]/[name]',
-    chunkNames: 'chunks/[name]-[hash]',
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    external,
-    plugins: withoutLab ? [leaveOutLab, compactThirdParty] : [compactThirdParty],
-    // commander is CommonJS and requires node:events: an ES module has no `require` of its own.
-    banner: {
-      js: "import { createRequire as __kiloRequire } from 'node:module';\nconst require = __kiloRequire(import.meta.url);",
-    },
-    sourcemap: 'linked',
-    metafile: true,
-    logLevel: 'warning',
-  });
-/** kgctl's packages that only lazy commands use: each a CommonJS file beside the script, not in it. */
-const kgctlApart = { '@kubernetes/client-node': 'kgctl-kubernetes.cjs', pino: 'kgctl-pino.cjs' };
+/** Packages that only some commands use: each a CommonJS file beside the scripts, not in them. */
+const apart = { '@kubernetes/client-node': 'kubernetes.cjs', pino: 'kgctl-pino.cjs' };
+
+/**
+ * kg and kgctl: the entry that bin/ imports (src/cli/NAME-start.ts), the bundle it runs, and what
+ * that bundle leaves apart. kg keeps pino in its script (kg apply logs), kgctl apart (only its
+ * live commands log). kg's training runs under bin/kg's V8 flags: a cache made under others is
+ * rejected.
+ */
+const clis = {
+  kg: { start: 'src/cli/kg-start.ts', define: 'KG_BUNDLE', apart: ['@kubernetes/client-node'], train: trainKg },
+  kgctl: { start: 'src/cli/kgctl-start.ts', define: 'KGCTL_BUNDLE', apart: Object.keys(apart), train: trainKgctl },
+};
 
 const cjs = {
   bundle: true,
@@ -127,122 +118,178 @@ const cjs = {
   logLevel: 'warning',
 };
 
-/** kgctl: the script, the packages apart, the entry that compiles the script with its code cache, the training. */
-async function bundleKgctl() {
-  const cli = join(outdir, 'cli');
-  const script = await build({
+/** One CLI's script (not written yet: it is named by its content). */
+function script(name) {
+  return build({
     ...cjs,
     absWorkingDir: root,
-    entryPoints: ['src/cli/kgctl.ts'],
-    outfile: join(cli, 'kgctl.cjs'),
+    entryPoints: [`src/cli/${name}.ts`],
+    outfile: join(outdir, 'cli', `${name}.cjs`),
     external,
     plugins: [
       {
-        name: 'kgctl-apart',
+        name: 'apart',
         setup(b) {
-          b.onResolve({ filter: /^(@kubernetes\/client-node|pino)$/ }, (a) => ({
-            path: `./${kgctlApart[a.path]}`,
-            external: true,
-          }));
+          b.onResolve({ filter: /^(@kubernetes\/client-node|pino)$/ }, (a) =>
+            clis[name].apart.includes(a.path) ? { path: `./${apart[a.path]}`, external: true } : undefined,
+          );
         },
       },
+      ...(withoutLab ? [leaveOutLab] : []),
       compactThirdParty,
     ],
     // The loader wraps the script in a function: strict, as the ES modules it is built from.
     banner: { js: `"use strict";\nconst __kiloImportMetaUrl = require("node:url").pathToFileURL(__filename).href;` },
-    define: { 'import.meta.url': '__kiloImportMetaUrl', 'import.meta.dirname': '__dirname' },
+    define: {
+      'import.meta.url': '__kiloImportMetaUrl',
+      'import.meta.dirname': '__dirname',
+      // The lab's runs from source (never from this script) resolve tsx.
+      'import.meta.resolve': 'require.resolve',
+    },
     // import() of a package left outside (yaml, Graphviz) becomes require(): a script compiled with
     // a code cache has no dynamic import callback (and Node 20's for vm scripts is experimental).
+    // An import() of our own code stays lazy: evaluated when it runs.
     supported: { 'dynamic-import': false },
     sourcemap: 'external',
     write: false,
   });
-  // Named by content, and its cache with it: V8 checks a cache against the source's length only.
-  const js = script.outputFiles.find((f) => f.path.endsWith('.cjs'));
-  const map = script.outputFiles.find((f) => f.path.endsWith('.map'));
-  const apart = await Promise.all(
-    Object.entries(kgctlApart).map(([pkg, file]) =>
+}
+
+/** Both CLIs: their scripts, the packages apart, the entries that run each script with its code cache, the training. */
+async function bundleClis() {
+  const cli = join(outdir, 'cli');
+  const names = Object.keys(clis);
+  const scripts = await Promise.all(names.map(script));
+  const texts = scripts.map((r) => r.outputFiles.find((f) => f.path.endsWith('.cjs')).text);
+  const apartFiles = await Promise.all(
+    Object.entries(apart).map(([pkg, file]) =>
       build({
         ...cjs,
         absWorkingDir: root,
-        stdin: { contents: apartEntry(pkg, js.text), resolveDir: root, loader: 'js' },
+        stdin: { contents: apartEntry(pkg, texts), resolveDir: root, loader: 'js' },
         outfile: join(cli, file),
         plugins: [compactThirdParty],
       }),
     ),
   );
-  const name = `kgctl-${createHash('sha256').update(js.contents).digest('hex').slice(0, 12)}.cjs`;
-  writeFileSync(join(cli, name), `${js.text}//# sourceMappingURL=${name}.map\n`);
-  writeFileSync(join(cli, `${name}.map`), map.contents);
-  for (const ext of ['', '.map']) {
-    const key = relative(root, join(cli, `kgctl.cjs${ext}`));
-    script.metafile.outputs[relative(root, join(cli, `${name}${ext}`))] = script.metafile.outputs[key];
-    delete script.metafile.outputs[key];
+  const results = [...apartFiles];
+  const extra = [];
+  for (const [i, name] of names.entries()) {
+    const r = scripts[i];
+    // Named by content, and its cache with it: V8 checks a cache against the source's length only.
+    const js = r.outputFiles.find((f) => f.path.endsWith('.cjs'));
+    const map = r.outputFiles.find((f) => f.path.endsWith('.map'));
+    const file = `${name}-${createHash('sha256').update(js.contents).digest('hex').slice(0, 12)}.cjs`;
+    writeFileSync(join(cli, file), `${js.text}//# sourceMappingURL=${file}.map\n`);
+    writeFileSync(join(cli, `${file}.map`), map.contents);
+    for (const ext of ['', '.map']) {
+      const key = relative(root, join(cli, `${name}.cjs${ext}`));
+      r.metafile.outputs[relative(root, join(cli, `${file}${ext}`))] = r.metafile.outputs[key];
+      delete r.metafile.outputs[key];
+    }
+    const start = await build({
+      absWorkingDir: root,
+      entryPoints: [clis[name].start],
+      outfile: join(cli, `${name}.js`),
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      define: { [clis[name].define]: JSON.stringify(file) },
+      metafile: true,
+      logLevel: 'warning',
+    });
+    results.push(r, start);
+    // Not in the metafile, written by the training: the caches.
+    extra.push(...clis[name].train(join(cli, `${name}.js`), join(cli, file)));
   }
-  const start = await build({
-    absWorkingDir: root,
-    entryPoints: ['src/cli/kgctl-start.ts'],
-    outfile: join(cli, 'kgctl.js'),
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    define: { KGCTL_BUNDLE: JSON.stringify(name) },
-    metafile: true,
-    logLevel: 'warning',
-  });
-  train(join(cli, 'kgctl.js'));
   return {
     metafile: {
-      inputs: Object.assign({}, ...[...apart, script, start].map((r) => r.metafile.inputs)),
-      outputs: Object.assign({}, ...[...apart, script, start].map((r) => r.metafile.outputs)),
+      inputs: Object.assign({}, ...results.map((r) => r.metafile.inputs)),
+      outputs: Object.assign({}, ...results.map((r) => r.metafile.outputs)),
     },
-    // Not in the metafile, written above: the cache.
-    extra: [join(cli, name.replace(/\.cjs$/, '.cache'))],
+    extra,
   };
 }
 
 /**
  * A package apart: the Kubernetes client is an ES module, whose every export a CommonJS file would
- * keep (7 MB instead of 3), so only the names the script reads.
+ * keep (7 MB instead of 3), so only the names the scripts read.
  */
-function apartEntry(pkg, script) {
+function apartEntry(pkg, scripts) {
   if (pkg !== '@kubernetes/client-node') return `module.exports = require(${JSON.stringify(pkg)});`;
-  const names = [...new Set([...script.matchAll(/\bimport_client_node\d*\.(\w+)/g)].map((m) => m[1]))];
+  const names = [
+    ...new Set(scripts.flatMap((s) => [...s.matchAll(/\bimport_client_node\d*\.(\w+)/g)].map((m) => m[1]))),
+  ];
   if (names.length === 0)
-    throw new Error('build: kgctl reads nothing of the Kubernetes client, or no longer as expected');
-  return `export { ${names.join(', ')} } from '@kubernetes/client-node';`;
+    throw new Error('build: kg and kgctl read nothing of the Kubernetes client, or no longer as expected');
+  return `export { ${names.sort().join(', ')} } from '@kubernetes/client-node';`;
+}
+
+/** Runs `code` (an ES module's text) in a node of its own with `flags`; fails the build if it fails. */
+function trainingRun(what, flags, code) {
+  const r = spawnSync(process.execPath, [...flags, '--input-type=module', '-e', code], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  // An error sets the exit code; a warning of Node's own (NODE_OPTIONS) is no failure.
+  if (r.status !== 0) throw new Error(`build: ${what}'s training failed (${r.status}): ${r.stderr}`);
+}
+
+/** In a temporary directory: the training cluster written, `f(dir)`, the directory removed. */
+function withCluster(f) {
+  const dir = mkdtempSync(join(tmpdir(), 'kts-build-'));
+  try {
+    writeFileSync(join(dir, 'cluster.json'), JSON.stringify(trainingCluster()));
+    return f(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**
  * Runs kgctl's commands on a small cluster, then writes the code cache of everything they compiled.
  * In a process of its own with no V8 flags, as bin/kgctl runs: V8 rejects a cache made under others.
  */
-function train(entry) {
-  const dir = mkdtempSync(join(tmpdir(), 'kts-build-'));
-  try {
+function trainKgctl(entry, script) {
+  withCluster((dir) => {
     const cluster = join(dir, 'cluster.json');
-    writeFileSync(cluster, JSON.stringify(trainingCluster()));
     const runs = [
       ['plan', 'node-00', '--cluster', cluster, '-o', 'json'],
       ['plan', 'node-05', '--cluster', cluster, '-o', 'text'],
       ['showconf', 'node', 'node-01', '--cluster', cluster],
       ['graph', '--cluster', cluster],
     ];
-    const r = spawnSync(
-      process.execPath,
-      [
-        '--input-type=module',
-        '-e',
-        `import(${JSON.stringify(pathToFileURL(entry).href)}).then((m) => m.writeCodeCache(${JSON.stringify(runs)}))`,
-      ],
-      { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] },
+    trainingRun(
+      'kgctl',
+      [],
+      `import(${JSON.stringify(pathToFileURL(entry).href)}).then((m) => m.writeCodeCache(${JSON.stringify(runs)}))`,
     );
-    // A kgctl error sets the exit code; a warning of Node's own (NODE_OPTIONS) is no failure.
-    if (r.status !== 0) throw new Error(`build: kgctl's training failed (${r.status}): ${r.stderr}`);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
+  return [script.replace(/\.cjs$/, '.cache')];
+}
+
+/**
+ * kg's two caches (src/cli/kg-start.ts): `kg apply`'s and the other commands', each written after
+ * `kg apply` ran on a small cluster against an in-memory machine (src/cli/kg-training.ts), under
+ * the V8 flags of bin/kg's `#!` line, as bin/kg runs.
+ */
+function trainKg(entry, script) {
+  const shebang = readFileSync(join(root, 'bin', 'kg'), 'utf8').split('\n', 1)[0];
+  const flags = shebang
+    .replace(/^#!.*?\bnode\b/, '')
+    .split(' ')
+    .filter(Boolean);
+  return withCluster((dir) =>
+    ['apply', 'run'].map((command) => {
+      trainingRun(
+        `kg ${command}`,
+        flags,
+        `import(${JSON.stringify(pathToFileURL(entry).href)}).then((m) => m.writeCodeCache(${JSON.stringify(command)}, ${JSON.stringify(dir)}))`,
+      );
+      return script.replace(/\.cjs$/, command === 'apply' ? '.apply.cache' : '.cache');
+    }),
+  );
 }
 
 /** Twelve nodes in three locations of a cross mesh, and a Peer: every step of a plan runs. */
@@ -275,14 +322,7 @@ function trainingCluster() {
   return { apiVersion: 'v1', kind: 'List', items };
 }
 
-const results = await Promise.all([bundle('src/cli/kg.ts'), bundleKgctl()]);
-// One metafile for both: a chunk both write is the same file (named by its content).
-const result = {
-  metafile: {
-    inputs: Object.assign({}, ...results.map((r) => r.metafile.inputs)),
-    outputs: Object.assign({}, ...results.map((r) => r.metafile.outputs)),
-  },
-};
+const result = await bundleClis();
 
 if (withoutLab) {
   const lab = Object.keys(result.metafile.inputs).filter((f) => f.startsWith('src/lab/'));
@@ -293,12 +333,11 @@ if (withoutLab) {
 }
 // Files of earlier builds (chunks are named by content) go once the new ones are in place, so that
 // a kg or kgctl running meanwhile never finds its entry gone.
-const written = new Set([
-  ...Object.keys(result.metafile.outputs).map((o) => join(root, o)),
-  ...results.flatMap((r) => r.extra ?? []),
-]);
+const written = new Set([...Object.keys(result.metafile.outputs).map((o) => join(root, o)), ...result.extra]);
 for (const dir of ['cli', 'chunks'].map((d) => join(outdir, d)))
   for (const name of existsSync(dir) ? readdirSync(dir) : [])
     if (!written.has(join(dir, name))) rmSync(join(dir, name), { force: true });
+// Earlier builds' ES module chunks: since kg is a script too, nothing is written there.
+rmSync(join(outdir, 'chunks'), { recursive: true, force: true });
 // What went where, and which import is static: test/imports.test.ts reads it.
 if (metafileAt >= 0) writeFileSync(args[metafileAt + 1], JSON.stringify(result.metafile));

@@ -1,7 +1,15 @@
 import { Command } from 'commander';
 import { FileSource } from '../backend/file-source.js';
 import { hostExec, readingAhead } from '../dataplane/exec.js';
-import { cleanUp, partialOf, readAhead, reconcile, type ReconcileResult } from '../dataplane/reconcile.js';
+import {
+  cleanUp,
+  partialOf,
+  readAhead,
+  reconcile,
+  type Dataplane,
+  type ReconcileResult,
+} from '../dataplane/reconcile.js';
+import type { Host } from '../dataplane/host/host.js';
 import { LinuxHost } from '../dataplane/host/linux.js';
 import { summarizePeerChanges } from '../dataplane/log-summary.js';
 import { planOf } from '../mesh/compute.js';
@@ -9,7 +17,7 @@ import { parseCluster } from '../model/parse.js';
 import { snapshotNow } from '../model/ready.js';
 import { UsageError } from '../model/errors.js';
 import { defaultKeyPath, loadOrCreateKey } from '../wireguard/keys.js';
-import { linuxDataplane } from '../agent/linux-dataplane.js';
+import { linuxDataplane, type LinuxDataplaneOptions } from '../agent/linux-dataplane.js';
 import { encapsulatorOf, type EncapsulationDevices, type Encapsulator } from '../encapsulation/index.js';
 import { createLogger } from '../agent/log.js';
 import { interfaceHolding } from '../agent/discovery.js';
@@ -25,10 +33,26 @@ interface ApplyFlags extends AgentFlagValues {
 }
 
 /**
+ * The machine kg apply writes to: this one, or (the build's training of kg's code cache,
+ * kg-training.ts) an in-memory one.
+ */
+export interface ApplyMachine {
+  host: Host & { readAhead?(): void };
+  dataplane: (o: LinuxDataplaneOptions) => Dataplane;
+  /** Forgets the reads a pass did not take: they are not the next pass's to take. */
+  drop: () => void;
+}
+
+function thisMachine(): ApplyMachine {
+  const exec = readingAhead(hostExec());
+  return { host: new LinuxHost(exec), dataplane: (o) => linuxDataplane(exec, o), drop: () => exec.drop() };
+}
+
+/**
  * `kg apply`: the plan of one node from a snapshot file, applied to this machine: the dataplane
  * without Kubernetes. The snapshot is the truth: nothing is detected or published.
  */
-export function applyCommand(): Command {
+export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Command {
   const cmd = new Command('apply')
     .description('apply the plan of --hostname from a cluster snapshot to this machine, once or --watch the file')
     .option('--cluster <file>', 'cluster snapshot (Kubernetes List or multi-document YAML)')
@@ -39,13 +63,12 @@ export function applyCommand(): Command {
     const hostname = requireHostname(flags);
     if (!flags.cluster) throw new UsageError('--cluster FILE is required');
     const log = createLogger(flags.logLevel);
-    const exec = readingAhead(hostExec());
-    const machine = new LinuxHost(exec);
+    const { host: machine, dataplane: dataplaneOf, drop } = machineOf();
     const privateKey = loadOrCreateKey(flags.keyFile);
     // A wireguard-go restarted after a crash gets its peers back, but its new interface has no
     // address or routes: with --watch that calls for a reconcile now, not at the next file change.
     let reapply = () => {};
-    const dataplane = linuxDataplane(exec, {
+    const dataplane = dataplaneOf({
       interfaceName: flags.interface,
       createInterface: flags.createInterface,
       implementation: flags.wireguard,
@@ -60,7 +83,7 @@ export function applyCommand(): Command {
     let devices: EncapsulationDevices | undefined;
     // The machine is read while the snapshot is parsed and planned (each pass of --watch reads anew).
     readAhead(dataplane, flags.interface);
-    machine.readAhead();
+    machine.readAhead?.();
     const source = new FileSource(flags.cluster, { watch: flags.watch, logger: log });
     await source.start();
 
@@ -94,7 +117,7 @@ export function applyCommand(): Command {
         { once: true },
       );
       // A read this pass did not take is not the next pass's to take.
-      exec.drop();
+      drop();
       log.info(
         {
           node: hostname,

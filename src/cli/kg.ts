@@ -1,13 +1,13 @@
 import { Command } from 'commander';
 import { UsageError } from '../model/errors.js';
-import { applyCommand } from './apply.js';
+import { applyCommand, type ApplyMachine } from './apply.js';
 import { runCommand } from './kg-run.js';
 import { goBoolFlags } from './flags.js';
 import { withVersion } from './version.js';
 import { lazyCommand, runProgram } from './run.js';
 import { webhookCommand } from './webhook.js';
 
-export function kgProgram(): Command {
+export function kgProgram(applyMachine?: () => ApplyMachine): Command {
   const run = runCommand();
   // Flags after a subcommand belong to it (as in Kilo's cobra): `kg webhook --listen` is not kg's --listen.
   const program = goBoolFlags(
@@ -16,7 +16,7 @@ export function kgProgram(): Command {
       .usage('[agent flags] | kg <command> [flags]')
       .enablePositionalOptions()
       .addCommand(run, { isDefault: true })
-      .addCommand(applyCommand())
+      .addCommand(applyCommand(applyMachine))
       .addCommand(webhookCommand())
       .addCommand(lazyCommand('lab', 'a mesh of network namespaces on this machine: up, status, exec, down', loadLab)),
   );
@@ -46,7 +46,12 @@ async function loadLab(): Promise<Command> {
     return labCommand();
   } catch (e) {
     const code = (e as { code?: unknown }).code;
-    if (code === 'ERR_MODULE_NOT_FOUND' && e instanceof Error && e.message.includes('/lab/command.js'))
+    // An ES module's import, or (the built script, scripts/build.mjs) a require.
+    if (
+      (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') &&
+      e instanceof Error &&
+      e.message.includes('/lab/command.js')
+    )
       throw new UsageError(
         'the lab is not part of this installation (the image leaves it out): run `kg lab` from a checkout of kilo-ts (npm ci && npm run build && bin/kg lab up; README.md)',
       );
@@ -62,4 +67,10 @@ function optionsOf(cmd: Command): string {
 
 export async function main(argv: string[]): Promise<void> {
   await runProgram(kgProgram(), argv);
+}
+
+/** The build's training of kg's code cache (scripts/build.mjs): see kg-training.ts. */
+export async function train(dir: string): Promise<void> {
+  const { trainApply } = await import('./kg-training.js');
+  await trainApply(dir, (machine, argv) => runProgram(kgProgram(machine), argv));
 }

@@ -1,12 +1,22 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { PeerChanges, WireGuardConfig, WireGuardDevice, WireGuardState } from '../../src/dataplane/types.js';
+import type {
+  Ops,
+  PeerChanges,
+  ReconcileOptions,
+  WireGuardConfig,
+  WireGuardDevice,
+  WireGuardState,
+} from '../../src/dataplane/types.js';
+import { uapiHolds } from '../../src/dataplane/wireguard/once.js';
 import type { PlanPeer } from '../../src/mesh/types.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
 
 export interface ContractSubject {
-  device: WireGuardDevice;
+  device: WireGuardDevice & { lastOps: Ops };
   cleanup(): Promise<void>;
+  /** wireguard-go's answer to `get=1` (what a `once` configure compares), where there is one. */
+  uapiAnswer?(): Promise<string>;
 }
 
 function sorted(keys: string[]): string[] {
@@ -213,6 +223,91 @@ export function wireGuardContract(
       assert.deepEqual(await d.configure({ ...configB, privateKey: other, peers: [p4] }), noChanges);
       assert.equal((await d.read()).publicKey, publicKeyOf(other));
     });
+
+    await t.test(
+      'once (kg apply): the same writes and errors as a full configure, whatever the device holds',
+      async () => {
+        const outcome = async (config: WireGuardConfig, options: ReconcileOptions) => {
+          try {
+            const peers = await d.configure(config, options);
+            return { peers, ops: d.lastOps };
+          } catch (e) {
+            return { error: e };
+          }
+        };
+        /** `config` applied with `once` and without, each time to a device left by `held`. */
+        const compare = async (held: WireGuardConfig | WireGuardConfig[], config: WireGuardConfig) => {
+          const hold = async () => {
+            for (const h of [held].flat()) await d.configure(h);
+          };
+          await hold();
+          const once = await outcome(config, { once: true });
+          await hold();
+          const full = await outcome(config, {});
+          assert.deepEqual(once, full);
+          return once;
+        };
+        const zero = { peers: noChanges, ops: { writes: 0, details: [] } };
+        assert.deepEqual(await compare(configA, configA), zero);
+        const answer = await subject.uapiAnswer?.();
+        if (answer !== undefined) assert.ok(uapiHolds(answer, configA), 'an unchanged device is settled on its text');
+        // The same config in another order, and in texts the device prints otherwise.
+        const [q1, q2, q3] = configA.peers as [PlanPeer, PlanPeer, PlanPeer];
+        const reordered = { ...configA, peers: [q3, { ...q2, allowedIPs: [...q2.allowedIPs].reverse() }, q1] };
+        assert.deepEqual(await compare(configA, reordered), zero);
+        const hostBits = {
+          ...configA,
+          peers: [q1, { ...q2, allowedIPs: ['fd42:2::1/64', '10.42.2.7/24', '10.4.0.2/32'] }, q3],
+        };
+        assert.deepEqual(await compare(configA, hostBits), zero);
+        const longhand = { ...configA, peers: [q1, { ...q2, endpoint: '[2001:db8:0::2]:51820' }, q3] };
+        assert.deepEqual(await compare(configA, longhand), zero);
+        const repeated = { ...configA, peers: [{ ...q1, allowedIPs: [...q1.allowedIPs, q1.allowedIPs[0]!] }, q2, q3] };
+        assert.deepEqual(await compare(configA, repeated), zero);
+        assert.deepEqual(await compare(configA, { ...configA, listenPort: 0 }), zero);
+        // A device that differs from the config in one thing each.
+        const one = (c: WireGuardConfig, i: number, over: Partial<PlanPeer>): WireGuardConfig => ({
+          ...c,
+          peers: c.peers.map((p, j) => (j === i ? { ...p, ...over } : p)),
+        });
+        const held: WireGuardConfig[] = [
+          one(configA, 0, { endpoint: '192.0.2.9:51820' }),
+          one(configA, 1, { presharedKey: generatePrivateKey() }),
+          one(configA, 1, { presharedKey: null }),
+          one(configA, 0, { presharedKey: generatePrivateKey() }),
+          one(configA, 1, { persistentKeepalive: 0 }),
+          one(configA, 0, { allowedIPs: ['10.4.0.1/32'] }),
+          one(configA, 0, { allowedIPs: ['10.4.0.1/32', '10.42.1.0/24', '10.42.9.0/24'] }),
+          one(one(configA, 0, { allowedIPs: ['10.4.0.1/32'] }), 2, { allowedIPs: ['10.4.0.3/32', '10.42.1.0/24'] }),
+          { ...configA, peers: [q1, q2] },
+          { ...configA, peers: [q1, q2, q3, p4] },
+          { ...configA, listenPort: 51821 },
+          { ...configA, fwmark: 0x1107 },
+          { ...configA, privateKey: generatePrivateKey() },
+          configB,
+        ];
+        for (const h of held) {
+          for (const r of [await compare(h, configA), await compare(configA, h)])
+            assert.ok(r.ops !== undefined && r.ops.writes > 0, JSON.stringify(r));
+        }
+        // A peer the device knows no endpoint of (added with none), and one the config gives it.
+        const noEndpoint = one(configA, 2, { endpoint: null });
+        const added = await compare([{ ...configA, peers: [q1, q2] }, noEndpoint], configA);
+        assert.deepEqual(added.peers, changes({ updated: [q3.publicKey] }));
+        // A null endpoint takes the one the device has; configs the full diff refuses are refused alike.
+        assert.deepEqual(
+          await compare(one(configA, 0, { endpoint: '192.0.2.9:51820' }), one(configA, 0, { endpoint: null })),
+          zero,
+        );
+        for (const bad of [
+          { ...configA, peers: [q1, q2, q3, { ...q3, names: ['node-3b'] }] },
+          { ...configA, privateKey: 'not a key' },
+        ]) {
+          const r = await compare(configA, bad);
+          assert.ok('error' in r && r.error instanceof Error, JSON.stringify(r));
+        }
+      },
+    );
 
     await t.test('removing every peer', async () => {
       const left = (await d.read()).peers.map((p) => p.publicKey);

@@ -4,7 +4,10 @@ import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
 import { wireGuardContract } from './wireguard-contract.js';
 
-wireGuardContract('fake', async () => ({ device: new FakeWireGuardDevice('kilo0'), cleanup: async () => {} }));
+wireGuardContract('fake', async () => {
+  const device = new FakeWireGuardDevice('kilo0');
+  return { device, uapiAnswer: async () => device.uapiText(), cleanup: async () => {} };
+});
 
 test('fake: an untouched peer keeps its session; the record of writes never holds a key', async () => {
   const d = new FakeWireGuardDevice();

@@ -1,5 +1,7 @@
 import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { createWireGuardDevice } from '../../src/dataplane/wireguard/device.js';
+import { uapiRequest } from '../../src/dataplane/wireguard/uapi.js';
 import { createNamespace, skipNoNetns } from '../helpers/netns.js';
 import { wireGuardContract } from './wireguard-contract.js';
 
@@ -19,6 +21,7 @@ for (const [label, socket] of [
       const device = createWireGuardDevice(ns.exec, { name: 'kilo0', socket });
       return {
         device,
+        uapiAnswer: () => uapiRequest(join(ns.exec.wireGuardRunDir, 'kilo0.sock'), 'kilo0', 'get=1\n\n'),
         async cleanup() {
           try {
             await device.destroy();

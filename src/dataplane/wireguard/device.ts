@@ -3,10 +3,11 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IP } from '../../net/cidr.js';
-import { parseDump } from '../../wireguard/dump.js';
+import { parseDump, type ParsedDump } from '../../wireguard/dump.js';
 import { ExecError, type Exec } from '../exec.js';
 import type { Ops, PeerChanges, ReconcileOptions, WireGuardConfig, WireGuardDevice, WireGuardState } from '../types.js';
 import { describeDiff, diffWireGuard, isEmptyDiff, peerChangesOf, stateAfter, type WireGuardDiff } from './diff.js';
+import { uapiHolds } from './once.js';
 import { parseUapiGet, UapiError, uapiCanSet, uapiRequest, uapiSetRequest } from './uapi.js';
 import { defaultArgvBudget, wgSetCommands } from './wg-set.js';
 import { logDetails } from '../log-summary.js';
@@ -76,7 +77,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   /** The device as the last successful configure left it; null when only a read can tell. */
   private known: ReturnType<typeof stateAfter> | null = null;
   /** A read whose caller configures next (read's `keep`); any other step drops it. */
-  private kept: Awaited<ReturnType<LinuxWireGuardDevice['readNow']>> | null = null;
+  private kept: ParsedDump | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   /** wireguard-go's answer to a `get` sent by readAhead, for the next read (once). */
   private ahead: Promise<string> | null = null;
@@ -296,10 +297,16 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return this.options.socket !== false && this.kind !== 'kernel' && existsSync(this.socketPath);
   }
 
-  private async readNow() {
+  /** `holds`: null instead when wireguard-go's answer shows exactly that config (nothing parsed; see uapiHolds). */
+  private readNow(): Promise<ParsedDump>;
+  private readNow(holds?: WireGuardConfig): Promise<ParsedDump | null>;
+  private async readNow(holds?: WireGuardConfig): Promise<ParsedDump | null> {
     const ahead = this.ahead;
     this.ahead = null;
-    if (this.hasSocket) return parseUapiGet(await (ahead ?? uapiRequest(this.socketPath, this.name, 'get=1\n\n')));
+    if (this.hasSocket) {
+      const text = await (ahead ?? uapiRequest(this.socketPath, this.name, 'get=1\n\n'));
+      return holds && uapiHolds(text, holds) ? null : parseUapiGet(text);
+    }
     const { stdout } = await this.exec.run(['wg', 'show', this.name, 'dump']);
     return parseDump(stdout);
   }
@@ -346,9 +353,16 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     const kept = this.kept;
     this.known = null;
     this.kept = null;
-    const { state, presharedKeyDigests } = remembered ?? kept ?? (await this.readNow());
+    // A read for kg apply compares the device's own text with the config first (most applies change nothing).
+    const read = remembered ?? kept ?? (await this.readNow(once ? resolved : undefined));
     // A read ahead that memory made unnecessary is older than this write: no later read takes it.
     this.ahead = null;
+    if (read === null) {
+      this.lastConfig = config;
+      this.lastOps = { writes: 0, details: [] };
+      return { added: [], removed: [], updated: [] };
+    }
+    const { state, presharedKeyDigests } = read;
     const diff = diffWireGuard(state, resolved, presharedKeyDigests);
     this.lastConfig = config;
     if (isEmptyDiff(diff)) {

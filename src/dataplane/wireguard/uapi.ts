@@ -12,7 +12,7 @@ import type { PeerSettings, WireGuardDiff } from './diff.js';
  * takes to get there). Keys travel hex-encoded over the socket and never touch a file or an argv.
  */
 
-const hex = (base64: string) => Buffer.from(base64, 'base64').toString('hex');
+export const hex = (base64: string) => Buffer.from(base64, 'base64').toString('hex');
 const base64 = (hexText: string) => Buffer.from(hexText, 'hex').toString('base64');
 
 /**
@@ -20,13 +20,13 @@ const base64 = (hexText: string) => Buffer.from(hexText, 'hex').toString('base64
  * a 32-byte key and a zero byte are 33 bytes, exactly 44 base64 characters, of which the first 43
  * are the key's own and the last stands for its '=' padding.
  */
-function base64Keys(hex: readonly string[]): string[] {
+export function base64Keys(hex: readonly string[]): string[] {
   const bytes = Buffer.from(hex.join('00') + '00', 'hex');
   if (hex.some((k) => k.length !== 64) || bytes.length !== 33 * hex.length) return hex.map(base64);
   const text = bytes.toString('base64');
   return hex.map((_, i) => `${text.slice(44 * i, 44 * i + 43)}=`);
 }
-const zeroKey = '0'.repeat(64);
+export const zeroKey = '0'.repeat(64);
 
 /** Whether `wg set` would have to resolve the endpoint itself: the socket takes addresses only. */
 function isAddressEndpoint(endpoint: string): boolean {
