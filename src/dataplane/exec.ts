@@ -63,6 +63,8 @@ export interface Exec {
    * readingAhead); absent or without effect on an Exec that does not read ahead.
    */
   readAhead?(argv: readonly string[]): void;
+  /** The read of `argv` started ahead and not yet taken, left for the `run` that takes it; if any. */
+  peekAhead?(argv: readonly string[]): Promise<ExecResult> | undefined;
 }
 
 async function runWith(
@@ -180,6 +182,7 @@ export function readingAhead(exec: Exec): Exec & { drop(): void } {
       read.catch(() => {});
       ahead.set(key(argv), read);
     },
+    peekAhead: (argv) => ahead.get(key(argv)),
     run: (argv, opts) => {
       const read = opts?.input === undefined ? ahead.get(key(argv)) : undefined;
       if (read) {

@@ -84,6 +84,11 @@ export async function reconcile(
   };
   const written = (e: PartialApplyError): Ops => ({ writes: e.ops.writes, details: [...e.ops.details] });
 
+  // Called before anything is written: it looks at the reads taken ahead, which a write drops. Its
+  // CPU (a first apply's thousands of routes) then runs while the interface's commands run.
+  const preparing = (dp.routes.prepare?.(plan.routes, plan.rules, input.devices, options) ?? Promise.resolve()).catch(
+    () => {},
+  );
   const deviceReady = report(await step('WireGuard interface', () => dp.device.ensure(options))) !== null;
   if (deviceReady) {
     result.links =
@@ -113,7 +118,7 @@ export async function reconcile(
     // event loop so that the firewall's and WireGuard's writes are already on their way meanwhile.
     step(
       'routes',
-      () => nextTurn().then(() => dp.routes.reconcile(plan.routes, plan.rules, input.devices, options)),
+      () => preparing.then(nextTurn).then(() => dp.routes.reconcile(plan.routes, plan.rules, input.devices, options)),
       written,
     ),
     step('iptables', () => dp.firewall.reconcile(plan.firewall, options)),

@@ -90,6 +90,18 @@ export interface RoutingTables {
   agrees?(change: { deleted: boolean; route: KernelRoute }): boolean;
   /** Starts reading the machine now; the next reconcile that would read uses this read (see readAhead). */
   readAhead?(): void;
+  /**
+   * Does now what the next reconcile of these would do before it writes, where that can be done
+   * while the interfaces are set up: with `once`, on a machine whose reads taken ahead show none of
+   * Kilo's routes (a first apply), builds the desired state and the changes. The reconcile still
+   * reads the machine after the interfaces are set up and uses them only when it finds the same.
+   */
+  prepare?(
+    routes: readonly PlanRoute[],
+    rules: readonly PlanRule[],
+    devices: DeviceNames,
+    options?: ReconcileOptions,
+  ): Promise<void>;
 }
 
 export interface FirewallTables {

@@ -102,7 +102,7 @@ export function planFirewall(t: Topology, options: MeshOptions, enc: Encapsulato
   const returned: Cidr[] = [];
   for (const [comment, destinations] of returns) {
     const earlier = new PrefixSet(returned);
-    for (const c of aggregate(destinations.filter((d) => !earlier.covers(d)))) {
+    for (const c of aggregate(destinations, earlier)) {
       add(fam(c), 'nat', natChain, ['-d', c.networkText, '-j', 'RETURN'], comment);
       returned.push(c);
     }

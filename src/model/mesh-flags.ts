@@ -2,6 +2,7 @@ import * as z from './zod.js';
 import { Cidr } from '../net/cidr.js';
 import { Annotation } from './annotations.js';
 import { ValidationError } from './errors.js';
+import { lazy } from './schema.js';
 import { encapsulations, type Encapsulate } from './types.js';
 
 /**
@@ -30,28 +31,29 @@ export interface MeshFlags {
 /** The annotation is small; anything bigger is not an agent's announcement. */
 const maxAnnouncementBytes = 4096;
 
-const cidrText = z.string().check(z.refine((s) => Cidr.tryParse(s) !== null, 'not a CIDR'));
-
 // Every key optional and unknown keys ignored: kgctl and the agents are upgraded at different
 // times, and an announcement from a newer or older agent still says what it can.
-const wire = z.looseObject({
-  subnet: z.optional(cidrText),
-  port: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(65535))),
-  encapsulate: z.optional(z.enum(encapsulations)),
-  local: z.optional(z.boolean()),
-  cni: z.optional(z.boolean()),
-  'iptables-forward-rules': z.optional(z.boolean()),
-  'route-host-traffic': z.optional(z.boolean()),
-  'service-cidr': z.optional(z.array(cidrText).check(z.maxLength(64))),
-  'topology-label': z.optional(z.string().check(z.minLength(1), z.maxLength(317))),
-  compatibility: z.optional(z.enum(compatibilities)),
-  'leader-election': z.optional(z.enum(['annotation', 'lease'])),
-  namespace: z.optional(z.string().check(z.minLength(1), z.maxLength(63))),
+const wire = lazy(() => {
+  const cidrText = z.string().check(z.refine((s) => Cidr.tryParse(s) !== null, 'not a CIDR'));
+  return z.looseObject({
+    subnet: z.optional(cidrText),
+    port: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(65535))),
+    encapsulate: z.optional(z.enum(encapsulations)),
+    local: z.optional(z.boolean()),
+    cni: z.optional(z.boolean()),
+    'iptables-forward-rules': z.optional(z.boolean()),
+    'route-host-traffic': z.optional(z.boolean()),
+    'service-cidr': z.optional(z.array(cidrText).check(z.maxLength(64))),
+    'topology-label': z.optional(z.string().check(z.minLength(1), z.maxLength(317))),
+    compatibility: z.optional(z.enum(compatibilities)),
+    'leader-election': z.optional(z.enum(['annotation', 'lease'])),
+    namespace: z.optional(z.string().check(z.minLength(1), z.maxLength(63))),
+  });
 });
 
 /** The annotation's value: stable key order, so an unchanged agent never rewrites it. */
 export function formatMeshFlags(f: MeshFlags): string {
-  const out: z.input<typeof wire> = {
+  const out: z.input<ReturnType<typeof wire>> = {
     subnet: f.subnet.masked().toString(),
     port: f.port,
     encapsulate: f.encapsulate,
@@ -83,7 +85,7 @@ export function parseMeshFlags(text: string, object: string): Partial<MeshFlags>
   } catch {
     return new ValidationError(object, field, text, 'not JSON');
   }
-  const r = wire.safeParse(json);
+  const r = wire().safeParse(json);
   if (!r.success) {
     const issue = r.error.issues[0]!;
     const key = issue.path[0];

@@ -9,53 +9,65 @@ import { ValidationError } from './errors.js';
 
 const objectNamePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
-/** Kubernetes object names (RFC 1123 subdomains), as the API server enforces them for Nodes and Peers. */
-const objectName = z
-  .string()
-  .check(
-    z.minLength(1, 'missing'),
-    z.maxLength(253, 'longer than 253 characters'),
-    z.regex(objectNamePattern, 'not a Kubernetes object name'),
-  );
+/**
+ * A schema built when first asked for: the quick yeses below take every object of a healthy
+ * cluster, and building zod's schemas was several milliseconds of every `kg apply` and `kgctl` start.
+ */
+export function lazy<T>(build: () => T): () => T {
+  let schema: T | undefined;
+  return () => (schema ??= build());
+}
 
-const stringMap = z.nullish(z.record(z.string(), z.string()));
-
-const metadata = z.looseObject({
-  name: objectName,
-  annotations: stringMap,
-  labels: stringMap,
-});
+const metadata = () =>
+  z.looseObject({
+    // Kubernetes object names (RFC 1123 subdomains), as the API server enforces them for Nodes and Peers.
+    name: z
+      .string()
+      .check(
+        z.minLength(1, 'missing'),
+        z.maxLength(253, 'longer than 253 characters'),
+        z.regex(objectNamePattern, 'not a Kubernetes object name'),
+      ),
+    annotations: z.nullish(z.record(z.string(), z.string())),
+    labels: z.nullish(z.record(z.string(), z.string())),
+  });
 
 /** What every object of a list must be before its kind can be told. */
-export const objectShape = z.looseObject({
-  apiVersion: z.optional(z.string()),
-  kind: z.optional(z.string()),
-});
-
-export const nodeShape = z.looseObject({
-  metadata,
-  spec: z.nullish(z.looseObject({ podCIDR: z.nullish(z.string()) })),
-});
-export type NodeObject = z.infer<typeof nodeShape>;
-
-const seconds = z.nullish(z.union([z.number(), z.string()]));
-
-export const peerShape = z.looseObject({
-  metadata,
-  spec: z.looseObject({
-    allowedIPs: z.array(z.string()).check(z.minLength(1, 'a Peer needs at least one allowed IP')),
-    publicKey: z.string(),
-    endpoint: z.nullish(
-      z.looseObject({
-        dnsOrIP: z.nullish(z.looseObject({ dns: z.nullish(z.string()), ip: z.nullish(z.string()) })),
-        port: z.number(),
-      }),
-    ),
-    persistentKeepalive: seconds,
-    presharedKey: z.nullish(z.string()),
+export const objectShape = lazy(() =>
+  z.looseObject({
+    apiVersion: z.optional(z.string()),
+    kind: z.optional(z.string()),
   }),
-});
-export type PeerObject = z.infer<typeof peerShape>;
+);
+
+export type ObjectHead = z.infer<ReturnType<typeof objectShape>>;
+
+export const nodeShape = lazy(() =>
+  z.looseObject({
+    metadata: metadata(),
+    spec: z.nullish(z.looseObject({ podCIDR: z.nullish(z.string()) })),
+  }),
+);
+export type NodeObject = z.infer<ReturnType<typeof nodeShape>>;
+
+export const peerShape = lazy(() =>
+  z.looseObject({
+    metadata: metadata(),
+    spec: z.looseObject({
+      allowedIPs: z.array(z.string()).check(z.minLength(1, 'a Peer needs at least one allowed IP')),
+      publicKey: z.string(),
+      endpoint: z.nullish(
+        z.looseObject({
+          dnsOrIP: z.nullish(z.looseObject({ dns: z.nullish(z.string()), ip: z.nullish(z.string()) })),
+          port: z.number(),
+        }),
+      ),
+      persistentKeepalive: z.nullish(z.union([z.number(), z.string()])),
+      presharedKey: z.nullish(z.string()),
+    }),
+  }),
+);
+export type PeerObject = z.infer<ReturnType<typeof peerShape>>;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -77,20 +89,41 @@ function nullishStringMap(v: unknown): boolean {
  */
 
 /** `objectShape` surely holds. */
-export function plainObjectHead(v: unknown): v is z.infer<typeof objectShape> {
+export function plainObjectHead(v: unknown): v is ObjectHead {
   return isObject(v) && optionalString(v['apiVersion']) && optionalString(v['kind']);
+}
+
+/** `metadata` surely holds. */
+function plainMetadata(metadata: unknown): boolean {
+  if (!isObject(metadata)) return false;
+  const name = metadata['name'];
+  if (typeof name !== 'string' || name.length === 0 || name.length > 253 || !objectNamePattern.test(name)) return false;
+  return nullishStringMap(metadata['annotations']) && nullishStringMap(metadata['labels']);
 }
 
 /** `nodeShape` surely holds. */
 export function plainNode(v: unknown): v is NodeObject {
-  if (!isObject(v)) return false;
-  const metadata = v['metadata'];
-  if (!isObject(metadata)) return false;
-  const name = metadata['name'];
-  if (typeof name !== 'string' || name.length === 0 || name.length > 253 || !objectNamePattern.test(name)) return false;
-  if (!nullishStringMap(metadata['annotations']) || !nullishStringMap(metadata['labels'])) return false;
+  if (!isObject(v) || !plainMetadata(v['metadata'])) return false;
   const spec = v['spec'];
   return spec === undefined || spec === null || (isObject(spec) && nullishString(spec['podCIDR']));
+}
+
+/** `peerShape` surely holds. */
+export function plainPeer(v: unknown): v is PeerObject {
+  if (!isObject(v) || !plainMetadata(v['metadata'])) return false;
+  const spec = v['spec'];
+  if (!isObject(spec) || typeof spec['publicKey'] !== 'string') return false;
+  const allowedIPs = spec['allowedIPs'];
+  if (!Array.isArray(allowedIPs) || allowedIPs.length === 0) return false;
+  for (let i = 0; i < allowedIPs.length; i++) if (typeof allowedIPs[i] !== 'string') return false;
+  const keepalive = spec['persistentKeepalive'];
+  if (!(nullishString(keepalive) || Number.isFinite(keepalive)) || !nullishString(spec['presharedKey'])) return false;
+  const endpoint = spec['endpoint'];
+  if (endpoint === undefined || endpoint === null) return true;
+  if (!isObject(endpoint) || !Number.isFinite(endpoint['port'])) return false;
+  const dnsOrIP = endpoint['dnsOrIP'];
+  if (dnsOrIP === undefined || dnsOrIP === null) return true;
+  return isObject(dnsOrIP) && nullishString(dnsOrIP['dns']) && nullishString(dnsOrIP['ip']);
 }
 
 /** `a.b["kilo.squat.ai/key"][3]`: the path of an issue as the operator reads it in the object. */
@@ -115,11 +148,11 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
 
 /** Checks `value` against `shape`; every issue becomes a ValidationError naming object, field and value. */
 export function checkShape<T>(
-  shape: z.ZodMiniType<T>,
+  shape: () => z.ZodMiniType<T>,
   value: unknown,
   object: string,
 ): { ok: true; value: T } | { ok: false; errors: ValidationError[] } {
-  const r = shape.safeParse(value);
+  const r = shape().safeParse(value);
   if (r.success) return { ok: true, value: r.data };
   // One line per object is enough to find it; a map of 10,000 wrong values needs no 10,000 lines.
   const errors = r.error.issues

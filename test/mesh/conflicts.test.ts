@@ -2,10 +2,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { readyMesh } from '../../src/mesh/compute.js';
-import { PrefixClaims } from '../../src/mesh/conflicts.js';
+import { PrefixClaims, resolveConflicts, resolveInOrder } from '../../src/mesh/conflicts.js';
 import { parseCluster } from '../../src/model/parse.js';
 import { Cidr } from '../../src/net/cidr.js';
-import { NOW, meshOptions, node, peer, planFor, wgKey } from '../helpers/cluster.js';
+import { NOW, kiloNode, kiloPeer, meshOptions, node, peer, planFor, wgKey } from '../helpers/cluster.js';
 import { planViolations } from '../fuzz/invariants.js';
 import { topologyOf } from '../../src/mesh/compute.js';
 import { planNode } from '../../src/mesh/plan.js';
@@ -125,5 +125,75 @@ describe('PrefixClaims against a plain scan', () => {
       .concat(['192.168.2.0/24', '11.0.0.0/8', 'fd00:1::/32', 'fc00::/7', 'fe80::/10', '::/0'])
       .concat(['8.8.8.8/32', '10.2.3.4/31']);
     for (const q of queries) assert.equal(c.find(Cidr.parse(q)), scan(Cidr.parse(q)), q);
+  });
+});
+
+/** Small seeded generator (mulberry32): the cases are random but the same on every run. */
+function random(seed: number) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('resolveConflicts: the answer without conflicts is the one claim by claim', () => {
+  test('1,500 random clusters, conflicting or not, IPv4 and IPv6: the same nodes, Peers and conflicts', () => {
+    const next = random(1107);
+    const pick = <T>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)]!;
+    // Few enough addresses that some clusters collide and others do not.
+    const pods = [
+      '10.2.0.0/24',
+      '10.2.1.0/24',
+      '10.2.0.0/23',
+      '10.3.0.0/24',
+      '10.4.9.0/24',
+      'fd42::/64',
+      'fd42:0:0:1::/64',
+    ].concat(Array.from({ length: 40 }, (_, i) => `10.${20 + i}.0.0/24`));
+    const internals = ['10.1.0.1/24', '10.1.0.2/24', '10.2.0.9/24', 'fd00::5/64', '10.4.0.9/16'].concat(
+      Array.from({ length: 40 }, (_, i) => `172.16.${i}.1/24`),
+    );
+    const peerIPs = ['10.5.0.1/32', '10.5.0.0/24', '10.2.1.0/24', '172.16.3.1/32', 'fd05::1/128', '10.4.0.0/16'].concat(
+      Array.from({ length: 30 }, (_, i) => `10.6.${i}.0/24`),
+    );
+    const fast = (x: number) => next() < x;
+    let withConflicts = 0;
+    for (let c = 0; c < 1500; c++) {
+      const clean = fast(0.3); // mostly distinct values: the path without conflicts
+      const nodes = Array.from({ length: 1 + Math.floor(next() * 8) }, (_, i) =>
+        kiloNode(`n${Math.floor(next() * 20)}-${i}`, {
+          podCIDR: clean ? `10.${20 + i}.0.0/24` : pick(pods),
+          internalIP: fast(0.1) ? undefined : clean ? `172.16.${i}.1/24` : pick(internals),
+          key: fast(0.05) ? null : wgKey(clean || fast(0.8) ? `k${i}` : pick(['a', 'b'])),
+          endpoint: '198.51.100.1:51820',
+        }),
+      );
+      const peers = Array.from({ length: Math.floor(next() * 4) }, (_, i) =>
+        kiloPeer(`p${Math.floor(next() * 9)}-${i}`, {
+          allowedIPs: clean
+            ? [`10.6.${i}.0/24`]
+            : Array.from({ length: 1 + Math.floor(next() * 3) }, () => pick(peerIPs)),
+          publicKey: wgKey(clean || fast(0.8) ? `pk${i}` : pick(['a', 'k0', 'pk0'])),
+        }),
+      );
+      const subnet = Cidr.parse(pick(['10.4.0.0/16', '10.4.0.0/16', 'fd04::/64']));
+      const want = resolveInOrder(nodes, peers, subnet);
+      const got = resolveConflicts(nodes, peers, subnet);
+      const label = JSON.stringify({ nodes: nodes.map((n) => [n.name, n.podCIDR?.networkText]), c });
+      assert.deepEqual(got.nodes, want.nodes, label);
+      assert.equal(got.nodes.length, want.nodes.length);
+      got.nodes.forEach((n, i) => assert.equal(n, want.nodes[i], label));
+      assert.deepEqual(got.peers, want.peers, label);
+      assert.deepEqual(
+        got.conflicts.map((e) => e.message),
+        want.conflicts.map((e) => e.message),
+        label,
+      );
+      if (want.conflicts.length > 0) withConflicts++;
+    }
+    // Both paths were taken often.
+    assert.ok(withConflicts > 300 && withConflicts < 1200, `${withConflicts} of 1500 with conflicts`);
   });
 });

@@ -16,10 +16,24 @@ function random(seed: number) {
   };
 }
 
-// The universe of the property tests: 10.0.0.0/26, 64 addresses, small enough to enumerate.
-const universe = Cidr.parse('10.0.0.0/26');
-const addresses = Array.from({ length: 64 }, (_, i) => universe.nth(i)!);
-const covered = (cs: Cidr[]) => addresses.filter((a) => cs.some((c) => c.contains(a))).map((a) => a.text);
+/**
+ * A universe of the property tests: 64 addresses, small enough to enumerate. 10.0.0.0/26, and
+ * others at the edges of the address spaces: the top of IPv4, the halves around 2^31, IPv6.
+ */
+function universeOf(text: string) {
+  const universe = Cidr.parse(text);
+  const addresses = Array.from({ length: 64 }, (_, i) => universe.nth(i)!);
+  const covered = (cs: Cidr[]) => addresses.filter((a) => cs.some((c) => c.contains(a))).map((a) => a.text);
+  const width = universe.family === 4 ? 32 : 128;
+  const randomCase = (next: () => number): Cidr[] =>
+    Array.from({ length: 1 + Math.floor(next() * 12) }, () => {
+      const prefix = width - 6 + Math.floor(next() * 7);
+      return Cidr.of(addresses[Math.floor(next() * 64)]!, prefix);
+    });
+  return { addresses, covered, randomCase };
+}
+
+const universes = ['10.0.0.0/26', '255.255.255.192/26', '127.255.255.192/26', '128.0.0.0/26', 'fd05::/122'];
 
 /** The fewest aligned prefixes for a set of offsets: every maximal prefix wholly inside the set. */
 function fewestPrefixes(set: Set<number>): number {
@@ -33,13 +47,6 @@ function fewestPrefixes(set: Set<number>): number {
     }
   }
   return n;
-}
-
-function randomCase(next: () => number): Cidr[] {
-  return Array.from({ length: 1 + Math.floor(next() * 12) }, () => {
-    const prefix = 26 + Math.floor(next() * 7);
-    return Cidr.of(addresses[Math.floor(next() * 64)]!, prefix);
-  });
 }
 
 describe('aggregate', () => {
@@ -89,32 +96,50 @@ describe('aggregate', () => {
     assert.deepEqual(aggregate([]), []);
   });
 
-  test('an unmerged input is returned as the same value', () => {
-    const input = Cidr.parse('10.0.0.7/32');
-    assert.equal(aggregate([input, Cidr.parse('10.9.0.0/16')])[0], input);
+  test('an unmerged IPv6 input is returned as the same value', () => {
+    const input = Cidr.parse('fd05::7/128');
+    assert.equal(aggregate([input, Cidr.parse('fd09::/64')])[0], input);
   });
 
-  test('properties over 2,000 random cases: same addresses, no overlap, fewest prefixes, sorted, idempotent, order-free', () => {
-    const next = random(1107);
-    for (let i = 0; i < 2000; i++) {
-      const input = randomCase(next);
-      const out = aggregate(input);
-      const label = texts(input).join(' ');
-      assert.deepEqual(covered(out), covered(input), `same addresses: ${label}`);
-      for (const [j, a] of out.entries()) {
-        for (const b of out.slice(j + 1))
-          assert.ok(!a.overlaps(b), `${a.networkText} overlaps ${b.networkText}: ${label}`);
+  for (const u of universes) {
+    test(`properties over 2,000 random cases in ${u}: same addresses, no overlap, fewest prefixes, sorted, idempotent, order-free`, () => {
+      const { addresses, covered, randomCase } = universeOf(u);
+      const next = random(1107);
+      for (let i = 0; i < 2000; i++) {
+        const input = randomCase(next);
+        const out = aggregate(input);
+        const label = texts(input).join(' ');
+        assert.deepEqual(covered(out), covered(input), `same addresses: ${label}`);
+        for (const [j, a] of out.entries()) {
+          for (const b of out.slice(j + 1))
+            assert.ok(!a.overlaps(b), `${a.networkText} overlaps ${b.networkText}: ${label}`);
+        }
+        const set = new Set(covered(input).map((t) => addresses.findIndex((a) => a.text === t)));
+        assert.equal(out.length, fewestPrefixes(set), `fewest prefixes: ${label} -> ${texts(out).join(' ')}`);
+        const starts = out.map((c) => c.network.bytes[c.network.bytes.length - 1]!);
+        assert.deepEqual(
+          starts,
+          [...starts].sort((a, b) => a - b),
+          `address order: ${label}`,
+        );
+        assert.deepEqual(texts(aggregate(out)), texts(out), `idempotent: ${label}`);
+        assert.deepEqual(texts(aggregate([...input].reverse())), texts(out), `order-free: ${label}`);
       }
-      const set = new Set(covered(input).map((t) => addresses.findIndex((a) => a.text === t)));
-      assert.equal(out.length, fewestPrefixes(set), `fewest prefixes: ${label} -> ${texts(out).join(' ')}`);
-      const starts = out.map((c) => c.network.bytes[3]!);
+    });
+  }
+
+  test('with a set to leave out: the same as leaving out first what the set covers, both families', () => {
+    const next = random(2024);
+    for (let i = 0; i < 2000; i++) {
+      const u = universeOf(universes[i % universes.length]!);
+      const v = universeOf(universes[(i + 1 + Math.floor(next() * 4)) % universes.length]!);
+      const set = new PrefixSet([...u.randomCase(next), ...(next() < 0.3 ? v.randomCase(next) : [])]);
+      const input = [...u.randomCase(next), ...u.randomCase(next), ...(next() < 0.5 ? v.randomCase(next) : [])];
       assert.deepEqual(
-        starts,
-        [...starts].sort((a, b) => a - b),
-        `address order: ${label}`,
+        texts(aggregate(input, set)),
+        texts(aggregate(input.filter((c) => !set.covers(c)))),
+        texts(input).join(' '),
       );
-      assert.deepEqual(texts(aggregate(out)), texts(out), `idempotent: ${label}`);
-      assert.deepEqual(texts(aggregate([...input].reverse())), texts(out), `order-free: ${label}`);
     }
   });
 });
@@ -137,16 +162,19 @@ describe('PrefixSet', () => {
     }
   });
 
-  test('agrees with enumeration over random cases', () => {
-    const next = random(451);
-    for (let i = 0; i < 500; i++) {
-      const members = randomCase(next);
-      const set = new PrefixSet(members);
-      const inSet = new Set(covered(members));
-      for (const probe of randomCase(next)) {
-        const expected = covered([probe]).every((a) => inSet.has(a));
-        assert.equal(set.covers(probe), expected, `${probe.networkText} in ${texts(members).join(' ')}`);
+  for (const u of universes) {
+    test(`agrees with enumeration over random cases in ${u}`, () => {
+      const { covered, randomCase } = universeOf(u);
+      const next = random(451);
+      for (let i = 0; i < 500; i++) {
+        const members = randomCase(next);
+        const set = new PrefixSet(members);
+        const inSet = new Set(covered(members));
+        for (const probe of randomCase(next)) {
+          const expected = covered([probe]).every((a) => inSet.has(a));
+          assert.equal(set.covers(probe), expected, `${probe.networkText} in ${texts(members).join(' ')}`);
+        }
       }
-    }
-  });
+    });
+  }
 });

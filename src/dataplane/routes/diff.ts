@@ -32,6 +32,16 @@ export function diffState(
 }
 
 /**
+ * diffState against a machine with none of Kilo's routes and rules (a first apply): every route
+ * added, in the desired order, then the rules; ten thousand routes need no lookups for that.
+ */
+export function diffFromNothing(desired: { routes: readonly KernelRoute[]; rules: readonly KernelRule[] }): RouteOp[] {
+  const ops: RouteOp[] = desired.routes.map((route) => ({ kind: 'route', action: 'add', route }));
+  for (const op of diffState({ routes: [], rules: desired.rules }, { routes: [], rules: [] })) ops.push(op);
+  return ops;
+}
+
+/**
  * Routes by key; several under one key (appended by an earlier run or by hand) are kept as a list.
  * A reconcile that trusts its last write passes the maps it already has and builds none.
  */

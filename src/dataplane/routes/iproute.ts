@@ -147,18 +147,7 @@ export function parseRules(
  * family from their addresses; rules do not, so IPv6 rules must go to an `ip -6 -batch`.
  */
 export function renderOp(op: RouteOp): string {
-  if (op.kind === 'route') {
-    const r = op.route;
-    let line = `route ${op.action} ${r.dst}`;
-    if (op.action !== 'del') {
-      if (r.gw) line += ` via ${gatewayText(r)}`;
-      if (r.dev) line += ` dev ${r.dev}`;
-      if (r.src) line += ` src ${r.src}`;
-      if (r.onlink) line += ' onlink';
-    }
-    // A delete names table, metric and protocol: the kernel then removes only a route of ours.
-    return `${line} table ${r.table} metric ${r.metric} proto ${r.protocol}`;
-  }
+  if (op.kind === 'route') return `route ${op.action} ${op.route.dst}${routeTail(op.action, op.route)}`;
   const r = op.rule;
   let line = `rule ${op.action}`;
   if (r.invert) line += ' not';
@@ -167,4 +156,42 @@ export function renderOp(op: RouteOp): string {
   if (r.iif) line += ` iif ${r.iif}`;
   if (r.fwmark) line += ` fwmark ${r.fwmark}`;
   return `${line} lookup ${r.table} priority ${r.priority}`;
+}
+
+/** What follows a route line's destination. */
+function routeTail(action: RouteOp['action'], r: KernelRoute): string {
+  let line = '';
+  if (action !== 'del') {
+    if (r.gw) line += ` via ${gatewayText(r)}`;
+    if (r.dev) line += ` dev ${r.dev}`;
+    if (r.src) line += ` src ${r.src}`;
+    if (r.onlink) line += ' onlink';
+  }
+  // A delete names table, metric and protocol: the kernel then removes only a route of ours.
+  return `${line} table ${r.table} metric ${r.metric} proto ${r.protocol}`;
+}
+
+/**
+ * renderOp of each op. A plan's routes come in runs through one gateway (a location's pod CIDRs
+ * behind its leader): a route like the one before it reuses the text after its destination.
+ */
+export function renderOps(ops: readonly RouteOp[]): string[] {
+  let last: { action: RouteOp['action']; route: KernelRoute; tail: string } | null = null;
+  return ops.map((op) => {
+    if (op.kind !== 'route') return renderOp(op);
+    const r = op.route;
+    const l = last?.action === op.action ? last.route : null;
+    const same =
+      l !== null &&
+      l.gw === r.gw &&
+      l.dev === r.dev &&
+      l.src === r.src &&
+      l.onlink === r.onlink &&
+      l.table === r.table &&
+      l.metric === r.metric &&
+      l.protocol === r.protocol &&
+      l.family === r.family;
+    if (!same || !last) last = { action: op.action, route: r, tail: routeTail(op.action, r) };
+    return `route ${op.action} ${r.dst}${last.tail}`;
+  });
 }

@@ -3,7 +3,8 @@ import type { Family } from '../../net/cidr.js';
 import { AddressMemo } from '../../net/memo.js';
 import { runBatch, type BatchResult } from './batch.js';
 import type { RouteOp } from './diff.js';
-import { parseRoutes, parseRules, renderOp } from './iproute.js';
+import { batchesOf, defaultSplitAt } from './schedule.js';
+import { parseRoutes, parseRules, renderOps } from './iproute.js';
 import { KiloRoutingTables, type KiloRouting, type RouteMachine } from './reconciler.js';
 import { defaultOwnership, type KernelRoute, type Ownership } from './state.js';
 
@@ -27,6 +28,8 @@ export class IprouteMachine implements RouteMachine {
     texts: [string, string][];
     routing: KiloRouting;
   } | null = null;
+  /** Lines rendered ahead of an apply (see prepare). */
+  private rendered: { ops: readonly RouteOp[]; lines: string[] } | null = null;
 
   /**
    * @param addresses best the routes reconciler's own, as linuxRoutingTables does: the kernel's
@@ -37,6 +40,8 @@ export class IprouteMachine implements RouteMachine {
   constructor(
     private readonly exec: Exec,
     addresses?: AddressMemo,
+    /** Free routes from which a batch is split in two (see batchesOf). */
+    private readonly splitAt = defaultSplitAt,
   ) {
     this.addresses = addresses ?? new AddressMemo();
     this.ownsMemo = addresses === undefined;
@@ -57,6 +62,31 @@ export class IprouteMachine implements RouteMachine {
       this.exec.readAhead?.(r.routes);
       this.exec.readAhead?.(r.rules);
     }
+  }
+
+  /**
+   * Whether the reads started ahead show none of `owner`'s routes and rules (false when they were not
+   * started ahead, or failed). They are looked at when called, and left for the read that takes them.
+   */
+  async holdsNoneAhead(owner: Ownership): Promise<boolean> {
+    const ahead = (argv: string[]) => this.exec.peekAhead?.(argv)?.then((r) => r.stdout);
+    const reads = this.reads(owner).map((r) => ({ family: r.family, routes: ahead(r.routes), rules: ahead(r.rules) }));
+    try {
+      for (const r of reads) {
+        if (r.routes === undefined || r.rules === undefined) return false;
+        // Listed by Kilo's protocol: any route is one of Kilo's (and a megabyte is not parsed to say so).
+        if (!/^\s*(\[\s*\])?\s*$/.test(await r.routes)) return false;
+        if (parseRules(await r.rules, r.family, owner.priority).length > 0) return false;
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The lines of `ops`, made now for an apply of the very same array that follows. */
+  prepare(ops: readonly RouteOp[]): void {
+    this.rendered = { ops, lines: renderOps(ops) };
   }
 
   async read(owner: Ownership, expected?: ReadonlyMap<string, KernelRoute>): Promise<KiloRouting> {
@@ -91,23 +121,28 @@ export class IprouteMachine implements RouteMachine {
     }
   }
 
-  /**
-   * One `ip -batch` for the routes and IPv4 rules. iproute2 takes no per-line `-6` and, unlike routes,
-   * does not infer a rule's family from its addresses, so IPv6 rule changes (rare: IPv6 clusters
-   * with encapsulation) go in a second `ip -6 -batch` after the first.
-   */
+  /** Applies `ops` in the `ip -batch` runs batchesOf makes (one, or a large one split in two run together). */
   async apply(ops: readonly RouteOp[]): Promise<BatchResult> {
-    const v6rule = (op: RouteOp) => op.kind === 'rule' && op.rule.family === 6;
-    const groups = [ops.flatMap((op, i) => (v6rule(op) ? [] : [i])), ops.flatMap((op, i) => (v6rule(op) ? [i] : []))];
+    const lines = this.rendered?.ops === ops ? this.rendered.lines : renderOps(ops);
+    this.rendered = null;
     const out: BatchResult = { failures: [] };
-    for (const [g, indices] of groups.entries()) {
-      const result = await runBatch(
-        this.exec,
-        indices.map((i) => renderOp(ops[i]!)),
-        g === 0 ? [] : ['-6'],
+    for (const phase of batchesOf(ops, this.splitAt)) {
+      const results = await Promise.all(
+        phase.map((b) =>
+          runBatch(
+            this.exec,
+            b.indices.map((i) => lines[i]!),
+            b.options,
+          ),
+        ),
       );
-      out.failures.push(...result.failures.map((f) => ({ index: indices[f.index]!, message: f.message })));
+      results.forEach((result, n) => {
+        const indices = phase[n]!.indices;
+        out.failures.push(...result.failures.map((f) => ({ index: indices[f.index]!, message: f.message })));
+      });
     }
+    // In the order of the ops, as one batch reports them.
+    out.failures.sort((a, b) => a.index - b.index);
     return out;
   }
 }

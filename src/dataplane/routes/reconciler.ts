@@ -2,7 +2,7 @@ import type { PlanRoute, PlanRule } from '../../mesh/types.js';
 import { AddressMemo } from '../../net/memo.js';
 import type { DeviceNames, Ops, ReconcileOptions, RoutingTables } from '../types.js';
 import type { BatchResult } from './batch.js';
-import { diffState, type RouteOp } from './diff.js';
+import { diffFromNothing, diffState, type RouteOp } from './diff.js';
 import { PartialApplyError, type ApplyFailure } from './errors.js';
 import { mainTableId } from './constants.js';
 import {
@@ -40,6 +40,10 @@ export interface RouteMachine {
   /** Starts reading now: the next read returns what the machine holds at this moment (once). */
   readAhead?(owner: Ownership): void;
   apply(ops: readonly RouteOp[]): Promise<BatchResult>;
+  /** Whether the reads started ahead (readAhead) show none of `owner`'s routes and rules; false when none were. */
+  holdsNoneAhead?(owner: Ownership): Promise<boolean>;
+  /** Prepares an apply of this very array of ops that follows (e.g. renders its lines). */
+  prepare?(ops: readonly RouteOp[]): void;
 }
 
 function sameRules(a: readonly KernelRule[], b: readonly KernelRule[]): boolean {
@@ -127,6 +131,8 @@ export class KiloRoutingTables implements RoutingTables {
    * nothing to do again.
    */
   private clean: { desired: DesiredState; actual: KiloRouting } | null = null;
+  /** The changes `prepare` found for a machine with none of Kilo's routes and rules. */
+  private prepared: { desired: DesiredState; ops: RouteOp[] } | null = null;
   /**
    * @param addresses the plan's prefixes and addresses parsed, across reconciles (shared with the
    * machine's reader, which sees the same texts).
@@ -156,9 +162,12 @@ export class KiloRoutingTables implements RoutingTables {
     this.forget();
     const clean = this.clean;
     this.clean = null;
+    const prepared = this.prepared;
+    this.prepared = null;
     let actual: KiloRouting | undefined;
     let proven: (KernelRoute | undefined)[] | undefined;
-    if (options.once && !remembered) {
+    // Prepared: the desired state is built already, and the guess would only cost its time.
+    if (options.once && !remembered && !this.builtFor(routes, rules, devices)) {
       const guess = planAsKernel(routes, devices, this.owner.protocol);
       if (guess) {
         actual = await this.read(guess.byKey);
@@ -181,7 +190,11 @@ export class KiloRoutingTables implements RoutingTables {
     // so a change of rules is always diffed against a fresh read.
     actual ??= remembered && sameRules(remembered.rules, desired.rules) ? remembered : await this.read(desired.byKey);
     const ops =
-      clean?.desired === desired && clean.actual === actual ? [] : diffState(desired, actual, desired.protectedKeys);
+      clean?.desired === desired && clean.actual === actual
+        ? []
+        : prepared?.desired === desired && actual.routes.length === 0 && actual.rules.length === 0
+          ? prepared.ops
+          : diffState(desired, actual, desired.protectedKeys);
     const done = await this.apply(ops, [...desired.problems]);
     if (ops.length === 0 && desired.problems.length === 0) this.clean = { desired, actual };
     // Reached only when every change took effect; with problems, routes under protected keys are
@@ -189,6 +202,41 @@ export class KiloRoutingTables implements RoutingTables {
     if (desired.problems.length === 0)
       this.known = { routes: desired.routes, rules: desired.rules, byKey: desired.byKey };
     return done;
+  }
+
+  /**
+   * A one-shot apply onto a machine with none of Kilo's routes and rules (its first) builds the
+   * desired state and the changes while the interfaces are set up, and renders them: only the
+   * writes are left for the reconcile, if its read (after the interfaces) still finds none. The
+   * reads taken ahead are looked at when this is called (before a write drops them), and left to
+   * the reconcile.
+   */
+  async prepare(
+    routes: readonly PlanRoute[],
+    rules: readonly PlanRule[],
+    devices: DeviceNames,
+    options: ReconcileOptions = {},
+  ): Promise<void> {
+    if (!options.once || !(await this.machine.holdsNoneAhead?.(this.owner))) return;
+    // A turn for what waits meanwhile (the interface's commands) before each stretch of CPU.
+    await nextTurn();
+    const desired = this.desiredState(routes, rules, devices);
+    await nextTurn();
+    const ops = diffFromNothing(desired);
+    await nextTurn();
+    this.machine.prepare?.(ops);
+    this.prepared = { desired, ops };
+  }
+
+  /** Whether the desired state of these inputs is built already. */
+  private builtFor(routes: readonly PlanRoute[], rules: readonly PlanRule[], devices: DeviceNames): boolean {
+    const last = this.desired;
+    return (
+      last !== null &&
+      last.routes === routes &&
+      last.rules === rules &&
+      last.devices === `${devices.kilo} ${devices.private} ${devices.tunnel}`
+    );
   }
 
   private desiredState(
@@ -199,7 +247,7 @@ export class KiloRoutingTables implements RoutingTables {
   ): DesiredState {
     const names = `${devices.kilo} ${devices.private} ${devices.tunnel}`;
     const last = this.desired;
-    if (last && last.routes === routes && last.rules === rules && last.devices === names) return last.state;
+    if (last && this.builtFor(routes, rules, devices)) return last.state;
     // The memo's pass is a build, with the machine's reads until the next one (they share the memo).
     this.addresses.nextPass();
     const state = desiredState(routes, rules, devices, this.owner, this.addresses, proven);
@@ -247,3 +295,5 @@ export class KiloRoutingTables implements RoutingTables {
     return done;
   }
 }
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
