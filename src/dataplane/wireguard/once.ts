@@ -144,19 +144,20 @@ export interface Unsettled {
  */
 export function uapiUnsettled(text: string, config: WireGuardConfig): Unsettled | null {
   const whole = { text, config };
+  const peerAt = (from: number) => {
+    const at = text.indexOf('\npublic_key=', from);
+    return at < 0 ? -1 : at + 1;
+  };
+  const first = text.startsWith('public_key=') ? 0 : peerAt(0);
+  // A device with no peers (a first apply) has nothing to settle: its answer is only the interface.
+  if (first < 0) return whole;
   const want = new Map<string, Peer>();
   for (const p of config.peers) {
     // Two peers at one key are the full diff's error to report.
     if (want.has(p.publicKey)) return whole;
     want.set(p.publicKey, p);
   }
-  const peerAt = (from: number) => {
-    const at = text.indexOf('\npublic_key=', from);
-    return at < 0 ? -1 : at + 1;
-  };
-  const first = text.startsWith('public_key=') ? 0 : peerAt(0);
-  const header = first < 0 ? text.length : first;
-  const interfaceSettled = interfaceHolds(text, header, config);
+  const interfaceSettled = interfaceHolds(text, first, config);
   const starts: number[] = [];
   const keys: string[] = [];
   for (let at = first; at >= 0; at = peerAt(at)) {
@@ -167,7 +168,7 @@ export function uapiUnsettled(text: string, config: WireGuardConfig): Unsettled 
   const publicKeys = base64Keys(keys);
   // parseUapiGet's last peer at a key is the one diffed: not what a peer-by-peer split would give.
   if (new Set(publicKeys).size !== publicKeys.length) return whole;
-  const left = [text.slice(0, header)];
+  const left = [text.slice(0, first)];
   for (let i = 0; i < starts.length; i++) {
     const peer = want.get(publicKeys[i]!);
     const end = i + 1 < starts.length ? starts[i + 1]! : text.length;
