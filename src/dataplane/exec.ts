@@ -6,6 +6,11 @@ export interface RunOptions {
   input?: string;
   timeoutMs?: number;
   readOnly?: boolean;
+  /**
+   * The command removes no route and no rule (it adds a link or an address, brings a link up, or
+   * writes the firewall), so reads of routes and rules taken ahead stay valid (see readingAhead).
+   */
+  keepsRoutes?: boolean;
 }
 
 export interface ExecResult {
@@ -62,7 +67,7 @@ export interface Exec {
    * Starts `argv` (a read: no input) now, for a `run` of the same argv that follows soon (see
    * readingAhead); absent or without effect on an Exec that does not read ahead.
    */
-  readAhead?(argv: readonly string[]): void;
+  readAhead?(argv: readonly string[], opts?: { ofRoutes?: boolean }): void;
   /** The read of `argv` started ahead and not yet taken, left for the `run` that takes it; if any. */
   peekAhead?(argv: readonly string[]): Promise<ExecResult> | undefined;
 }
@@ -167,33 +172,38 @@ export function netnsExec(ns: string, runDir: string): Exec {
  * argv takes its result (once) instead of starting it again. So a one-shot `kg apply` reads the
  * machine (routes, links, the WireGuard interface) while it parses and plans, in other processes.
  * Any other command run (unless `readOnly`) or started may change what those reads saw: it drops
- * every read not yet taken, and the reads after it run anew. `drop()` forgets them too (a reconcile that did not take
+ * every read not yet taken, and the reads after it run anew; except that a command that `keepsRoutes`,
+ * or a started process (wireguard-go, which adds its interface), keeps the reads `ofRoutes` (routes
+ * and rules: a first apply's new interface and firewall do not make them stale). `drop()` forgets them too (a reconcile that did not take
  * a read must not leave it for a later one).
  */
 export function readingAhead(exec: Exec): Exec & { drop(): void } {
-  const ahead = new Map<string, Promise<ExecResult>>();
+  const ahead = new Map<string, { read: Promise<ExecResult>; ofRoutes: boolean }>();
   const key = (argv: readonly string[]) => argv.join('\0');
+  const dropAllBut = (kept: boolean) => {
+    for (const [k, a] of ahead) if (!(kept && a.ofRoutes)) ahead.delete(k);
+  };
   return {
     wireGuardRunDir: exec.wireGuardRunDir,
-    readAhead: (argv) => {
+    readAhead: (argv, opts) => {
       if (ahead.has(key(argv))) return;
       const read = exec.run(argv);
       // Its failure is the run's that takes it to report.
       read.catch(() => {});
-      ahead.set(key(argv), read);
+      ahead.set(key(argv), { read, ofRoutes: opts?.ofRoutes === true });
     },
-    peekAhead: (argv) => ahead.get(key(argv)),
+    peekAhead: (argv) => ahead.get(key(argv))?.read,
     run: (argv, opts) => {
-      const read = opts?.input === undefined ? ahead.get(key(argv)) : undefined;
-      if (read) {
+      const taken = opts?.input === undefined ? ahead.get(key(argv)) : undefined;
+      if (taken) {
         ahead.delete(key(argv));
-        return read;
+        return taken.read;
       }
-      if (!opts?.readOnly) ahead.clear();
+      if (!opts?.readOnly) dropAllBut(opts?.keepsRoutes === true);
       return exec.run(argv, opts);
     },
     start: (argv, opts) => {
-      ahead.clear();
+      dropAllBut(true);
       return exec.start(argv, opts);
     },
     drop: () => ahead.clear(),

@@ -45,6 +45,15 @@ export function diffLink(current: LinkState, desired: DesiredLink): LinkOp[] {
   return ops;
 }
 
+/**
+ * Whether `op` removes no route: an address added, the link brought up, an MTU IPv6 still runs at
+ * (below 1280 the kernel drops the link's IPv6 routes). Taking an address away or the link down
+ * drops routes through it.
+ */
+function keepsRoutes(op: LinkOp): boolean {
+  return (op.kind === 'address' && op.action === 'add') || op.kind === 'up' || (op.kind === 'mtu' && op.mtu >= 1280);
+}
+
 /** Rejects what would make a malformed `ip` line, naming the field and value. */
 export function checkDesired(device: string, state: DesiredLink): void {
   if (!isDeviceName(device)) throw new TypeError(`interface name ${JSON.stringify(device)} is not valid`);
@@ -87,7 +96,7 @@ function linkStateOf(entry: IpAddrJson): LinkState {
 const addrArgv = (device: string) => ['ip', '-j', 'addr', 'show', 'dev', device];
 
 async function addrShow(exec: Exec, device: string): Promise<IpAddrJson[]> {
-  const { stdout } = await exec.run(addrArgv(device));
+  const { stdout } = await exec.run(addrArgv(device), { readOnly: true });
   return JSON.parse(stdout || '[]') as IpAddrJson[];
 }
 
@@ -128,7 +137,7 @@ export class LinuxLinks implements Links {
     }
     const ops = diffLink(await this.read(device), state);
     const lines = ops.map((op) => describeLinkOp(device, op));
-    const result = await runBatch(this.exec, lines);
+    const result = await runBatch(this.exec, lines, [], { keepsRoutes: ops.every(keepsRoutes) });
     const done = opsOrThrow(lines, result.failures);
     this.known.set(device, { ...state });
     return done;

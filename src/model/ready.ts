@@ -24,10 +24,14 @@ export function isPeerReady(peer: KiloPeer): boolean {
  * any snapshot of a healthy cluster, that is simply the newest last-seen.
  */
 export function snapshotNow(nodes: readonly KiloNode[]): number {
-  const seen = nodes
-    .map((n) => n.lastSeen)
-    .filter((s): s is number => s !== null)
-    .sort((a, b) => a - b);
+  // Sorted natively: a comparator would be called n log n times, mostly before V8 optimises it.
+  const all = new Float64Array(nodes.length);
+  let n = 0;
+  for (let i = 0; i < nodes.length; i++) {
+    const s = nodes[i]!.lastSeen;
+    if (s !== null) all[n++] = s;
+  }
+  const seen = all.subarray(0, n).sort();
   let now = 0;
   let best = 0;
   let from = 0;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ExecError, readingAhead, type Exec } from '../../src/dataplane/exec.js';
+import { LinuxLinks } from '../../src/dataplane/links.js';
 
 /** An Exec over a counter: `read` prints how many writes ran before it; `fail` exits 1. */
 function counting(): Exec & { runs: string[] } {
@@ -49,4 +50,42 @@ test('any other command (it may write) drops what was read ahead: the reads afte
   exec.drop();
   await inner.run(['write']);
   assert.equal((await exec.run(['read', 'a'])).stdout, 'read a after 3');
+});
+
+test('a command that keeps routes (a link added, the firewall), or a started process, keeps the reads of routes, and only those', async () => {
+  const inner = counting();
+  const started: string[] = [];
+  const exec = readingAhead({ ...inner, start: (argv) => (started.push(argv.join(' ')), null as never) });
+  exec.readAhead!(['read', 'routes'], { ofRoutes: true });
+  exec.readAhead!(['read', 'link']);
+  await exec.run(['write', 'link add'], { keepsRoutes: true });
+  exec.start(['wireguard-go']);
+  assert.equal((await exec.run(['read', 'routes'])).stdout, 'read routes after 0', 'kept');
+  assert.equal((await exec.run(['read', 'link'])).stdout, 'read link after 1', 'dropped: the link changed');
+  exec.readAhead!(['read', 'routes'], { ofRoutes: true });
+  await exec.run(['write', 'address del']);
+  assert.equal((await exec.run(['read', 'routes'])).stdout, 'read routes after 2', 'any other write drops it');
+  assert.deepEqual(started, ['wireguard-go']);
+});
+
+test('the links batch keeps routes when it removes none: address added, up, an MTU IPv6 runs at', async () => {
+  const batches = async (current: { flags: string[]; mtu: number; addr_info: unknown[] }, mtu: number) => {
+    const seen: (boolean | undefined)[] = [];
+    const exec: Exec = {
+      wireGuardRunDir: '/nonexistent',
+      run: (argv, opts) => {
+        if (argv.includes('-batch')) seen.push(opts?.keepsRoutes);
+        return Promise.resolve({ stdout: JSON.stringify([{ ifname: 'kilo0', ...current }]), stderr: '' });
+      },
+      start: () => assert.fail('nothing is started'),
+    };
+    await new LinuxLinks(exec).reconcile('kilo0', { address: '10.4.0.1/16', up: true, mtu });
+    return seen;
+  };
+  const fresh = { flags: [], mtu: 1500, addr_info: [] };
+  assert.deepEqual(await batches(fresh, 1420), [true]);
+  assert.deepEqual(await batches(fresh, 1200), [false], 'below 1280 the kernel drops IPv6 routes');
+  const other = { flags: ['UP'], mtu: 1420, addr_info: [{ family: 'inet', local: '10.4.0.9', prefixlen: 16 }] };
+  assert.deepEqual(await batches(other, 1420), [false], 'an address taken away');
+  assert.deepEqual(await batches({ ...fresh, flags: ['UP'] }, 1420), [true]);
 });

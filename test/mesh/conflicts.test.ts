@@ -9,6 +9,7 @@ import { NOW, kiloNode, kiloPeer, meshOptions, node, peer, planFor, wgKey } from
 import { planViolations } from '../fuzz/invariants.js';
 import { topologyOf } from '../../src/mesh/compute.js';
 import { planNode } from '../../src/mesh/plan.js';
+import { random } from '../helpers/random.js';
 
 const n = (name: string, podCIDR: string, internalIP: string, extra = {}) =>
   node(name, { location: name, internalIP, endpoint: '198.51.100.1:51820', podCIDR, ...extra });
@@ -127,16 +128,6 @@ describe('PrefixClaims against a plain scan', () => {
     for (const q of queries) assert.equal(c.find(Cidr.parse(q)), scan(Cidr.parse(q)), q);
   });
 });
-
-/** Small seeded generator (mulberry32): the cases are random but the same on every run. */
-function random(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('resolveConflicts: the answer without conflicts is the one claim by claim', () => {
   test('1,500 random clusters, conflicting or not, IPv4 and IPv6: the same nodes, Peers and conflicts', () => {

@@ -83,6 +83,27 @@ describe('snapshotNow', () => {
     assert.equal(snapshotNow([...nodes].reverse()), 300);
   });
 
+  test('agrees with the window over sorted check-ins on 500 random clusters', () => {
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    // The definition: the end of the newest 60 s window holding the most check-ins.
+    const definition = (seen: number[]) => {
+      let [now, best] = [0, 0];
+      for (const to of seen)
+        if (seen.filter((s) => s <= to && to - s <= 60).length >= best)
+          [now, best] = [to, seen.filter((s) => s <= to && to - s <= 60).length];
+      return now;
+    };
+    for (let c = 0; c < 500; c++) {
+      const seen = Array.from({ length: Math.floor(next() * 12) }, () =>
+        next() < 0.1 ? null : NOW + Math.floor(next() * 200) - (next() < 0.1 ? 10 ** 6 : 0),
+      );
+      const nodes = seen.map((s, i) => kiloNode(`n${i}`, { lastSeen: s }));
+      const sorted = seen.filter((s): s is number => s !== null).sort((a, b) => a - b);
+      assert.equal(snapshotNow(nodes), definition(sorted), JSON.stringify(seen));
+    }
+  });
+
   test('a node 61 s behind the newest is not ready offline; 60 s behind is', () => {
     const nodes = [
       kiloNode('a', { ...ready, lastSeen: NOW }),

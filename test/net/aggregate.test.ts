@@ -2,19 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { aggregate, PrefixSet } from '../../src/net/aggregate.js';
 import { Cidr } from '../../src/net/cidr.js';
+import { random } from '../helpers/random.js';
 
 const cidrs = (...texts: string[]) => texts.map((t) => Cidr.parse(t));
 const texts = (cs: Cidr[]) => cs.map((c) => c.networkText);
-
-/** Small seeded generator (mulberry32): the cases are random but the same on every run. */
-function random(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * A universe of the property tests: 64 addresses, small enough to enumerate. 10.0.0.0/26, and

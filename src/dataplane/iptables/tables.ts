@@ -1,5 +1,5 @@
 import type { Firewall, FirewallTable, IPFamily } from '../../mesh/types.js';
-import { ExecError, ExecInterrupted, type Exec } from '../exec.js';
+import { ExecError, ExecInterrupted, type Exec, type RunOptions } from '../exec.js';
 import type { FirewallTables, Ops, ReconcileOptions } from '../types.js';
 import { describeRule, ipv6Demand, ipv6Unusable, type IPv6Demand } from './ipv6.js';
 import { familyName, renderParsed, type FamilyDump, type RestoreBatch, type SavedTables } from './render.js';
@@ -204,7 +204,7 @@ export class LinuxFirewallTables implements FirewallTables {
   }
 
   /** exec.run for an iptables tool of `family`; an IPv6 failure that says the family cannot work here becomes NoIPv6Netfilter. */
-  private async run(family: IPFamily, argv: string[], opts?: { input?: string; readOnly?: boolean }) {
+  private async run(family: IPFamily, argv: string[], opts?: RunOptions) {
     try {
       return await this.exec.run(argv, opts);
     } catch (e) {
@@ -219,8 +219,9 @@ export class LinuxFirewallTables implements FirewallTables {
       // iptables commits table by table: when both change, a dry run first keeps a bad line in
       // the second table from leaving the first one half-updated.
       if (batch.input.split('\nCOMMIT\n').length > 2)
-        await this.run(batch.family, [bin, '--noflush', '--test', '-w'], { input: batch.input });
-      await this.run(batch.family, [bin, '--noflush', '-w'], { input: batch.input });
+        await this.run(batch.family, [bin, '--noflush', '--test', '-w'], { input: batch.input, keepsRoutes: true });
+      // The firewall is no route: reads of routes taken ahead stay valid.
+      await this.run(batch.family, [bin, '--noflush', '-w'], { input: batch.input, keepsRoutes: true });
     } catch (e) {
       if (!(e instanceof ExecError)) throw e;
       throw restoreError(batch, e);

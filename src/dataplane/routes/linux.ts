@@ -59,8 +59,8 @@ export class IprouteMachine implements RouteMachine {
 
   readAhead(owner: Ownership): void {
     for (const r of this.reads(owner)) {
-      this.exec.readAhead?.(r.routes);
-      this.exec.readAhead?.(r.rules);
+      this.exec.readAhead?.(r.routes, { ofRoutes: true });
+      this.exec.readAhead?.(r.rules, { ofRoutes: true });
     }
   }
 

@@ -183,7 +183,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     const implementation = this.options.implementation ?? 'auto';
     if (implementation !== 'userspace') {
       try {
-        await this.exec.run(['ip', 'link', 'add', this.name, 'type', 'wireguard']);
+        // Adds a link, removes nothing: the routes read ahead stay valid.
+        await this.exec.run(['ip', 'link', 'add', this.name, 'type', 'wireguard'], { keepsRoutes: true });
         this.kind = 'kernel';
         this.log(`wireguard ${this.name}: created kernel interface`);
         return;
