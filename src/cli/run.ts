@@ -21,6 +21,7 @@ function wantsTrace(argv: readonly string[]): boolean {
  * --log-level debug, which prints the trace. Either way exit status 1.
  */
 export async function runProgram(program: Command, argv: string[]): Promise<void> {
+  endOnClosedPipe();
   program.exitOverride();
   program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
   try {
@@ -45,6 +46,23 @@ export async function runProgram(program: Command, argv: string[]): Promise<void
       `${program.name()}: internal error (a bug, please report it): ${oneLine(e)}; run with --log-level debug for the trace\n`,
     );
   }
+}
+
+let pipeWatched = false;
+
+/**
+ * `kgctl plan ... | head`: the reader has gone. A Unix filter (Kilo's Go kgctl among them) is
+ * ended by SIGPIPE there, silently, status 128+13; Node ignores SIGPIPE and would instead die of
+ * the stream's unhandled 'error' with a stack trace. Any other write error stays a crash.
+ */
+function endOnClosedPipe(): void {
+  if (pipeWatched) return;
+  pipeWatched = true;
+  for (const stream of [process.stdout, process.stderr])
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE') process.exit(141);
+      throw e;
+    });
 }
 
 /**

@@ -8,6 +8,9 @@ hostContract(
   'iproute2 in a network namespace',
   () => {
     const ns = linksNamespace('kthost');
+    // A new namespace copies the host's ip_forward (devconf_inherit_init_net=0), and a host that
+    // ran a container build or a router has it on: the harness promises it off.
+    ns.sh('sysctl -qw net.ipv4.ip_forward=0');
     const exec = ipExec(ns);
     const ip = async (...argv: string[]) => void (await exec.run(['ip', ...argv]));
     return {
