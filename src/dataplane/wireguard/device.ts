@@ -7,7 +7,7 @@ import { parseDump, type ParsedDump } from '../../wireguard/dump.js';
 import { ExecError, type Exec } from '../exec.js';
 import type { Ops, PeerChanges, ReconcileOptions, WireGuardConfig, WireGuardDevice, WireGuardState } from '../types.js';
 import { describeDiff, diffWireGuard, isEmptyDiff, peerChangesOf, stateAfter, type WireGuardDiff } from './diff.js';
-import { uapiHolds } from './once.js';
+import { uapiUnsettled } from './once.js';
 import { parseUapiGet, UapiError, uapiCanSet, uapiRequest, uapiSetRequest } from './uapi.js';
 import { defaultArgvBudget, wgSetCommands } from './wg-set.js';
 import { logDetails } from '../log-summary.js';
@@ -298,15 +298,21 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return this.options.socket !== false && this.kind !== 'kernel' && existsSync(this.socketPath);
   }
 
-  /** `holds`: null instead when wireguard-go's answer shows exactly that config (nothing parsed; see uapiHolds). */
+  /**
+   * `against`: wireguard-go's answer is first compared with that config on its text (uapiUnsettled):
+   * null when the device holds it (nothing parsed), else only what is left, with the config to diff it
+   * against.
+   */
   private readNow(): Promise<ParsedDump>;
-  private readNow(holds?: WireGuardConfig): Promise<ParsedDump | null>;
-  private async readNow(holds?: WireGuardConfig): Promise<ParsedDump | null> {
+  private readNow(against?: WireGuardConfig): Promise<(ParsedDump & { desired?: WireGuardConfig }) | null>;
+  private async readNow(against?: WireGuardConfig): Promise<(ParsedDump & { desired?: WireGuardConfig }) | null> {
     const ahead = this.ahead;
     this.ahead = null;
     if (this.hasSocket) {
       const text = await (ahead ?? uapiRequest(this.socketPath, this.name, 'get=1\n\n'));
-      return holds && uapiHolds(text, holds) ? null : parseUapiGet(text);
+      if (!against) return parseUapiGet(text);
+      const left = uapiUnsettled(text, against);
+      return left && { ...parseUapiGet(left.text), desired: left.config };
     }
     const { stdout } = await this.exec.run(['wg', 'show', this.name, 'dump']);
     return parseDump(stdout);
@@ -363,8 +369,10 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       this.lastOps = { writes: 0, details: [] };
       return { added: [], removed: [], updated: [] };
     }
-    const { state, presharedKeyDigests } = read;
-    const diff = diffWireGuard(state, resolved, presharedKeyDigests);
+    const { state, presharedKeyDigests, desired } = read as ParsedDump & { desired?: WireGuardConfig };
+    // What a once read left to diff has the same diff as the whole device and config (uapiUnsettled);
+    // no stateAfter is made of it (`once` keeps none).
+    const diff = diffWireGuard(state, desired ?? resolved, presharedKeyDigests);
     this.lastConfig = config;
     if (isEmptyDiff(diff)) {
       this.lastOps = { writes: 0, details: [] };

@@ -128,17 +128,26 @@ function peerHolds(text: string, from: number, to: number, peer: Peer): boolean 
   return ips === want.length && pskSeen && endpointSeen && keepaliveSeen;
 }
 
+/** What is left to diff: the answer's interface lines and unsettled peers, and the config's unsettled peers. */
+export interface Unsettled {
+  text: string;
+  config: WireGuardConfig;
+}
+
 /**
- * Whether wireguard-go's answer to `get=1` shows the device exactly as `config` would leave it, decided
- * on the text: no peer state is built (kg apply's unchanged plan, 5,000 peers). Only a fast path:
- * when it says yes, diffWireGuard(parseUapiGet(text), config) is empty; when it says no (the device
- * differs, or prints something in another form than the plan's text), the caller makes that diff.
+ * Compares wireguard-go's answer to `get=1` with `config` on the text, peer by peer, without building
+ * peer states (kg apply, 5,000 peers): null when the device holds exactly the config; else what is
+ * left to diff, whose diffWireGuard(parseUapiGet(text), config) is the whole answer's. A peer settled
+ * here (the device prints the config's own texts for it) has no writes in the whole diff; every other
+ * peer, and the interface, are in what is left, as they are. Texts this cannot split peer by peer
+ * (a key listed twice, in the answer or in the config) are left whole.
  */
-export function uapiHolds(text: string, config: WireGuardConfig): boolean {
+export function uapiUnsettled(text: string, config: WireGuardConfig): Unsettled | null {
+  const whole = { text, config };
   const want = new Map<string, Peer>();
   for (const p of config.peers) {
     // Two peers at one key are the full diff's error to report.
-    if (want.has(p.publicKey)) return false;
+    if (want.has(p.publicKey)) return whole;
     want.set(p.publicKey, p);
   }
   const peerAt = (from: number) => {
@@ -146,22 +155,31 @@ export function uapiHolds(text: string, config: WireGuardConfig): boolean {
     return at < 0 ? -1 : at + 1;
   };
   const first = text.startsWith('public_key=') ? 0 : peerAt(0);
-  if (!interfaceHolds(text, first < 0 ? text.length : first, config)) return false;
+  const header = first < 0 ? text.length : first;
+  const interfaceSettled = interfaceHolds(text, header, config);
   const starts: number[] = [];
   const keys: string[] = [];
   for (let at = first; at >= 0; at = peerAt(at)) {
     starts.push(at);
     keys.push(text.slice(at + 'public_key='.length, lineEnd(text, at)));
   }
-  if (starts.length !== want.size) return false;
   // The keys as parseUapiGet makes them: the same conversion, so the same peers match.
   const publicKeys = base64Keys(keys);
+  // parseUapiGet's last peer at a key is the one diffed: not what a peer-by-peer split would give.
+  if (new Set(publicKeys).size !== publicKeys.length) return whole;
+  const left = [text.slice(0, header)];
   for (let i = 0; i < starts.length; i++) {
     const peer = want.get(publicKeys[i]!);
-    // A key listed twice finds no peer the second time.
-    if (!peer || !want.delete(publicKeys[i]!)) return false;
     const end = i + 1 < starts.length ? starts[i + 1]! : text.length;
-    if (!peerHolds(text, lineEnd(text, starts[i]!) + 1, end, peer)) return false;
+    if (peer && peerHolds(text, lineEnd(text, starts[i]!) + 1, end, peer)) want.delete(peer.publicKey);
+    else left.push(text.slice(starts[i], end));
   }
-  return true;
+  if (interfaceSettled && left.length === 1 && want.size === 0) return null;
+  // The config's order, as the whole diff reads it.
+  return { text: left.join(''), config: { ...config, peers: config.peers.filter((p) => want.has(p.publicKey)) } };
+}
+
+/** Whether the device holds exactly `config` (uapiUnsettled finds nothing to diff). */
+export function uapiHolds(text: string, config: WireGuardConfig): boolean {
+  return uapiUnsettled(text, config) === null;
 }
