@@ -15,7 +15,7 @@ COPY package.json package-lock.json ./
 RUN --mount=type=secret,id=npmrc,target=/root/.npmrc --mount=type=secret,id=npmca,target=/run/secrets/npmca \
   npm ci --no-audit --no-fund
 COPY tsconfig.json ./
-COPY scripts/build.mjs ./scripts/
+COPY scripts/build.mjs scripts/node-flags.mjs ./scripts/
 # bin/kg's #! line names the V8 flags kg's code cache is trained under (scripts/build.mjs).
 COPY bin ./bin
 COPY src ./src

@@ -13,7 +13,7 @@
  * namespace and is killed with it.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { LabApiClient } from '../src/lab/client.js';
@@ -23,6 +23,7 @@ import type { KubeObject } from '../src/model/parse.js';
 import { parseUapiGet, uapiRequest } from '../src/dataplane/wireguard/uapi.js';
 import { loadOrCreateKey, publicKeyOf } from '../src/wireguard/keys.js';
 import { generateCluster, publicKey } from './generate.js';
+import { nodeArgv, nodeFlags } from '../scripts/node-flags.mjs';
 
 const root = join(import.meta.dirname, '..');
 // KILO_BENCH_KG: another kg launcher (e.g. an old build's bin/kg beside its dist/), for A/B runs.
@@ -109,15 +110,6 @@ function reconciles(ns: string): number {
   const get = "fetch('http://127.0.0.1:1107/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))";
   const text = spawnSync('ip', ['netns', 'exec', ns, process.execPath, '-e', get], { encoding: 'utf8' }).stdout;
   return Number(/^kilo_reconciles_total(?:\{[^}]*\})? (\d+)/m.exec(text)?.[1] ?? NaN);
-}
-
-/** The node flags of bin/kg's `#!/usr/bin/env -S node FLAGS` line. */
-function kgNodeFlags(): string[] {
-  const shebang = readFileSync(kg, 'utf8').split('\n', 1)[0]!;
-  return shebang
-    .replace(/^#!.*?\bnode\b/, '')
-    .split(' ')
-    .filter(Boolean);
 }
 
 /** utime + stime of a process (all its threads), or of one of its threads, in seconds. */
@@ -254,7 +246,19 @@ export async function benchRunOnce(
     spawnSync('ip', ['netns', 'exec', ns, 'sh', '-c', setUp]);
     apiserver = spawn(
       'ip',
-      ['netns', 'exec', ns, process.execPath, kg, 'lab', 'apiserver', '--listen', '127.0.0.1:6443', '--socket', sock],
+      [
+        'netns',
+        'exec',
+        ns,
+        process.execPath,
+        ...nodeArgv(kg),
+        'lab',
+        'apiserver',
+        '--listen',
+        '127.0.0.1:6443',
+        '--socket',
+        sock,
+      ],
       { stdio: 'ignore' },
     );
     const api = new LabApiClient(sock);
@@ -277,7 +281,7 @@ export async function benchRunOnce(
     const profile = prof ? ['--cpu-prof', '--cpu-prof-dir', prof] : [];
     // Run through node itself, bin/kg's own V8 flags (its #! line) go first, as the image has them.
     const node =
-      flags.length + profile.length > 0 ? [process.execPath, ...kgNodeFlags(), ...profile, ...flags, kg] : [kg];
+      flags.length + profile.length > 0 ? [process.execPath, ...nodeFlags(kg), ...profile, ...flags, kg] : [kg];
     const argv = inNodeNs(ns, runDir, [...node, '--hostname', 'node-00000'])
       .concat(['--kubeconfig', kubeconfig, '--mesh-granularity', 'cross', '--encapsulate=never'])
       .concat(['--clean-up=false', '--key-file', keyFile, '--interface', iface, '--mtu', '1420'])

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { webhookLimits } from '../src/agent/webhook.js';
 import { wgKey } from '../test/helpers/cluster.js';
+import { nodeArgv } from '../scripts/node-flags.mjs';
 
 const root = join(import.meta.dirname, '..');
 const reviews = Number(process.env['WEBHOOK_REVIEWS'] ?? 6000);
@@ -49,7 +50,7 @@ const metricsPort = await freePort();
 const kg = spawn(
   process.execPath,
   [
-    join(root, 'bin', 'kg'),
+    ...nodeArgv(join(root, 'bin', 'kg')),
     'webhook',
     `--cert-file=${cert}`,
     `--key-file=${key}`,

@@ -31,6 +31,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { nodeFlags } from './node-flags.mjs';
 
 const root = join(import.meta.dirname, '..');
 const args = process.argv.slice(2);
@@ -275,11 +276,7 @@ function trainKgctl(entry, script) {
  * the V8 flags of bin/kg's `#!` line, as bin/kg runs.
  */
 function trainKg(entry, script) {
-  const shebang = readFileSync(join(root, 'bin', 'kg'), 'utf8').split('\n', 1)[0];
-  const flags = shebang
-    .replace(/^#!.*?\bnode\b/, '')
-    .split(' ')
-    .filter(Boolean);
+  const flags = nodeFlags(join(root, 'bin', 'kg'));
   return withCluster((dir) =>
     ['apply', 'run'].map((command) => {
       trainingRun(

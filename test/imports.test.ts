@@ -11,6 +11,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import ts from 'typescript';
+import { nodeFlags } from '../scripts/node-flags.mjs';
 
 const root = join(import.meta.dirname, '..');
 
@@ -105,7 +106,19 @@ export const mayImport: Record<string, string[]> = {
   election: ['net', 'model', 'mesh', 'backend', 'dataplane'],
   agent: ['net', 'model', 'encapsulation', 'mesh', 'wireguard', 'graph', 'backend', 'dataplane', 'election'],
   cli: ['net', 'model', 'encapsulation', 'mesh', 'wireguard', 'graph', 'backend', 'dataplane', 'election', 'agent'],
-  lab: ['net', 'model', 'encapsulation', 'mesh', 'wireguard', 'backend', 'dataplane', 'election', 'agent'],
+  // The node flags of bin/'s #! lines, which the lab passes when it runs kg through node.
+  lab: [
+    'net',
+    'model',
+    'encapsulation',
+    'mesh',
+    'wireguard',
+    'backend',
+    'dataplane',
+    'election',
+    'agent',
+    'scripts/node-flags.mjs',
+  ],
 };
 
 test('each folder of src/ imports only what ARCHITECTURE.md allows it', () => {
@@ -336,11 +349,7 @@ describe('the bundle the image runs', () => {
 
   test("kg apply, run as bin/kg runs it, loads none of the agent's packages nor node:crypto and takes its code cache", () => {
     // bin/kg's V8 flags: the build trained kg apply's code cache under them, and V8 takes it only under the same.
-    const shebang = readFileSync(join(root, 'bin', 'kg'), 'utf8').split('\n', 1)[0]!;
-    const flags = shebang
-      .replace(/^#!.*?\bnode\b/, '')
-      .split(' ')
-      .filter(Boolean);
+    const flags = nodeFlags(join(root, 'bin', 'kg'));
     assert.ok(flags.length > 0, "bin/kg's #! line names node's flags");
     const entry = pathToFileURL(join(dir, 'dist', 'cli', 'kg.js')).href;
     // A node the snapshot does not hold: kg apply reads and plans the snapshot, then stops before any

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, openSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { nodeArgv, nodeFlags } from '../../scripts/node-flags.mjs';
 import { run, sleep } from './sh.js';
 import { isAlive, processStart, type StateDir } from './state.js';
 
@@ -12,16 +13,20 @@ const fromSource = import.meta.url.endsWith('.ts');
  * How to run one of our CLIs (kg, kgctl) from wherever this module runs: bin/ (dist/) when the
  * lab runs built, and from src/ (the tests) too when dist/ was built after the last source
  * change (an agent started through tsx takes seconds longer, which a 2-core machine running a
- * dozen of them feels); else the sources through tsx.
+ * dozen of them feels); else the sources through tsx. Always under the node flags of the CLI's
+ * `#!` line, as the image runs it: bin/kg's tune the heap, and V8 takes kg's code cache only
+ * under them.
  */
 export function cliArgv(cli: 'kg' | 'kgctl'): string[] {
   const bin = join(here, '..', '..', 'bin', cli);
-  if (!fromSource) return [process.execPath, bin];
+  if (!fromSource) return [process.execPath, ...nodeArgv(bin)];
   const src = join(here, '..');
-  if (mtimeOf(join(src, '..', 'dist', 'cli', `${cli}.js`)) >= newestMtime(src)) return [process.execPath, bin];
+  if (mtimeOf(join(src, '..', 'dist', 'cli', `${cli}.js`)) >= newestMtime(src))
+    return [process.execPath, ...nodeArgv(bin)];
   const entry = join(src, 'cli', `${cli}.ts`);
   return [
     process.execPath,
+    ...nodeFlags(bin),
     '--import',
     import.meta.resolve('tsx'),
     '-e',

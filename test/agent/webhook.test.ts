@@ -21,6 +21,7 @@ import { ensureBuilt, root } from '../cli/built.js';
 import { wgKey } from '../helpers/cluster.js';
 import { badPeers, goodPeers, hostilePeers } from './peer-examples.js';
 import { skipUnless } from '../helpers/requirements.js';
+import { nodeArgv } from '../../scripts/node-flags.mjs';
 
 const noOpenssl = skipUnless(spawnSync('openssl', ['version']).status === 0, 'needs the openssl command');
 
@@ -595,7 +596,9 @@ describe('kg webhook (the built command)', { skip: noOpenssl }, () => {
   });
 
   test('without --cert-file it exits 1 and says which flag is missing', () => {
-    const r = spawnSync(process.execPath, [join(root, 'bin', 'kg'), 'webhook', '--key-file=/x'], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [...nodeArgv(join(root, 'bin', 'kg')), 'webhook', '--key-file=/x'], {
+      encoding: 'utf8',
+    });
     assert.equal(r.status, 1);
     assert.match(r.stderr, /--cert-file/);
   });
@@ -604,7 +607,7 @@ describe('kg webhook (the built command)', { skip: noOpenssl }, () => {
     const r = spawnSync(
       process.execPath,
       [
-        join(root, 'bin', 'kg'),
+        ...nodeArgv(join(root, 'bin', 'kg')),
         'webhook',
         `--cert-file=${join(tmp, 'missing.crt')}`,
         `--key-file=${join(tmp, 'missing.key')}`,
@@ -636,7 +639,7 @@ describe('kg webhook (the built command)', { skip: noOpenssl }, () => {
     const child = spawn(
       process.execPath,
       [
-        join(root, 'bin', 'kg'),
+        ...nodeArgv(join(root, 'bin', 'kg')),
         'webhook',
         `--cert-file=${cert}`,
         `--key-file=${key}`,
@@ -764,7 +767,7 @@ describe('kg webhook (the built command)', { skip: noOpenssl }, () => {
   test("--log-level takes Kilo's levels only", () => {
     const r = spawnSync(
       process.execPath,
-      [join(root, 'bin', 'kg'), 'webhook', '--cert-file=/x', '--key-file=/x', '--log-level=verbose'],
+      [...nodeArgv(join(root, 'bin', 'kg')), 'webhook', '--cert-file=/x', '--key-file=/x', '--log-level=verbose'],
       {
         encoding: 'utf8',
       },

@@ -11,12 +11,13 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createNamespace, skipNoNetns, type TestNamespace } from '../helpers/netns.js';
 import { ensureBuilt, example, root, type Run } from './built.js';
+import { nodeArgv } from '../../scripts/node-flags.mjs';
 
 ensureBuilt();
 const kgBin = join(root, 'bin', 'kg');
 
 function kg(...args: string[]): Run {
-  const r = spawnSync(process.execPath, [kgBin, ...args], { cwd: root, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [...nodeArgv(kgBin), ...args], { cwd: root, encoding: 'utf8' });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -85,7 +86,10 @@ describe('kg as the image installs it (dist without the lab)', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   const kgThere = (...args: string[]): Run => {
-    const r = spawnSync(process.execPath, [join(dir, 'bin', 'kg'), ...args], { cwd: dir, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [...nodeArgv(join(dir, 'bin', 'kg')), ...args], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
     return { status: r.status, stdout: r.stdout, stderr: r.stderr };
   };
 
@@ -123,7 +127,7 @@ describe('kg apply on a machine without a default route', { skip: skipNoNetns },
         'exec',
         ns.name,
         process.execPath,
-        kgBin,
+        ...nodeArgv(kgBin),
         'apply',
         '--cluster',
         example,

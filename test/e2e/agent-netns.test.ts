@@ -17,6 +17,7 @@ import { ensureBuilt, root } from '../cli/built.js';
 import { FakeApiServer } from '../fixtures/apiserver.js';
 import { node, peer, wgKey } from '../helpers/cluster.js';
 import { createNamespace, skipNoNetns, type TestNamespace } from '../helpers/netns.js';
+import { nodeArgv } from '../../scripts/node-flags.mjs';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -128,7 +129,7 @@ test(
         'mount --bind "$0" /var/run/wireguard && exec "$@"',
         ns.runDir,
         process.execPath,
-        join(root, 'bin', 'kg'),
+        ...nodeArgv(join(root, 'bin', 'kg')),
         '--hostname',
         'a',
         '--kubeconfig',

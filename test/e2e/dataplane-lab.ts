@@ -24,6 +24,7 @@ import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
 import { ensureBuilt, root } from '../cli/built.js';
 import { node } from '../helpers/cluster.js';
 import { createNamespace, type TestNamespace } from '../helpers/netns.js';
+import { nodeArgv } from '../../scripts/node-flags.mjs';
 
 const kgBin = join(root, 'bin', 'kg');
 const kgctlBin = join(root, 'bin', 'kgctl');
@@ -134,7 +135,7 @@ export class Lab {
       'mount --bind "$0" /var/run/wireguard && exec "$@"',
       node.ns.runDir,
       process.execPath,
-      kgBin,
+      ...nodeArgv(kgBin),
       'apply',
       '--cluster',
       cluster,

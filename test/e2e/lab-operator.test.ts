@@ -11,8 +11,10 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { ensureBuilt, kgctl, root } from '../cli/built.js';
 import { eventually, skipLab } from './lab-helpers.js';
+import { nodeArgv } from '../../scripts/node-flags.mjs';
 
-const kg = (...args: string[]) => spawnSync(process.execPath, [join(root, 'bin', 'kg'), ...args], { encoding: 'utf8' });
+const kg = (...args: string[]) =>
+  spawnSync(process.execPath, [...nodeArgv(join(root, 'bin', 'kg')), ...args], { encoding: 'utf8' });
 
 test(
   'kg lab from the host: kgctl with the printed kubeconfig, wg show in the Peer, down',

@@ -1,0 +1,2 @@
+export function nodeFlags(launcher: string): string[];
+export function nodeArgv(launcher: string): string[];
