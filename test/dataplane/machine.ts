@@ -34,3 +34,15 @@ export function linksNamespace(prefix: string): TestNamespace {
     throw e;
   }
 }
+
+/** linksNamespace, with kilo0 up holding 10.4.0.1/16: the machine of the routes' real tests. */
+export function routesNamespace(prefix: string): TestNamespace {
+  const ns = linksNamespace(prefix);
+  try {
+    ns.sh('ip addr add 10.4.0.1/16 dev kilo0 && ip link set kilo0 up');
+    return ns;
+  } catch (e) {
+    ns.destroy();
+    throw e;
+  }
+}

@@ -1,27 +1,15 @@
 import type { Family } from '../../src/net/cidr.js';
 import { parseRoutes, parseRules, renderOp } from '../../src/dataplane/routes/iproute.js';
 import { IprouteMachine } from '../../src/dataplane/routes/linux.js';
-import { skipNoNetns, type TestNamespace } from '../helpers/netns.js';
-import { linksNamespace } from './machine.js';
+import { skipNoNetns } from '../helpers/netns.js';
+import { routesNamespace } from './machine.js';
 import { routesContract } from './routes-contract.js';
 import { ipExec } from './routes-exec.js';
-
-/** priv0 and kilo0 (veth pairs) up; priv0 with 192.168.1.1/24 and fd00::1/64, kilo0 with 10.4.0.1/16. */
-export function routesNamespace(): TestNamespace {
-  const ns = linksNamespace('ktrt');
-  try {
-    ns.sh('ip addr add 10.4.0.1/16 dev kilo0 && ip link set kilo0 up');
-    return ns;
-  } catch (e) {
-    ns.destroy();
-    throw e;
-  }
-}
 
 routesContract(
   'iproute2 in a network namespace',
   () => {
-    const ns = routesNamespace();
+    const ns = routesNamespace('ktrt');
     const exec = ipExec(ns);
     const ip = async (line: string, family: Family = 4) =>
       void (await exec.run(['ip', ...(family === 6 ? ['-6'] : []), ...line.split(' ')]));

@@ -14,7 +14,7 @@ import { batchesOf } from '../../src/dataplane/routes/schedule.js';
 import type { KernelRoute, KernelRule } from '../../src/dataplane/routes/state.js';
 import { kiloTable, type PlanRoute, type PlanRule } from '../../src/mesh/types.js';
 import { skipNoNetns, type TestNamespace } from '../helpers/netns.js';
-import { linksNamespace } from './machine.js';
+import { routesNamespace } from './machine.js';
 import { ipExec } from './routes-exec.js';
 
 const route = (dst: string, extra: Partial<KernelRoute> = {}): KernelRoute => ({
@@ -106,18 +106,6 @@ describe('batchesOf', () => {
   });
 });
 
-/** The namespace of routes-real: kilo0 up with 10.4.0.1/16, priv0 with 192.168.1.1/24. */
-function namespace(): TestNamespace {
-  const ns = linksNamespace('ktsp');
-  try {
-    ns.sh('ip addr add 10.4.0.1/16 dev kilo0 && ip link set kilo0 up');
-    return ns;
-  } catch (e) {
-    ns.destroy();
-    throw e;
-  }
-}
-
 async function ourRoutes(exec: Exec): Promise<string[]> {
   const shown = await Promise.all(
     ([4, 6] as const).map(async (f) =>
@@ -134,7 +122,7 @@ async function ourRoutes(exec: Exec): Promise<string[]> {
 describe('iproute2: a split batch applies what one batch applies', { skip: skipNoNetns }, () => {
   /** Applies `ops` in a fresh namespace, split from `splitAt` free routes. */
   const applied = async (ops: readonly RouteOp[], splitAt: number, before: readonly RouteOp[] = []) => {
-    const ns = namespace();
+    const ns = routesNamespace('ktsp');
     try {
       const exec = ipExec(ns);
       assert.deepEqual((await new IprouteMachine(exec).apply(before)).failures, []);
@@ -208,7 +196,7 @@ describe('iproute2: a first apply prepared while the interfaces are set up', { s
 
   /** A first apply in a fresh namespace: reads ahead, prepare, `between` (someone else), reconcile. */
   const firstApply = async (prepare: boolean, between: (ns: TestNamespace) => void = () => {}) => {
-    const ns = namespace();
+    const ns = routesNamespace('ktsp');
     try {
       const exec = readingAhead(ipExec(ns));
       const tables = linuxRoutingTables(exec);

@@ -152,7 +152,6 @@ test('uapiUnsettled: what is left to diff has the whole answer’s diff, or its 
     { numRuns: 4000 },
   );
   // Not vacuous: many answers are split, some peers settled on the text and the others left.
-  console.log('SPLIT', split);
   assert.ok(split > 300, `only ${split} of 4000 answers were split`);
 });
 
