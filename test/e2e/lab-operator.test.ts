@@ -46,21 +46,19 @@ test(
     assert.ok(kubeconfig && existsSync(kubeconfig), up.stdout);
     assert.match(readFileSync(kubeconfig, 'utf8'), /server: "http:\/\/127\.0\.0\.1:\d+"/);
 
-    // The agents publish their nodes; kgctl reads them live from this machine's namespace.
+    // The agents publish their nodes, each when it is up (--no-wait): kgctl, reading them live from
+    // this machine's namespace, plans loc1-n1 as soon as it is published, and with loc2-n1 once that is.
+    type Plan = { granularity: string; encapsulate: string; peers: { names: string[] }[] };
     let plan = { status: null as number | null, stdout: '', stderr: '' };
-    await eventually(
-      'kgctl plan reads the lab from the host',
-      () => (plan = kgctl('plan', 'loc1-n1', '--kubeconfig', kubeconfig)).status === 0,
-      60_000,
-    );
-    const p = JSON.parse(plan.stdout) as { granularity: string; encapsulate: string; peers: { names: string[] }[] };
+    const planned = () => {
+      plan = kgctl('plan', 'loc1-n1', '--kubeconfig', kubeconfig);
+      return plan.status === 0 && (JSON.parse(plan.stdout) as Plan).peers.some((x) => x.names.includes('loc2-n1'));
+    };
+    await eventually('kgctl plan reads the lab, both nodes published, from the host', planned, 60_000);
+    const p = JSON.parse(plan.stdout) as Plan;
     assert.equal(p.granularity, 'cross', 'the granularity the agents announce');
     // The lab's agents run with --encapsulate=never (kgctl's default is always): announced, followed.
     assert.equal(p.encapsulate, 'never', 'the flags the agents announce');
-    assert.ok(
-      p.peers.some((x) => x.names.includes('loc2-n1')),
-      plan.stdout,
-    );
 
     // The Peer is configured once the mesh is shown; its wg then lists the nodes as peers.
     assert.equal(kg('lab', 'show', '--state-dir', dir, '--graph', join(dir, 'g.svg')).status, 0);
