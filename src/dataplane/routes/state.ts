@@ -1,5 +1,5 @@
 import { kiloTable, type PlanRoute, type PlanRule } from '../../mesh/types.js';
-import type { Family } from '../../net/cidr.js';
+import { isCanonicalPrefix4, type Family } from '../../net/cidr.js';
 import { AddressMemo } from '../../net/memo.js';
 import type { DeviceNames } from '../types.js';
 import { kiloRouteProtocol, kiloRulePriority, mainTableId } from './constants.js';
@@ -255,41 +255,9 @@ function addRoutes(
   }
 }
 
-/**
- * `{ family: 4, networkText: text }` when `text` is an IPv4 prefix written exactly as Cidr's
- * networkText writes it (no leading zeros, host bits zero), else null (then Cidr decides). Most of
- * a plan's ten thousand destinations are: checked so, they need neither a Cidr nor a memo entry.
- */
+/** `{ family: 4, networkText: text }` when `text` is a canonical IPv4 prefix (isCanonicalPrefix4), else null (then Cidr decides). */
 export function canonicalPrefix4(text: string): { family: 4; networkText: string } | null {
-  const n = text.length;
-  let value = 0;
-  let i = 0;
-  for (let octet = 0; octet < 4; octet++) {
-    const start = i;
-    let v = 0;
-    while (i < n) {
-      const c = text.charCodeAt(i) - 48;
-      if (c < 0 || c > 9) break;
-      v = v * 10 + c;
-      i++;
-    }
-    const digits = i - start;
-    if (digits === 0 || digits > 3 || v > 255 || (digits > 1 && text.charCodeAt(start) === 48)) return null;
-    value = value * 256 + v;
-    if (text.charCodeAt(i++) !== (octet < 3 ? 46 : 47)) return null; // '.' then '/'
-  }
-  const start = i;
-  let length = 0;
-  while (i < n) {
-    const c = text.charCodeAt(i) - 48;
-    if (c < 0 || c > 9) return null;
-    length = length * 10 + c;
-    i++;
-  }
-  const digits = i - start;
-  if (digits === 0 || digits > 2 || length > 32 || (digits > 1 && text.charCodeAt(start) === 48)) return null;
-  const hostBits = length === 32 ? 0 : value % 2 ** (32 - length);
-  return hostBits === 0 ? { family: 4, networkText: text } : null;
+  return isCanonicalPrefix4(text) ? { family: 4, networkText: text } : null;
 }
 
 /** `route` (planned as `r`) under `key`, unless an earlier route holds the key (a conflict if they differ). */
