@@ -278,10 +278,26 @@ describe('the bundle the image runs', () => {
     writeFileSync(cluster, threeNodes());
     probe = join(dir, 'probe.cjs');
     // At exit, on a line of its own: the files required (the packages kept apart are files beside
-    // the scripts) and the built-in modules loaded.
+    // the scripts), the built-in modules loaded, and in which order the command helper was started
+    // (a `node -e`) and a bundle compiled (kg's start reads both from the modules patched here).
     writeFileSync(
       probe,
-      "process.on('exit', () => process.stderr.write('\\n' + JSON.stringify([Object.keys(require.cache), process.moduleLoadList])));",
+      [
+        'const order = [];',
+        'const patched = new Set();',
+        'const builtin = process.getBuiltinModule;',
+        'process.getBuiltinModule = function (id) {',
+        '  const m = builtin.call(process, id);',
+        "  if (id === 'node:child_process' && !patched.has(id)) {",
+        '    const spawn = m.spawn;',
+        "    m.spawn = function (file, args) { if (args && args[0] === '-e') order.push('helper'); return spawn.apply(this, arguments); };",
+        "  } else if (id === 'node:vm' && !patched.has(id))",
+        "    m.Script = class extends m.Script { constructor(...a) { order.push('bundle'); super(...a); } };",
+        '  patched.add(id);',
+        '  return m;',
+        '};',
+        "process.on('exit', () => process.stderr.write('\\n' + JSON.stringify([Object.keys(require.cache), process.moduleLoadList, order])));",
+      ].join('\n'),
     );
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -347,6 +363,26 @@ describe('the bundle the image runs', () => {
     );
   });
 
+  test('kg --help and kg apply --help start no command helper', () => {
+    const entry = pathToFileURL(join(dir, 'dist', 'cli', 'kg.js')).href;
+    for (const argv of [['--help'], ['apply', '--help']]) {
+      const r = spawnSync(
+        process.execPath,
+        [
+          '--require',
+          probe,
+          '--input-type=module',
+          '-e',
+          `const kg = await import(${JSON.stringify(entry)}); await kg.main(${JSON.stringify(argv)})`,
+        ],
+        { encoding: 'utf8' },
+      );
+      assert.equal(r.status, 0, r.stderr);
+      const [, , order] = JSON.parse(r.stderr.slice(r.stderr.lastIndexOf('\n[') + 1)) as [unknown, unknown, string[]];
+      assert.deepEqual(order, ['bundle'], argv.join(' '));
+    }
+  });
+
   test("kg apply, run as bin/kg runs it, loads none of the agent's packages nor node:crypto and takes its code cache", () => {
     // bin/kg's V8 flags: the build trained kg apply's code cache under them, and V8 takes it only under the same.
     const flags = nodeFlags(join(root, 'bin', 'kg'));
@@ -371,7 +407,13 @@ describe('the bundle the image runs', () => {
     );
     assert.match(r.stderr, /node "nosuch" not found among the 3 valid Nodes/);
     assert.deepEqual(JSON.parse(r.stdout), { rejected: false }, 'V8 took the code cache');
-    const [files, builtins] = JSON.parse(r.stderr.slice(r.stderr.lastIndexOf('\n[') + 1)) as [string[], string[]];
+    const [files, builtins, order] = JSON.parse(r.stderr.slice(r.stderr.lastIndexOf('\n[') + 1)) as [
+      string[],
+      string[],
+      string[],
+    ];
+    // Its Node start-up overlaps kg's own instead of delaying kg apply's first read.
+    assert.deepEqual(order, ['helper', 'bundle'], 'the command helper is started before the bundle is loaded');
     assert.deepEqual(
       files.filter((f) => /node_modules|kubernetes\.cjs$/.test(f)),
       [],

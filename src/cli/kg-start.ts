@@ -4,7 +4,12 @@
  * the cache trained under it (KG_BUNDLE.apply.cache). The agent and the other commands keep V8's
  * default budget, and their cache (.cache) is trained under that: V8 rejects a cache made under
  * other flags, bin/kg's own included (the build trains under those).
+ *
+ * kg apply's command helper (a Node process of its own, src/dataplane/helper-process.ts) is
+ * started before the bundle is loaded: its start-up then overlaps kg's on the other core, and the
+ * reads kg apply takes ahead are answered while it reads the snapshot, not after.
  */
+import { startHelperEarly } from '../dataplane/helper-process.js';
 import { oneShotBudget, runCached, type CachedScript } from './code-cache.js';
 
 /** The bundle's file name, set by scripts/build.mjs: named by its content, and so are its caches. */
@@ -26,6 +31,7 @@ function load(argv: readonly string[]): CachedScript<Kg> {
 }
 
 export function main(argv: string[]): Promise<void> {
+  if (argv[0] === 'apply' && !argv.includes('--help') && !argv.includes('-h')) startHelperEarly();
   kg ??= load(argv);
   return kg.exports.main(argv);
 }
