@@ -363,9 +363,25 @@ describe('the bundle the image runs', () => {
     );
   });
 
-  test('kg --help and kg apply --help start no command helper', () => {
+  test('kg apply and the agent start their command helper before the bundle; help and other commands start none', () => {
     const entry = pathToFileURL(join(dir, 'dist', 'cli', 'kg.js')).href;
-    for (const argv of [['--help'], ['apply', '--help']]) {
+    // A flag no command has: each stops at commander's usage error, before it runs anything.
+    const cases: [string[], string[]][] = [
+      [['--help'], ['bundle']],
+      [['apply', '--help'], ['bundle']],
+      [['--no-such-flag', '--help'], ['bundle']],
+      [['webhook', '--no-such-flag'], ['bundle']],
+      [
+        ['apply', '--no-such-flag'],
+        ['helper', 'bundle'],
+      ],
+      [
+        ['run', '--no-such-flag'],
+        ['helper', 'bundle'],
+      ],
+      [['--no-such-flag'], ['helper', 'bundle']],
+    ];
+    for (const [argv, expected] of cases) {
       const r = spawnSync(
         process.execPath,
         [
@@ -377,9 +393,8 @@ describe('the bundle the image runs', () => {
         ],
         { encoding: 'utf8' },
       );
-      assert.equal(r.status, 0, r.stderr);
       const [, , order] = JSON.parse(r.stderr.slice(r.stderr.lastIndexOf('\n[') + 1)) as [unknown, unknown, string[]];
-      assert.deepEqual(order, ['bundle'], argv.join(' '));
+      assert.deepEqual(order, expected, argv.join(' '));
     }
   });
 
