@@ -278,10 +278,26 @@ describe('the bundle the image runs', () => {
     writeFileSync(cluster, threeNodes());
     probe = join(dir, 'probe.cjs');
     // At exit, on a line of its own: the files required (the packages kept apart are files beside
-    // the scripts) and the built-in modules loaded.
+    // the scripts), the built-in modules loaded, and in which order the command helper was started
+    // (a `node -e`) and a bundle compiled (kg's start reads both from the modules patched here).
     writeFileSync(
       probe,
-      "process.on('exit', () => process.stderr.write('\\n' + JSON.stringify([Object.keys(require.cache), process.moduleLoadList])));",
+      [
+        'const order = [];',
+        'const patched = new Set();',
+        'const builtin = process.getBuiltinModule;',
+        'process.getBuiltinModule = function (id) {',
+        '  const m = builtin.call(process, id);',
+        "  if (id === 'node:child_process' && !patched.has(id)) {",
+        '    const spawn = m.spawn;',
+        "    m.spawn = function (file, args) { if (args && args[0] === '-e') order.push('helper'); return spawn.apply(this, arguments); };",
+        "  } else if (id === 'node:vm' && !patched.has(id))",
+        "    m.Script = class extends m.Script { constructor(...a) { order.push('bundle'); super(...a); } };",
+        '  patched.add(id);',
+        '  return m;',
+        '};',
+        "process.on('exit', () => process.stderr.write('\\n' + JSON.stringify([Object.keys(require.cache), process.moduleLoadList, order])));",
+      ].join('\n'),
     );
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -347,7 +363,42 @@ describe('the bundle the image runs', () => {
     );
   });
 
-  test("kg apply, run as bin/kg runs it, loads none of the agent's packages nor node:crypto and takes its code cache", () => {
+  test('kg apply and the agent start their command helper before the bundle; help and other commands start none', () => {
+    const entry = pathToFileURL(join(dir, 'dist', 'cli', 'kg.js')).href;
+    // A flag no command has: each stops at commander's usage error, before it runs anything.
+    const cases: [string[], string[]][] = [
+      [['--help'], ['bundle']],
+      [['apply', '--help'], ['bundle']],
+      [['--no-such-flag', '--help'], ['bundle']],
+      [['webhook', '--no-such-flag'], ['bundle']],
+      [
+        ['apply', '--no-such-flag'],
+        ['helper', 'bundle'],
+      ],
+      [
+        ['run', '--no-such-flag'],
+        ['helper', 'bundle'],
+      ],
+      [['--no-such-flag'], ['helper', 'bundle']],
+    ];
+    for (const [argv, expected] of cases) {
+      const r = spawnSync(
+        process.execPath,
+        [
+          '--require',
+          probe,
+          '--input-type=module',
+          '-e',
+          `const kg = await import(${JSON.stringify(entry)}); await kg.main(${JSON.stringify(argv)})`,
+        ],
+        { encoding: 'utf8' },
+      );
+      const [, , order] = JSON.parse(r.stderr.slice(r.stderr.lastIndexOf('\n[') + 1)) as [unknown, unknown, string[]];
+      assert.deepEqual(order, expected, argv.join(' '));
+    }
+  });
+
+  test("kg apply, run as bin/kg runs it, starts its helper first, loads none of the agent's packages nor node:crypto nor pino, and takes its code cache", () => {
     // bin/kg's V8 flags: the build trained kg apply's code cache under them, and V8 takes it only under the same.
     const flags = nodeFlags(join(root, 'bin', 'kg'));
     assert.ok(flags.length > 0, "bin/kg's #! line names node's flags");
@@ -371,14 +422,21 @@ describe('the bundle the image runs', () => {
     );
     assert.match(r.stderr, /node "nosuch" not found among the 3 valid Nodes/);
     assert.deepEqual(JSON.parse(r.stdout), { rejected: false }, 'V8 took the code cache');
-    const [files, builtins] = JSON.parse(r.stderr.slice(r.stderr.lastIndexOf('\n[') + 1)) as [string[], string[]];
+    const [files, builtins, order] = JSON.parse(r.stderr.slice(r.stderr.lastIndexOf('\n[') + 1)) as [
+      string[],
+      string[],
+      string[],
+    ];
+    // Its Node start-up overlaps kg's own instead of delaying kg apply's first read.
+    assert.deepEqual(order, ['helper', 'bundle'], 'the command helper is started before the bundle is loaded');
     assert.deepEqual(
       files.filter((f) => /node_modules|kubernetes\.cjs$/.test(f)),
       [],
     );
-    // The Kubernetes client's, the metrics' and the webhook's; node:crypto (~10 ms) only for a key.
+    // The Kubernetes client's, the metrics' and the webhook's; node:crypto (~10 ms) only for a key;
+    // pino's worker_threads and assert only with the first line logged (src/agent/log.ts).
     assert.deepEqual(
-      builtins.filter((b) => /^NativeModule (https?|http2|tls|crypto)$/.test(b)),
+      builtins.filter((b) => /^NativeModule (https?|http2|tls|crypto|worker_threads|assert)$/.test(b)),
       [],
     );
   });

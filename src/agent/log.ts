@@ -1,4 +1,4 @@
-import { pino } from 'pino';
+import type * as Pino from 'pino';
 import type { Logger } from '../backend/source.js';
 
 import type { LogLevel } from './log-levels.js';
@@ -7,10 +7,40 @@ export { logLevels, type LogLevel } from './log-levels.js';
 
 const pinoLevel = (level: LogLevel): string => (level === 'all' ? 'trace' : level === 'none' ? 'silent' : level);
 
+/** pino's number of each level: a line is written when its method's number is at least the level's. */
+const rank: Record<LogLevel, number> = { all: 10, debug: 20, info: 30, warn: 40, error: 50, none: Infinity };
+
+/**
+ * pino, loaded by the first line written, not when kg loads: its loading (~8 ms of CPU: node:os,
+ * node:worker_threads, node:assert and its own code) came before kg apply's parse, for a logger
+ * that at --log-level warn may write nothing at all. Required, not import()ed: the line is written
+ * when it is logged. kg's bundle is CommonJS (scripts/build.mjs), where esbuild bundles this
+ * `require`; run from source (an ES module) there is no `require`, and pino comes from node_modules.
+ */
+function load(): typeof Pino.pino {
+  const pino =
+    typeof require === 'function'
+      ? // eslint-disable-next-line @typescript-eslint/no-require-imports
+        (require('pino') as typeof Pino)
+      : (process.getBuiltinModule('node:module').createRequire(import.meta.url)('pino') as typeof Pino);
+  return pino.pino;
+}
+
 /** Structured JSON logs on stderr (stdout stays free for command output). */
-export function createLogger(level: LogLevel): Logger & { child(bindings: object): Logger } {
-  return pino(
-    { level: pinoLevel(level), base: { component: 'kg' }, timestamp: pino.stdTimeFunctions.isoTime },
-    pino.destination(2),
-  );
+export function createLogger(level: LogLevel): Logger {
+  let out: Logger | undefined;
+  const pino = (): Logger => {
+    if (out) return out;
+    const p = load();
+    return (out = p(
+      { level: pinoLevel(level), base: { component: 'kg' }, timestamp: p.stdTimeFunctions.isoTime },
+      p.destination(2),
+    ));
+  };
+  const method =
+    (name: keyof Logger) =>
+    (obj: object, msg: string): void => {
+      if (rank[name as LogLevel] >= rank[level]) pino()[name](obj, msg);
+    };
+  return { debug: method('debug'), info: method('info'), warn: method('warn'), error: method('error') };
 }

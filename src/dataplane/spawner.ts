@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { channelOf, spawnHelper, takeEarlyHelper } from './helper-process.js';
 
 /**
  * Runs short commands from a small long-lived child process. Starting a process from the agent
@@ -36,29 +37,6 @@ interface Request {
   timeoutMs: number;
 }
 
-// Plain JavaScript run with `node -e`: no module resolution, no loader flags from the parent.
-const helper = `
-const { spawn } = require('node:child_process');
-process.on('disconnect', () => process.exit(0));
-process.on('message', (m) => {
-  let done = false;
-  const reply = (code, stdout, stderr) => { if (!done) { done = true; process.send({ id: m.id, code, stdout, stderr }); } };
-  let c;
-  try {
-    c = spawn(m.file, m.args, { stdio: ['pipe', 'pipe', 'pipe'], timeout: m.timeoutMs });
-  } catch (e) {
-    return reply(null, '', String(e && e.message));
-  }
-  const out = [], err = [];
-  c.stdout.on('data', (d) => out.push(d));
-  c.stderr.on('data', (d) => err.push(d));
-  c.on('error', (e) => reply(null, '', e.message));
-  c.on('close', (code) => reply(code, Buffer.concat(out).toString('utf8'), Buffer.concat(err).toString('utf8')));
-  c.stdin.on('error', () => {});
-  c.stdin.end(m.input);
-});
-`;
-
 class Spawner {
   private child: ChildProcess | null = null;
   private nextId = 0;
@@ -66,13 +44,8 @@ class Spawner {
 
   ensure(): ChildProcess {
     if (this.child) return this.child;
-    // spawn (not fork): the parent's loader flags (tsx in tests) must not reach the helper.
-    // Structured clone, not JSON: a megabyte of `ip -j` output crosses without escaping every quote
-    // (about 10 ms less per megabyte, measured).
-    const child: ChildProcess = spawn(process.execPath, ['-e', helper], {
-      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-      serialization: 'advanced',
-    });
+    // The one kg's start began before loading kg (helper-process.ts), else a new one.
+    const child = takeEarlyHelper() ?? spawnHelper();
     child.on('message', (m: SpawnResult & { id: number }) => {
       const p = this.pending.get(m.id);
       if (!p) return;
@@ -91,7 +64,6 @@ class Spawner {
     child.on('disconnect', () => gone('disconnected', true));
     // No pid: the helper never started, so nothing was delivered to it.
     child.on('error', (e) => gone(`failed: ${e.message}`, child.pid !== undefined));
-    child.unref();
     this.child = child;
     this.idle();
     return child;
@@ -99,7 +71,7 @@ class Spawner {
 
   /** The helper keeps this process alive only while it has requests out. */
   private idle(): void {
-    const channel = this.child?.channel as { ref(): void; unref(): void } | undefined;
+    const channel = this.child ? channelOf(this.child) : undefined;
     if (this.pending.size === 0) channel?.unref();
     else channel?.ref();
   }
