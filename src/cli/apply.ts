@@ -20,6 +20,7 @@ import { defaultKeyPath, loadOrCreateKey } from '../wireguard/keys.js';
 import { linuxDataplane, type LinuxDataplaneOptions } from '../agent/linux-dataplane.js';
 import { encapsulatorOf, type EncapsulationDevices, type Encapsulator } from '../encapsulation/index.js';
 import { createLogger } from '../agent/log.js';
+import { logs } from '../agent/log-levels.js';
 import { interfaceHolding } from '../agent/discovery.js';
 import { resolveMTU } from '../agent/startup.js';
 import { addAgentFlags, parseMTU, requireHostname, type AgentFlagValues } from './agent-flags.js';
@@ -68,12 +69,16 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
     // A wireguard-go restarted after a crash gets its peers back, but its new interface has no
     // address or routes: with --watch that calls for a reconcile now, not at the next file change.
     let reapply = () => {};
+    // What the interface's creation ahead of the plan says is said once the plan is applied: a pass
+    // that fails before (an error of the user's, in one line) says nothing of what it undid.
+    let held: string[] | null = null;
     const dataplane = dataplaneOf({
       interfaceName: flags.interface,
       createInterface: flags.createInterface,
       implementation: flags.wireguard,
-      log: (l) => log.info({}, l),
-      debug: (l) => log.debug({}, l),
+      // Lines no one reads are not made (a first apply's would describe every new peer).
+      ...(logs(flags.logLevel, 'info') ? { log: (l: string) => (held ? held.push(l) : log.info({}, l)) } : {}),
+      ...(logs(flags.logLevel, 'debug') ? { debug: (l: string) => log.debug({}, l) } : {}),
       onRestart: () => reapply(),
     });
     const mtuFlag = parseMTU(flags.mtu);
@@ -86,14 +91,34 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
     machine.readAhead?.();
     const source = new FileSource(flags.cluster, { watch: flags.watch, logger: log });
     await source.start();
+    // Once the snapshot names this node, the WireGuard interface is created while it is parsed and
+    // planned: its commands run in other processes, each turn of the event loop between the steps of
+    // the plan takes them one further. A node the snapshot lacks (a mistyped --hostname) touches
+    // nothing; a pass that fails before its reconcile removes the interface created for it.
+    if (source.objects().some((o) => o.kind === 'Node' && o.metadata?.name === hostname)) {
+      held = [];
+      void dataplane.device.ensureAhead?.().then(() => {
+        // Creating it dropped the reads it may change: they are taken again, still ahead.
+        readAhead(dataplane, flags.interface);
+        machine.readAhead?.();
+      });
+    }
+    const undo = async () => {
+      held ??= [];
+      await dataplane.device.undoAhead?.();
+      held = null;
+    };
+    await nextTurn();
 
     const applyOnce = async (): Promise<ReconcileResult> => {
       const cluster = parseCluster(source.objects(), { topologyLabel: flags.topologyLabel });
+      await nextTurn();
       for (const e of cluster.errors)
         log.warn({ object: e.object, field: e.field, value: e.value }, `dropping object from the mesh: ${e.reason}`);
       const granularity = resolveGranularity(flags.meshGranularity, cluster.nodes, hostname);
       const options = { ...meshOptionsFrom(flags, granularity), privateKeyPath: flags.keyFile };
       const plan = planOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
+      await nextTurn();
       const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip ?? null;
       mtu ??= await resolveMTU(machine, mtuFlag);
       encapsulator = encapsulatorOf(options);
@@ -106,6 +131,8 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
           'no interface holds the internal IP: routes over the private network cannot be installed',
         );
       // Every pass reads the machine: nothing is remembered from one to the next.
+      for (const l of held ?? []) log.info({}, l);
+      held = null;
       const result = await reconcile(
         dataplane,
         {
@@ -139,12 +166,18 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
     };
 
     if (!flags.watch) {
-      const result = await applyOnce();
+      const result = await applyOnce().catch(async (e: unknown) => {
+        await undo();
+        throw e;
+      });
       await source.stop();
       if (result.errors.length > 0) process.exitCode = 1;
       return;
     }
-    let chain: Promise<unknown> = applyOnce().catch((e: Error) => log.error({ err: e.message }, 'apply failed'));
+    let chain: Promise<unknown> = applyOnce().catch(async (e: Error) => {
+      await undo();
+      log.error({ err: e.message }, 'apply failed');
+    });
     reapply = () => {
       chain = chain.then(applyOnce).catch((e: Error) => log.error({ err: e.message }, 'apply failed'));
     };
@@ -164,3 +197,6 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
     } else await (dataplane.device as { detach?: () => Promise<void> }).detach?.();
   });
 }
+
+/** One turn of the event loop: the commands under way (reads, the interface's creation) go on. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -45,8 +45,8 @@ const noOps = (): Ops => ({ writes: 0, details: [] });
 /**
  * Makes the machine equal to the plan, step by step. A step that fails does not stop the
  * others: a route the kernel rejects must not keep WireGuard peers or the firewall stale.
- * WireGuard peers, routes and the firewall are independent of each other once the interface is
- * up, so they are written at the same time; errors are still reported in step order.
+ * The firewall needs nothing else, the peers only the interface, the routes the interface's
+ * address: each starts as soon as what it needs is there; errors are still reported in step order.
  */
 export async function reconcile(
   dp: Dataplane,
@@ -85,44 +85,57 @@ export async function reconcile(
   const written = (e: PartialApplyError): Ops => ({ writes: e.ops.writes, details: [...e.ops.details] });
 
   // Called before anything is written: it looks at the reads taken ahead, which a write drops. Its
-  // CPU (a first apply's thousands of routes) then runs while the interface's commands run.
-  const preparing = (dp.routes.prepare?.(plan.routes, plan.rules, input.devices, options) ?? Promise.resolve()).catch(
-    () => {},
-  );
+  // CPU (a first apply's thousands of routes) then runs while the other steps' commands run.
+  const prepared = (
+    dp.routes.prepare?.(plan.routes, plan.rules, input.devices, options) ?? Promise.resolve(false)
+  ).catch(() => false);
+  // The firewall needs no interface: it is on its way before anything else.
+  const firewallDone = step('iptables', () => dp.firewall.reconcile(plan.firewall, options));
   const deviceReady = report(await step('WireGuard interface', () => dp.device.ensure(options))) !== null;
-  if (deviceReady) {
-    result.links =
-      report(
-        await step(
-          `interface ${input.devices.kilo}`,
-          () =>
-            dp.links.reconcile(
-              input.devices.kilo,
-              { address: plan.wireGuardIP, up: plan.interfaceUp, mtu: input.mtu },
-              options,
-            ),
-          written,
-        ),
-      ) ?? noOps();
-  }
-  const [wireGuard, routes, firewall] = await Promise.all([
-    deviceReady
-      ? step(`WireGuard peers of ${input.devices.kilo}`, () =>
-          dp.device.configure(
-            { privateKey: input.privateKey, listenPort: plan.listenPort, fwmark: plan.fwmark ?? 0, peers: plan.peers },
+  const linksDone = deviceReady
+    ? step(
+        `interface ${input.devices.kilo}`,
+        () =>
+          dp.links.reconcile(
+            input.devices.kilo,
+            { address: plan.wireGuardIP, up: plan.interfaceUp, mtu: input.mtu },
             options,
           ),
-        )
-      : Promise.resolve({ value: null }),
-    // The routes' diff is the most CPU of the three (thousands of routes): it waits one turn of the
-    // event loop so that the firewall's and WireGuard's writes are already on their way meanwhile.
-    step(
-      'routes',
-      () => preparing.then(nextTurn).then(() => dp.routes.reconcile(plan.routes, plan.rules, input.devices, options)),
-      written,
-    ),
-    step('iptables', () => dp.firewall.reconcile(plan.firewall, options)),
-  ]);
+        written,
+      )
+    : Promise.resolve({ value: noOps() });
+  // The routes need the interface's address. Unprepared, their diff (CPU) waits a turn, so that the
+  // other steps' writes are out first.
+  const routesDone = step(
+    'routes',
+    () =>
+      linksDone
+        .then(() => prepared)
+        .then((ready) => (ready ? undefined : nextTurn()))
+        .then(() => dp.routes.reconcile(plan.routes, plan.rules, input.devices, options)),
+    written,
+  );
+  // The peers need only the interface. A first apply's routes (prepared) are the longest writes
+  // and need no more CPU: they are sent first, and the peers' diff a turn after.
+  const wireGuardDone = deviceReady
+    ? step(`WireGuard peers of ${input.devices.kilo}`, () =>
+        prepared
+          .then((ready) => (ready ? linksDone.then(nextTurn) : undefined))
+          .then(() =>
+            dp.device.configure(
+              {
+                privateKey: input.privateKey,
+                listenPort: plan.listenPort,
+                fwmark: plan.fwmark ?? 0,
+                peers: plan.peers,
+              },
+              options,
+            ),
+          ),
+      )
+    : Promise.resolve({ value: null });
+  result.links = report(await linksDone) ?? noOps();
+  const [wireGuard, routes, firewall] = await Promise.all([wireGuardDone, routesDone, firewallDone]);
   result.wireGuard = report(wireGuard) ?? noChanges();
   result.routes = report(routes) ?? noOps();
   result.firewall = report(firewall) ?? noOps();

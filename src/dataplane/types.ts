@@ -71,6 +71,13 @@ export interface WireGuardDevice {
   destroy(): Promise<void>;
   /** Starts the reads of the next ensure and configure now; they use them (once). */
   readAhead?(): void;
+  /**
+   * Starts the next ensure now, so that an interface is created while the caller plans (kg apply);
+   * that ensure takes the outcome, once, its failure included. Resolves when done; never rejects.
+   */
+  ensureAhead?(): Promise<void>;
+  /** Removes what an ensureAhead created if no ensure took it: a plan that failed leaves nothing. */
+  undoAhead?(): Promise<void>;
 }
 
 export interface RoutingTables {
@@ -95,13 +102,14 @@ export interface RoutingTables {
    * while the interfaces are set up: with `once`, on a machine whose reads taken ahead show none of
    * Kilo's routes (a first apply), builds the desired state and the changes. The reconcile still
    * reads the machine after the interfaces are set up and uses them only when it finds the same.
+   * Resolves to whether it did (the reconcile's routes then need no more CPU before they are written).
    */
   prepare?(
     routes: readonly PlanRoute[],
     rules: readonly PlanRule[],
     devices: DeviceNames,
     options?: ReconcileOptions,
-  ): Promise<void>;
+  ): Promise<boolean>;
 }
 
 export interface FirewallTables {

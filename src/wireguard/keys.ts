@@ -53,8 +53,17 @@ export function publicKeyOf(privateKey: string): string {
 
 let lastPublicKey = { of: '', is: '' };
 
-function derivePublicKey(privateKey: string): string {
+/**
+ * `privateKey`, checked to be a key as publicKeyOf checks it, without deriving anything.
+ * @throws TypeError when it is not; the message never contains the value.
+ */
+export function checkedPrivateKey(privateKey: string): string {
   if (!isKey(privateKey)) throw new TypeError('not a WireGuard private key (expected base64 of 32 bytes)');
+  return privateKey;
+}
+
+function derivePublicKey(privateKey: string): string {
+  checkedPrivateKey(privateKey);
   const der = Buffer.concat([pkcs8Prefix, Buffer.from(privateKey, 'base64')]);
   const spki = crypto()
     .createPublicKey(crypto().createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }))

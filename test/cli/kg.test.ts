@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -140,10 +140,24 @@ describe('kg apply on a machine without a default route', { skip: skipNoNetns },
     return { status: r.status, stdout: r.stdout, stderr: r.stderr };
   };
 
-  test('an unknown node is named first', () => userError(apply('--hostname', 'nope'), /^kg: .*"nope"/));
+  // wireguard-go's socket and log are in the host's /var/run/wireguard (ip netns exec shares it).
+  const iface = `ktnd${process.pid % 100000}`;
+  const nothingLeft = () => {
+    assert.equal(ns.sh('ip -o link show | wc -l').trim(), '1', 'nothing was created: only lo');
+    for (const ext of ['sock', 'log']) assert.ok(!existsSync(`/var/run/wireguard/${iface}.${ext}`), ext);
+  };
+
+  test('an unknown node is named first', () => {
+    userError(apply('--hostname', 'nope', '--interface', iface), /^kg: .*"nope"/);
+    nothingLeft();
+  });
 
   test('--mtu auto says there is no default route and what to do, in one line', () => {
-    userError(apply('--hostname', 'gcp-use-2'), /^kg: --mtu auto: there is no default route .*give --mtu a number$/m);
-    assert.equal(ns.sh('ip -o link show | wc -l').trim(), '1', 'nothing was created: only lo');
+    // The node is in the snapshot: its interface is created while the plan is made, and removed.
+    userError(
+      apply('--hostname', 'gcp-use-2', '--interface', iface),
+      /^kg: --mtu auto: there is no default route .*give --mtu a number$/m,
+    );
+    nothingLeft();
   });
 });

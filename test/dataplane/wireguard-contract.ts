@@ -318,3 +318,65 @@ export function wireGuardContract(
     });
   });
 }
+
+/**
+ * ensureAhead and undoAhead, fake or real, on a subject whose interface does not exist yet: the
+ * next ensure takes what ensureAhead did (once), and undoAhead removes only an interface it created
+ * that no ensure took.
+ */
+export function wireGuardAheadContract(
+  label: string,
+  make: () => Promise<ContractSubject>,
+  skip: string | false = false,
+): void {
+  const exists = (d: WireGuardDevice) =>
+    d.read().then(
+      () => true,
+      () => false,
+    );
+  const config: WireGuardConfig = { privateKey: generatePrivateKey(), listenPort: 51820, peers: [] };
+
+  test(`${label}: an interface created ahead and not taken is removed by undoAhead`, { skip }, async (t) => {
+    const subject = await make();
+    t.after(() => subject.cleanup());
+    const d = subject.device;
+    assert.equal(await exists(d), false);
+    await d.ensureAhead!();
+    assert.equal(await exists(d), true, 'ensureAhead created the interface');
+    await d.undoAhead!();
+    assert.equal(await exists(d), false, 'undoAhead removed what ensureAhead created');
+    await d.undoAhead!();
+    // Undone, nothing is left to take: the next ensure creates the interface anew.
+    await d.ensure();
+    await d.configure(config);
+    assert.equal((await d.read()).listenPort, 51820);
+  });
+
+  test(`${label}: an ensure takes what was created ahead; undoAhead then leaves it`, { skip }, async (t) => {
+    const subject = await make();
+    t.after(() => subject.cleanup());
+    const d = subject.device;
+    await d.ensureAhead!();
+    await d.ensure();
+    await d.undoAhead!();
+    assert.equal(await exists(d), true, 'taken by ensure, the interface stays');
+    await d.configure(config);
+    assert.equal((await d.read()).listenPort, 51820);
+  });
+
+  test(
+    `${label}: an interface that was there before ensureAhead is never removed by undoAhead`,
+    { skip },
+    async (t) => {
+      const subject = await make();
+      t.after(() => subject.cleanup());
+      const d = subject.device;
+      await d.ensure();
+      await d.configure(config);
+      await d.ensureAhead!();
+      await d.undoAhead!();
+      assert.equal(await exists(d), true);
+      assert.equal((await d.read()).listenPort, 51820, 'its configuration is untouched');
+    },
+  );
+}

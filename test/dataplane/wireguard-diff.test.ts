@@ -7,6 +7,7 @@ import {
   isEmptyDiff,
   peerChangesOf,
   WireGuardConfigError,
+  writesOf,
 } from '../../src/dataplane/wireguard/diff.js';
 import { wgSetCommands } from '../../src/dataplane/wireguard/wg-set.js';
 import type { PlanPeer } from '../../src/mesh/types.js';
@@ -154,6 +155,14 @@ test('two desired peers with one key are a config error naming both', () => {
   );
 });
 
+test("a device with no key yet takes the config's, which must still be a key", () => {
+  assert.equal(diffWireGuard(state([], { publicKey: null }), config([])).interface.privateKey, privateKey);
+  assert.throws(
+    () => diffWireGuard(state([], { publicKey: null }), config([], { privateKey: 'not a key' })),
+    (e: Error) => e instanceof TypeError && !e.message.includes('not a key'),
+  );
+});
+
 test('describeDiff names every change and no secret', () => {
   const other = generatePrivateKey();
   const diff = diffWireGuard(
@@ -170,6 +179,15 @@ test('describeDiff names every change and no secret', () => {
     `wireguard kilo0: add peer ${k1} allowed-ips 10.4.0.1/32 preshared-key set`,
   ]);
   assert.ok(!lines.join('\n').includes(other) && !lines.join('\n').includes(psk));
+  // The count a device reports without describing (writesOf) is the number of these lines.
+  assert.equal(writesOf(diff), lines.length);
+  for (const d of [
+    diffWireGuard(state([have(k1)]), config([want(k1)])),
+    diffWireGuard(state([have(k1)]), config([want(k1)], { listenPort: 7 })),
+    diffWireGuard(state([have(k1)]), config([want(k2)], { fwmark: 3 })),
+    diffWireGuard({ ...state([]), publicKey: null }, config([want(k1), want(k2)])),
+  ])
+    assert.equal(writesOf(d), describeDiff('kilo0', d).length);
 });
 
 test('wg set: one invocation, interface first, secrets only as file paths', () => {

@@ -2,12 +2,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
-import { wireGuardContract } from './wireguard-contract.js';
+import { wireGuardAheadContract, wireGuardContract } from './wireguard-contract.js';
 
 wireGuardContract('fake', async () => {
   const device = new FakeWireGuardDevice('kilo0');
   return { device, uapiAnswer: async () => device.uapiText(), cleanup: async () => {} };
 });
+
+wireGuardAheadContract('fake', async () => ({ device: new FakeWireGuardDevice('kilo0'), cleanup: async () => {} }));
 
 test('fake: an untouched peer keeps its session; the record of writes never holds a key', async () => {
   const d = new FakeWireGuardDevice();

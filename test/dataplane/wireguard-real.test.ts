@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { createWireGuardDevice } from '../../src/dataplane/wireguard/device.js';
 import { uapiRequest } from '../../src/dataplane/wireguard/uapi.js';
 import { createNamespace, skipNoNetns } from '../helpers/netns.js';
-import { wireGuardContract } from './wireguard-contract.js';
+import { wireGuardAheadContract, wireGuardContract } from './wireguard-contract.js';
 
 // netnsExec binds a per-namespace directory over this path; wireguard-go would create it anyway.
 if (!skipNoNetns) mkdirSync('/var/run/wireguard', { recursive: true });
@@ -34,3 +34,22 @@ for (const [label, socket] of [
     skipNoNetns,
   );
 }
+
+wireGuardAheadContract(
+  'wireguard-go in a namespace',
+  async () => {
+    const ns = createNamespace('ktwa');
+    const device = createWireGuardDevice(ns.exec, { name: 'kilo0' });
+    return {
+      device,
+      async cleanup() {
+        try {
+          await device.destroy();
+        } finally {
+          ns.destroy();
+        }
+      },
+    };
+  },
+  skipNoNetns,
+);

@@ -216,8 +216,8 @@ export class KiloRoutingTables implements RoutingTables {
     rules: readonly PlanRule[],
     devices: DeviceNames,
     options: ReconcileOptions = {},
-  ): Promise<void> {
-    if (!options.once || !(await this.machine.holdsNoneAhead?.(this.owner))) return;
+  ): Promise<boolean> {
+    if (!options.once || !(await this.machine.holdsNoneAhead?.(this.owner))) return false;
     // A turn for what waits meanwhile (the interface's commands) before each stretch of CPU.
     await nextTurn();
     const desired = this.desiredState(routes, rules, devices);
@@ -226,6 +226,7 @@ export class KiloRoutingTables implements RoutingTables {
     await nextTurn();
     this.machine.prepare?.(ops);
     this.prepared = { desired, ops };
+    return true;
   }
 
   /** Whether the desired state of these inputs is built already. */
@@ -282,15 +283,18 @@ export class KiloRoutingTables implements RoutingTables {
   private async apply(ops: readonly RouteOp[], failures: ApplyFailure[]): Promise<Ops> {
     const result = ops.length === 0 ? { failures: [] } : await this.machine.apply(ops);
     const failed = new Map(result.failures.map((f) => [f.index, f.message]));
-    const done: Ops = { writes: 0, details: [] };
-    ops.forEach((op, i) => {
-      const message = failed.get(i);
-      if (message !== undefined) failures.push({ object: objectOf(op), message });
-      else {
-        done.writes++;
-        done.details.push(describeOp(op));
-      }
-    });
+    const applied = failed.size === 0 ? ops : ops.filter((_, i) => !failed.has(i));
+    for (const [i, message] of [...failed].sort((a, b) => a[0] - b[0]))
+      failures.push({ object: objectOf(ops[i]!), message });
+    // A first apply writes thousands of routes, and only tests read their lines: described when read,
+    // not while the process waits to exit.
+    let details: string[] | undefined;
+    const done: Ops = {
+      writes: applied.length,
+      get details() {
+        return (details ??= applied.map(describeOp));
+      },
+    };
     if (failures.length > 0) throw new PartialApplyError('routes', failures, done);
     return done;
   }

@@ -46,20 +46,23 @@ export function batchesOf(ops: readonly RouteOp[], splitAt = defaultSplitAt): Ba
     if (op.action === 'del') deleted.add(routeKey(op.route));
     else if (op.route.gw !== null && !op.route.onlink) return whole;
   }
-  const free = (op: RouteOp) => op.kind === 'route' && op.action !== 'del' && !deleted.has(routeKey(op.route));
-  const count = rest.reduce((n, i) => n + (free(ops[i]!) ? 1 : 0), 0);
+  // A first apply deletes nothing: no route's key is needed (10,000 of them cost ~10 ms cold).
+  const free = (op: RouteOp) =>
+    op.kind === 'route' && op.action !== 'del' && (deleted.size === 0 || !deleted.has(routeKey(op.route)));
+  const isFree = rest.map((i) => free(ops[i]!));
+  const count = isFree.reduce((n, f) => n + (f ? 1 : 0), 0);
   if (count < splitAt) return whole;
 
   const first: number[] = [];
   const second: number[] = [];
   const ruleAdds: number[] = [];
   let seen = 0;
-  for (const i of rest) {
+  rest.forEach((i, n) => {
     const op = ops[i]!;
     if (op.kind === 'rule' && op.action === 'add') ruleAdds.push(i);
-    else if (free(op) && seen++ >= count / 2) second.push(i);
+    else if (isFree[n] && seen++ >= count / 2) second.push(i);
     else first.push(i);
-  }
+  });
   const phases: Batch[][] = [
     [
       { indices: first, options: [] },

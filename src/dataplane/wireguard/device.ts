@@ -6,7 +6,15 @@ import { IP } from '../../net/cidr.js';
 import { parseDump, type ParsedDump } from '../../wireguard/dump.js';
 import { ExecError, type Exec } from '../exec.js';
 import type { Ops, PeerChanges, ReconcileOptions, WireGuardConfig, WireGuardDevice, WireGuardState } from '../types.js';
-import { describeDiff, diffWireGuard, isEmptyDiff, peerChangesOf, stateAfter, type WireGuardDiff } from './diff.js';
+import {
+  describeDiff,
+  diffWireGuard,
+  isEmptyDiff,
+  peerChangesOf,
+  stateAfter,
+  writesOf,
+  type WireGuardDiff,
+} from './diff.js';
 import { uapiUnsettled } from './once.js';
 import { parseUapiGet, UapiError, uapiCanSet, uapiRequest, uapiSetRequest } from './uapi.js';
 import { defaultArgvBudget, wgSetCommands } from './wg-set.js';
@@ -81,6 +89,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private queue: Promise<unknown> = Promise.resolve();
   /** wireguard-go's answer to a `get` sent by readAhead, for the next read (once). */
   private ahead: Promise<string> | null = null;
+  /** An ensure started by ensureAhead, for the next ensure (once): whether it created the interface. */
+  private ensuredAhead: Promise<boolean> | null = null;
   private readonly log: (line: string) => void;
   private readonly debug: ((line: string) => void) | undefined;
 
@@ -119,10 +129,19 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   }
 
   ensure(options: ReconcileOptions = {}): Promise<void> {
+    const ahead = this.ensuredAhead;
+    if (ahead) {
+      this.ensuredAhead = null;
+      return ahead.then(() => {});
+    }
     // Trusting the last write, an interface we already run or adopted is taken to be there still
     // (the routing monitor reports it if it goes); wireguard-go's exit is seen anyway.
     if (options.trustLastWrite && this.kind !== null && (this.kind !== 'userspace' || this.child))
       return Promise.resolve();
+    return this.ensureSerially().then(() => {});
+  }
+
+  private ensureSerially(): Promise<boolean> {
     return this.serial(() =>
       this.ensureNow().catch((e: unknown) => {
         // No configure follows to take the read ahead; a later one must read anew.
@@ -133,12 +152,43 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   }
 
   /**
+   * Starts the next ensure now (kg apply creates the interface while it parses and plans): that
+   * ensure takes the outcome, its failure included. Resolves when done; never rejects.
+   */
+  ensureAhead(): Promise<void> {
+    if (!this.ensuredAhead) {
+      this.ensuredAhead = this.ensureSerially();
+      // Its failure is the ensure's that takes it to report.
+      this.ensuredAhead.catch(() => {});
+    }
+    return this.ensuredAhead.then(
+      () => {},
+      () => {},
+    );
+  }
+
+  /**
+   * Removes the interface an ensureAhead created when no ensure took it (the plan it was made for
+   * failed): an apply that writes nothing leaves nothing behind. One it found is left alone.
+   */
+  async undoAhead(): Promise<void> {
+    const ahead = this.ensuredAhead;
+    this.ensuredAhead = null;
+    if (!ahead || !(await ahead.catch(() => false))) return;
+    const userspace = this.kind === 'userspace';
+    await this.destroy();
+    // wireguard-go's log too: an apply that wrote nothing leaves nothing.
+    if (userspace) rmSync(join(this.exec.wireGuardRunDir, `${this.name}.log`), { force: true });
+  }
+
+  /**
    * Starts the reads of the next ensure and configure now: the interface, and the device itself
    * when wireguard-go's socket is there (a 5,000-peer device answers in tens of milliseconds).
    * Only for a reconcile that follows at once: a read taken later is older than the write it decides.
    */
   readAhead(): void {
-    this.exec.readAhead?.(this.linkArgv);
+    // An ensure under way reads the link itself.
+    if (!this.ensuredAhead) this.exec.readAhead?.(this.linkArgv);
     if (this.options.socket === false || !existsSync(this.socketPath)) return;
     this.ahead = uapiRequest(this.socketPath, this.name, 'get=1\n\n');
     // Its failure is the read's that takes it to report.
@@ -160,9 +210,10 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     }
   }
 
-  private async ensureNow(): Promise<void> {
+  /** Whether it created the interface (a kernel link, or wireguard-go started). */
+  private async ensureNow(): Promise<boolean> {
     this.stopping = false;
-    if (this.kind === 'userspace' && this.child) return;
+    if (this.kind === 'userspace' && this.child) return false;
     const link = await this.linkInfo();
     if (this.options.createInterface === false) {
       if (!link)
@@ -170,7 +221,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
           `WireGuard interface ${this.name} does not exist (it is adopted, not created: createInterface=false)`,
         );
       this.kind = 'adopted';
-      return;
+      return false;
     }
     if (link) {
       // Ours from an earlier run (same name): keep it, and with it every peer's session.
@@ -178,7 +229,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       else if (link.kind === 'tun' && existsSync(this.socketPath)) this.kind = 'userspace';
       else
         throw new Error(`interface ${this.name} exists but is not a WireGuard device (kind ${link.kind ?? 'unknown'})`);
-      return;
+      return false;
     }
     const implementation = this.options.implementation ?? 'auto';
     if (implementation !== 'userspace') {
@@ -187,7 +238,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
         await this.exec.run(['ip', 'link', 'add', this.name, 'type', 'wireguard'], { keepsRoutes: true });
         this.kind = 'kernel';
         this.log(`wireguard ${this.name}: created kernel interface`);
-        return;
+        return true;
       } catch (e) {
         const unsupported = e instanceof ExecError && /Unknown device type|not supported/i.test(e.stderr);
         if (implementation === 'kernel' || !unsupported) throw e;
@@ -196,6 +247,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     }
     await this.startUserspace();
     this.kind = 'userspace';
+    return true;
   }
 
   private async startUserspace(): Promise<void> {
@@ -379,7 +431,10 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       this.known = once ? null : (remembered ?? stateAfter(state, presharedKeyDigests, resolved, diff));
       return peerChangesOf(diff);
     }
-    const details = describeDiff(this.name, diff);
+    // Described only when read or logged: the new key's line names its public half, and deriving
+    // it (node:crypto) is most of what a first apply's peers cost after their write.
+    let details: string[] | undefined;
+    const describe = () => (details ??= describeDiff(this.name, diff));
     if (this.hasSocket && uapiCanSet(diff)) {
       // The socket answers a bad value with a bare errno; `wg` checks values itself and says which.
       await uapiRequest(this.socketPath, this.name, uapiSetRequest(diff), 120_000).catch((e: unknown) => {
@@ -387,8 +442,13 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
         throw e;
       });
     } else await this.wgSet(diff);
-    this.lastOps = { writes: details.length, details };
-    logDetails(`wireguard ${this.name}`, details, this.log, this.debug);
+    this.lastOps = {
+      writes: writesOf(diff),
+      get details() {
+        return describe();
+      },
+    };
+    if (this.options.log || this.debug) logDetails(`wireguard ${this.name}`, describe(), this.log, this.debug);
     this.known = once ? null : stateAfter(state, presharedKeyDigests, resolved, diff);
     return peerChangesOf(diff);
   }
@@ -415,6 +475,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return this.serial(async () => {
       this.stopping = true;
       this.ahead = null;
+      this.ensuredAhead = null;
       const kind = this.kind;
       this.kind = null;
       this.lastConfig = null;

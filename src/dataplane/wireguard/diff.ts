@@ -1,6 +1,6 @@
 import { Cidr, IP } from '../../net/cidr.js';
 import { presharedKeyDigest } from '../../wireguard/dump.js';
-import { publicKeyOf } from '../../wireguard/keys.js';
+import { checkedPrivateKey, publicKeyOf } from '../../wireguard/keys.js';
 import type { PeerChanges, WireGuardConfig, WireGuardPeerState, WireGuardState } from '../types.js';
 
 /** Settings of a peer that a change writes; an absent field is left as it is. */
@@ -138,7 +138,10 @@ export function diffWireGuard(
   // Port 0 asks WireGuard to pick one; what it picked is then the right port, not a change.
   if (desired.listenPort !== 0 && desired.listenPort !== current.listenPort) iface.listenPort = desired.listenPort;
   if ((desired.fwmark ?? 0) !== current.fwmark) iface.fwmark = desired.fwmark ?? 0;
-  if (publicKeyOf(desired.privateKey) !== current.publicKey) iface.privateKey = desired.privateKey;
+  // A device with no key yet (a first apply) takes ours without its public half being derived: the
+  // X25519 maths (and loading node:crypto for it) is left out of a first apply.
+  if (current.publicKey === null) iface.privateKey = checkedPrivateKey(desired.privateKey);
+  else if (publicKeyOf(desired.privateKey) !== current.publicKey) iface.privateKey = desired.privateKey;
 
   const have = new Map(current.peers.map((p) => [p.publicKey, p]));
   const want = new Map<string, WireGuardConfig['peers'][number]>();
@@ -190,6 +193,13 @@ function describeSettings(s: PeerSettings): string {
   if (s.persistentKeepalive !== undefined) parts.push(`persistent-keepalive ${s.persistentKeepalive}`);
   if (s.presharedKey !== undefined) parts.push(s.presharedKey === null ? 'preshared-key removed' : 'preshared-key set');
   return parts.join(' ');
+}
+
+/** How many lines describeDiff makes of `diff`: one for the interface if it changes, one per peer. */
+export function writesOf(diff: WireGuardDiff): number {
+  const i = diff.interface;
+  const iface = i.listenPort !== undefined || i.fwmark !== undefined || i.privateKey !== undefined;
+  return (iface ? 1 : 0) + diff.peers.length;
 }
 
 /** One line per change, for logs and Ops; secrets appear only as "set"/"changed". */

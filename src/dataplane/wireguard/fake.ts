@@ -43,7 +43,28 @@ export class FakeWireGuardDevice implements WireGuardDevice {
 
   constructor(readonly name: string = 'kilo0') {}
 
+  /** Whether the ensure ensureAhead ran created the device; null when none is left to take. */
+  private ensuredAhead: boolean | null = null;
+
+  async ensureAhead(): Promise<void> {
+    if (this.ensuredAhead !== null) return;
+    const created = !this.exists;
+    await this.create();
+    this.ensuredAhead = created;
+  }
+
+  async undoAhead(): Promise<void> {
+    const created = this.ensuredAhead;
+    this.ensuredAhead = null;
+    if (created) await this.destroy();
+  }
+
   async ensure(): Promise<void> {
+    this.ensuredAhead = null;
+    await this.create();
+  }
+
+  private async create(): Promise<void> {
     if (this.exists) return;
     this.exists = true;
     // Like WireGuard with no port set: some free port.
@@ -82,6 +103,7 @@ export class FakeWireGuardDevice implements WireGuardDevice {
   }
 
   async destroy(): Promise<void> {
+    this.ensuredAhead = null;
     this.exists = false;
     this.state = { publicKey: null, listenPort: 0, fwmark: 0, peers: [] };
     this.digests.clear();
