@@ -100,7 +100,7 @@ function lazyChildProcess(path, source) {
 const apart = { '@kubernetes/client-node': 'kubernetes.cjs', pino: 'kgctl-pino.cjs' };
 
 /**
- * kg and kgctl: the entry that bin/ imports (src/cli/NAME-start.ts), the bundle it runs, and what
+ * kg and kgctl: the entry that bin/ requires (src/cli/NAME-start.ts), the bundle it runs, and what
  * that bundle leaves apart. kg keeps pino in its script (kg apply logs), kgctl apart (only its
  * live commands log). kg's training runs under bin/kg's V8 flags: a cache made under others is
  * rejected.
@@ -174,7 +174,12 @@ async function bundleClis() {
     ),
   );
   const results = [...apartFiles];
-  const extra = [];
+  // dist/cli/NAME.js are CommonJS, as bin/ is (bin/package.json): a start through an ES module
+  // loads Node's ES module loader first (~8 ms before kg's command helper is started, measured).
+  // An ES module's import() of them still finds main and the rest (esbuild marks the exports).
+  const cjsScope = join(cli, 'package.json');
+  writeFileSync(cjsScope, '{ "type": "commonjs" }\n');
+  const extra = [cjsScope];
   for (const [i, name] of names.entries()) {
     const r = scripts[i];
     // Named by content, and its cache with it: V8 checks a cache against the source's length only.
@@ -193,10 +198,10 @@ async function bundleClis() {
       entryPoints: [clis[name].start],
       outfile: join(cli, `${name}.js`),
       bundle: true,
-      format: 'esm',
+      format: 'cjs',
       platform: 'node',
       target: 'node20',
-      define: { [clis[name].define]: JSON.stringify(file) },
+      define: { [clis[name].define]: JSON.stringify(file), 'import.meta.dirname': '__dirname' },
       metafile: true,
       logLevel: 'warning',
     });

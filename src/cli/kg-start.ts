@@ -1,5 +1,5 @@
 /**
- * dist/cli/kg.js, what bin/kg imports: kg's bundle is one CommonJS script, run with a code cache
+ * dist/cli/kg.js, what bin/kg requires (CommonJS, scripts/build.mjs): kg's bundle is one CommonJS script, run with a code cache
  * (code-cache.ts). `kg apply` is one short pass, as a kgctl command is: the one-shot budget, and
  * the cache trained under it (KG_BUNDLE.apply.cache). The agent and the other commands keep V8's
  * default budget, and their cache (.cache) is trained under that: V8 rejects a cache made under

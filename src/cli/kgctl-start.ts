@@ -1,5 +1,5 @@
 /**
- * dist/cli/kgctl.js, what bin/kgctl imports: kgctl's bundle is one CommonJS script, run with its
+ * dist/cli/kgctl.js, what bin/kgctl requires (CommonJS, scripts/build.mjs): kgctl's bundle is one CommonJS script, run with its
  * code cache (code-cache.ts). Every kgctl command is one short pass: always the one-shot budget.
  */
 import { oneShotBudget, runCached } from './code-cache.js';
