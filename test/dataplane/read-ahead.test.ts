@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ExecError, readingAhead, type Exec } from '../../src/dataplane/exec.js';
+import { LinuxHost } from '../../src/dataplane/host/linux.js';
 import { LinuxLinks } from '../../src/dataplane/links.js';
+import { IprouteMachine } from '../../src/dataplane/routes/linux.js';
+import { defaultOwnership } from '../../src/dataplane/routes/state.js';
+import { createWireGuardDevice } from '../../src/dataplane/wireguard/device.js';
 
 /** An Exec over a counter: `read` prints how many writes ran before it; `fail` exits 1. */
 function counting(): Exec & { runs: string[] } {
@@ -88,4 +92,43 @@ test('the links batch keeps routes when it removes none: address added, up, an M
   const other = { flags: ['UP'], mtu: 1420, addr_info: [{ family: 'inet', local: '10.4.0.9', prefixlen: 16 }] };
   assert.deepEqual(await batches(other, 1420), [false], 'an address taken away');
   assert.deepEqual(await batches({ ...fresh, flags: ['UP'] }, 1420), [true]);
+});
+
+test("the machine's own reads (host, WireGuard link and dump, routes) drop nothing read ahead; its writes do", async () => {
+  // Answers each read as an empty machine would: iproute2's JSON, wg's dump of a fresh device.
+  const runs: { argv: string; readOnly: boolean }[] = [];
+  const inner: Exec = {
+    wireGuardRunDir: '/nonexistent',
+    run: (argv, opts) => {
+      runs.push({ argv: argv.join(' '), readOnly: opts?.readOnly === true });
+      const stdout =
+        argv[0] === 'wg' ? `${'A'.repeat(43)}=\t${'B'.repeat(43)}=\t51820\toff\n` : argv[0] === 'cat' ? '1\n' : '[]';
+      return Promise.resolve({ stdout, stderr: '' });
+    },
+    start: () => assert.fail('nothing is started'),
+  };
+  const exec = readingAhead(inner);
+  const routesArgv = ['ip', '-N', '-j', '-4', 'route', 'show', 'table', 'all', 'proto', '107'];
+  exec.readAhead!(routesArgv, { ofRoutes: true });
+  exec.readAhead!(['iptables-save']);
+  runs.length = 0;
+  const host = new LinuxHost(exec);
+  await host.addresses();
+  await host.link('eth0');
+  await host.defaultRoute();
+  await host.ipv4Forwarding();
+  await host.ping('192.0.2.1');
+  await host.wouldForward('192.0.2.1', '192.0.2.2', 'eth0');
+  const device = createWireGuardDevice(exec, { name: 'kilo0', createInterface: false, socket: false });
+  await device.ensure();
+  await device.read();
+  await new IprouteMachine(exec).read(defaultOwnership);
+  assert.ok(exec.peekAhead!(['iptables-save']), 'reads drop nothing');
+  assert.deepEqual(
+    runs.filter((r) => !r.readOnly).map((r) => r.argv),
+    [],
+    'every read says it is one',
+  );
+  await host.bringUp('eth0');
+  assert.equal(exec.peekAhead!(['iptables-save']), undefined, 'a write drops what was read ahead');
 });

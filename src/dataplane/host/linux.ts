@@ -28,7 +28,7 @@ export class LinuxHost implements Host {
 
   async addresses(iface?: string): Promise<HostAddress[]> {
     const argv = addrArgv(iface);
-    const stdout = await this.exec.run(argv).then(
+    const stdout = await this.exec.run(argv, { readOnly: true }).then(
       (r) => r.stdout,
       (e: unknown) => {
         if (iface !== undefined && missing(e)) return '[]';
@@ -47,7 +47,7 @@ export class LinuxHost implements Host {
   }
 
   async link(name: string): Promise<HostLink | null> {
-    const stdout = await this.exec.run(['ip', '-j', 'link', 'show', 'dev', name]).then(
+    const stdout = await this.exec.run(['ip', '-j', 'link', 'show', 'dev', name], { readOnly: true }).then(
       (r) => r.stdout,
       (e: unknown) => {
         if (missing(e)) return null;
@@ -62,7 +62,7 @@ export class LinuxHost implements Host {
 
   async defaultRoute(): Promise<DefaultRoute | null> {
     for (const family of ['-4', '-6']) {
-      const stdout = await this.exec.run(['ip', '-j', family, 'route', 'show', 'default']).then(
+      const stdout = await this.exec.run(['ip', '-j', family, 'route', 'show', 'default'], { readOnly: true }).then(
         (r) => r.stdout,
         (e: unknown) => {
           // A kernel booted with IPv6 disabled simply has no IPv6 default route.
@@ -89,7 +89,7 @@ export class LinuxHost implements Host {
   }
 
   async ipv4Forwarding(): Promise<boolean | null> {
-    return this.exec.run(['cat', '/proc/sys/net/ipv4/ip_forward'], { timeoutMs: 3_000 }).then(
+    return this.exec.run(['cat', '/proc/sys/net/ipv4/ip_forward'], { timeoutMs: 3_000, readOnly: true }).then(
       (r) => r.stdout.trim() === '1',
       () => null,
     );
@@ -103,8 +103,9 @@ export class LinuxHost implements Host {
     return this.succeeds(['ping', '-n', '-q', '-c', '1', '-W', '1', address]);
   }
 
+  /** A question (a route lookup, a ping) that changes nothing on the machine. */
   private succeeds(argv: string[]): Promise<boolean> {
-    return this.exec.run(argv, { timeoutMs: 3_000 }).then(
+    return this.exec.run(argv, { timeoutMs: 3_000, readOnly: true }).then(
       () => true,
       () => false,
     );

@@ -114,7 +114,7 @@ export class IprouteMachine implements RouteMachine {
   /** `ip -N -j -F …`; a kernel booted with IPv6 disabled has no IPv6 state rather than an error. */
   private async show(family: Family, argv: string[]): Promise<string> {
     try {
-      return (await this.exec.run(argv)).stdout;
+      return (await this.exec.run(argv, { readOnly: true })).stdout;
     } catch (e) {
       if (family === 6 && e instanceof ExecError && /Address family not supported/i.test(e.stderr)) return '[]';
       throw e;

@@ -201,7 +201,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
 
   private async linkInfo(): Promise<{ kind: string | null } | null> {
     try {
-      const { stdout } = await this.exec.run(this.linkArgv);
+      const { stdout } = await this.exec.run(this.linkArgv, { readOnly: true });
       const links = JSON.parse(stdout) as { linkinfo?: { info_kind?: string } }[];
       return { kind: links[0]?.linkinfo?.info_kind ?? null };
     } catch (e) {
@@ -366,7 +366,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       const left = uapiUnsettled(text, against);
       return left && { ...parseUapiGet(left.text), desired: left.config };
     }
-    const { stdout } = await this.exec.run(['wg', 'show', this.name, 'dump']);
+    const { stdout } = await this.exec.run(['wg', 'show', this.name, 'dump'], { readOnly: true });
     return parseDump(stdout);
   }
 
