@@ -9,7 +9,7 @@ import {
   type Dataplane,
   type ReconcileResult,
 } from '../dataplane/reconcile.js';
-import type { Host } from '../dataplane/host/host.js';
+import type { Host, HostAddress } from '../dataplane/host/host.js';
 import { LinuxHost } from '../dataplane/host/linux.js';
 import { summarizePeerChanges } from '../dataplane/log-summary.js';
 import { planOf } from '../mesh/compute.js';
@@ -91,6 +91,12 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
     machine.readAhead?.();
     const source = new FileSource(flags.cluster, { watch: flags.watch, logger: log });
     await source.start();
+    // Taken now, before creating the interface could drop their reads: a new link with no address
+    // changes neither which interface holds the internal IP nor the default route. The MTU's
+    // error, if any, is still said after the plan's.
+    let addressesAhead: Promise<HostAddress[]> | null = machine.addresses();
+    const mtuAhead = resolveMTU(machine, mtuFlag);
+    for (const p of [addressesAhead, mtuAhead]) p.catch(() => {});
     // Once the snapshot names this node, the WireGuard interface is created while it is parsed and
     // planned: its commands run in other processes, each turn of the event loop between the steps of
     // the plan takes them one further. A node the snapshot lacks (a mistyped --hostname) touches
@@ -100,7 +106,6 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
       void dataplane.device.ensureAhead?.().then(() => {
         // Creating it dropped the reads it may change: they are taken again, still ahead.
         readAhead(dataplane, flags.interface);
-        machine.readAhead?.();
       });
     }
     const undo = async () => {
@@ -120,11 +125,13 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
       const plan = planOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
       await nextTurn();
       const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip ?? null;
-      mtu ??= await resolveMTU(machine, mtuFlag);
+      mtu ??= await mtuAhead;
       encapsulator = encapsulatorOf(options);
       devices ??= await encapsulator.setUp(machine);
       const privateInterface =
-        devices.private ?? (internalIP ? interfaceHolding(await machine.addresses(), internalIP) : null);
+        devices.private ??
+        (internalIP ? interfaceHolding(await (addressesAhead ?? machine.addresses()), internalIP) : null);
+      addressesAhead = null;
       if (internalIP && !privateInterface)
         log.warn(
           { node: hostname, internalIP: internalIP.text },
