@@ -5,10 +5,12 @@ import {
   describeDiff,
   diffWireGuard,
   isEmptyDiff,
+  normalizeAllowedIP,
   peerChangesOf,
   WireGuardConfigError,
   writesOf,
 } from '../../src/dataplane/wireguard/diff.js';
+import { Cidr } from '../../src/net/cidr.js';
 import { wgSetCommands } from '../../src/dataplane/wireguard/wg-set.js';
 import type { PlanPeer } from '../../src/mesh/types.js';
 import { presharedKeyDigest } from '../../src/wireguard/dump.js';
@@ -255,4 +257,25 @@ test('wg set: an argv over budget splits into ordered invocations, each a comple
     diff.peers.map((p) => p.publicKey),
   );
   assert.deepEqual(wgSetCommands('kilo0', diff, () => '/unused').length, 1);
+});
+
+test('an allowed IP is normalized to what Cidr makes of it, canonical IPv4 prefixes taken as they are', () => {
+  for (const text of [
+    '10.4.0.1/32',
+    '10.42.0.0/24',
+    '0.0.0.0/0',
+    '10.42.0.1/24',
+    '010.42.0.0/24',
+    '10.42.0.0/024',
+    '10.42.0.0/33',
+    ' 10.42.0.0/24',
+    '10.4.0.1',
+    '255.255.255.255/32',
+    'fd42::/64',
+    'FD42:0::1/128',
+    'not an ip',
+  ]) {
+    const v = text.trim();
+    assert.equal(normalizeAllowedIP(text), Cidr.tryParse(v)?.networkText ?? v, text);
+  }
 });

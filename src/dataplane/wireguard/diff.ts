@@ -1,4 +1,4 @@
-import { Cidr, IP } from '../../net/cidr.js';
+import { Cidr, IP, isCanonicalPrefix4 } from '../../net/cidr.js';
 import { presharedKeyDigest } from '../../wireguard/dump.js';
 import { checkedPrivateKey, publicKeyOf } from '../../wireguard/keys.js';
 import type { PeerChanges, WireGuardConfig, WireGuardPeerState, WireGuardState } from '../types.js';
@@ -44,6 +44,8 @@ export class WireGuardConfigError extends Error {
 
 /** The allowed IP as WireGuard reports it: host bits cleared, canonical address text. */
 export function normalizeAllowedIP(value: string): string {
+  // A plan's allowed IPs are canonical IPv4 prefixes, thousands on a first apply: no Cidr for them.
+  if (isCanonicalPrefix4(value)) return value;
   const v = value.trim();
   return Cidr.tryParse(v)?.networkText ?? v;
 }
