@@ -103,9 +103,9 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
     // nothing; a pass that fails before its reconcile removes the interface created for it.
     if (source.objects().some((o) => o.kind === 'Node' && o.metadata?.name === hostname)) {
       held = [];
-      void dataplane.device.ensureAhead?.().then(() => {
+      void dataplane.device.ensureAhead?.().then((created) => {
         // Creating it dropped the reads it may change: they are taken again, still ahead.
-        readAhead(dataplane, flags.interface);
+        if (created) readAhead(dataplane, flags.interface);
       });
     }
     const undo = async () => {

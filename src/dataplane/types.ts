@@ -73,9 +73,10 @@ export interface WireGuardDevice {
   readAhead?(): void;
   /**
    * Starts the next ensure now, so that an interface is created while the caller plans (kg apply);
-   * that ensure takes the outcome, once, its failure included. Resolves when done; never rejects.
+   * that ensure takes the outcome, once, its failure included. Resolves, once done, to whether it
+   * created the interface (false when it found one, or failed); never rejects.
    */
-  ensureAhead?(): Promise<void>;
+  ensureAhead?(): Promise<boolean>;
   /** Removes what an ensureAhead created if no ensure took it: a plan that failed leaves nothing. */
   undoAhead?(): Promise<void>;
 }

@@ -341,7 +341,7 @@ export function wireGuardAheadContract(
     t.after(() => subject.cleanup());
     const d = subject.device;
     assert.equal(await exists(d), false);
-    await d.ensureAhead!();
+    assert.equal(await d.ensureAhead!(), true, 'it says it created the interface');
     assert.equal(await exists(d), true, 'ensureAhead created the interface');
     await d.undoAhead!();
     assert.equal(await exists(d), false, 'undoAhead removed what ensureAhead created');
@@ -373,7 +373,7 @@ export function wireGuardAheadContract(
       const d = subject.device;
       await d.ensure();
       await d.configure(config);
-      await d.ensureAhead!();
+      assert.equal(await d.ensureAhead!(), false, 'it says it found the interface');
       await d.undoAhead!();
       assert.equal(await exists(d), true);
       assert.equal((await d.read()).listenPort, 51820, 'its configuration is untouched');

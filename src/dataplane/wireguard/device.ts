@@ -153,18 +153,16 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
 
   /**
    * Starts the next ensure now (kg apply creates the interface while it parses and plans): that
-   * ensure takes the outcome, its failure included. Resolves when done; never rejects.
+   * ensure takes the outcome, its failure included. Resolves to whether it created the interface;
+   * never rejects.
    */
-  ensureAhead(): Promise<void> {
+  ensureAhead(): Promise<boolean> {
     if (!this.ensuredAhead) {
       this.ensuredAhead = this.ensureSerially();
       // Its failure is the ensure's that takes it to report.
       this.ensuredAhead.catch(() => {});
     }
-    return this.ensuredAhead.then(
-      () => {},
-      () => {},
-    );
+    return this.ensuredAhead.catch(() => false);
   }
 
   /**

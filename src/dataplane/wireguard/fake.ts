@@ -46,11 +46,12 @@ export class FakeWireGuardDevice implements WireGuardDevice {
   /** Whether the ensure ensureAhead ran created the device; null when none is left to take. */
   private ensuredAhead: boolean | null = null;
 
-  async ensureAhead(): Promise<void> {
-    if (this.ensuredAhead !== null) return;
+  async ensureAhead(): Promise<boolean> {
+    if (this.ensuredAhead !== null) return this.ensuredAhead;
     const created = !this.exists;
     await this.create();
     this.ensuredAhead = created;
+    return created;
   }
 
   async undoAhead(): Promise<void> {
