@@ -69,8 +69,9 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
     // A wireguard-go restarted after a crash gets its peers back, but its new interface has no
     // address or routes: with --watch that calls for a reconcile now, not at the next file change.
     let reapply = () => {};
-    // What the interface's creation ahead of the plan says is said once the plan is applied: a pass
-    // that fails before (an error of the user's, in one line) says nothing of what it undid.
+    // What the interface's creation ahead of the plan says, and the first pass's dataplane lines, are
+    // said once that pass has written: one that fails before (an error of the user's, in one line)
+    // says nothing of what it undid.
     let held: string[] | null = null;
     const dataplane = dataplaneOf({
       interfaceName: flags.interface,
@@ -138,18 +139,23 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
           'no interface holds the internal IP: routes over the private network cannot be installed',
         );
       // Every pass reads the machine: nothing is remembered from one to the next.
-      for (const l of held ?? []) log.info({}, l);
-      held = null;
-      const result = await reconcile(
-        dataplane,
-        {
-          plan,
-          privateKey,
-          mtu,
-          devices: { kilo: flags.interface, private: privateInterface, tunnel: devices.tunnel },
-        },
-        { once: true },
-      );
+      let result: ReconcileResult;
+      try {
+        result = await reconcile(
+          dataplane,
+          {
+            plan,
+            privateKey,
+            mtu,
+            devices: { kilo: flags.interface, private: privateInterface, tunnel: devices.tunnel },
+          },
+          { once: true },
+        );
+      } finally {
+        // Said in order once written: the logger's first line loads pino (~8 ms), not between plan and writes.
+        for (const l of held ?? []) log.info({}, l);
+        held = null;
+      }
       // A read this pass did not take is not the next pass's to take.
       drop();
       log.info(
