@@ -96,7 +96,7 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
     // changes neither which interface holds the internal IP nor the default route. The MTU's
     // error, if any, is still said after the plan's.
     let addressesAhead: Promise<HostAddress[]> | null = machine.addresses();
-    const mtuAhead = resolveMTU(machine, mtuFlag);
+    let mtuAhead: Promise<number | null> | null = resolveMTU(machine, mtuFlag);
     for (const p of [addressesAhead, mtuAhead]) p.catch(() => {});
     // Once the snapshot names this node, the WireGuard interface is created while it is parsed and
     // planned: its commands run in other processes, each turn of the event loop between the steps of
@@ -117,6 +117,9 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
     await nextTurn();
 
     const applyOnce = async (): Promise<ReconcileResult> => {
+      // The reads taken at the start are the first pass's: a later one (--watch) reads anew.
+      const [addressesRead, mtuRead] = [addressesAhead, mtuAhead];
+      [addressesAhead, mtuAhead] = [null, null];
       const cluster = parseCluster(source.objects(), { topologyLabel: flags.topologyLabel });
       await nextTurn();
       for (const e of cluster.errors)
@@ -126,13 +129,12 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
       const plan = planOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
       await nextTurn();
       const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip ?? null;
-      mtu ??= await mtuAhead;
+      mtu ??= await (mtuRead ?? resolveMTU(machine, mtuFlag));
       encapsulator = encapsulatorOf(options);
       devices ??= await encapsulator.setUp(machine);
       const privateInterface =
         devices.private ??
-        (internalIP ? interfaceHolding(await (addressesAhead ?? machine.addresses()), internalIP) : null);
-      addressesAhead = null;
+        (internalIP ? interfaceHolding(await (addressesRead ?? machine.addresses()), internalIP) : null);
       if (internalIP && !privateInterface)
         log.warn(
           { node: hostname, internalIP: internalIP.text },
