@@ -102,11 +102,16 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
     // planned: its commands run in other processes, each turn of the event loop between the steps of
     // the plan takes them one further. A node the snapshot lacks (a mistyped --hostname) touches
     // nothing; a pass that fails before its reconcile removes the interface created for it.
+    let reconciling = false;
     if (source.objects().some((o) => o.kind === 'Node' && o.metadata?.name === hostname)) {
       held = [];
       void dataplane.device.ensureAhead?.().then((created) => {
-        // Creating it dropped the reads it may change: they are taken again, still ahead.
-        if (created) readAhead(dataplane, flags.interface);
+        // Creating it made the reads of the interface stale (the firewall's and the routes' are not):
+        // they are taken again, still ahead, unless the reconcile has begun (a small plan can be
+        // made before the interface is): a read it did not take would be left for a later pass.
+        if (!created || reconciling) return;
+        dataplane.links.readAhead?.(flags.interface);
+        dataplane.device.readAhead?.();
       });
     }
     const undo = async () => {
@@ -142,6 +147,7 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
         );
       // Every pass reads the machine: nothing is remembered from one to the next.
       let result: ReconcileResult;
+      reconciling = true;
       try {
         result = await reconcile(
           dataplane,
