@@ -1,14 +1,11 @@
 import type * as Pino from 'pino';
 import type { Logger } from '../backend/source.js';
 
-import type { LogLevel } from './log-levels.js';
+import { logs, type LogLevel } from './log-levels.js';
 
 export { logLevels, type LogLevel } from './log-levels.js';
 
 const pinoLevel = (level: LogLevel): string => (level === 'all' ? 'trace' : level === 'none' ? 'silent' : level);
-
-/** pino's number of each level: a line is written when its method's number is at least the level's. */
-const rank: Record<LogLevel, number> = { all: 10, debug: 20, info: 30, warn: 40, error: 50, none: Infinity };
 
 /**
  * pino, loaded by the first line written, not when kg loads: its loading (~8 ms of CPU: node:os,
@@ -40,7 +37,7 @@ export function createLogger(level: LogLevel): Logger {
   const method =
     (name: keyof Logger) =>
     (obj: object, msg: string): void => {
-      if (rank[name as LogLevel] >= rank[level]) pino()[name](obj, msg);
+      if (logs(level, name)) pino()[name](obj, msg);
     };
   return { debug: method('debug'), info: method('info'), warn: method('warn'), error: method('error') };
 }

@@ -3,6 +3,7 @@ import { FileSource } from '../backend/file-source.js';
 import { hostExec, readingAhead } from '../dataplane/exec.js';
 import {
   cleanUp,
+  nextTurn,
   partialOf,
   readAhead,
   reconcile,
@@ -218,6 +219,3 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
     } else await (dataplane.device as { detach?: () => Promise<void> }).detach?.();
   });
 }
-
-/** One turn of the event loop: the commands under way (reads, the interface's creation) go on. */
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -1,4 +1,4 @@
-import type { PeerChanges } from './types.js';
+import type { Ops, PeerChanges } from './types.js';
 
 /** Log lines must not grow with the cluster: a few names, then counts. */
 export const namesShown = 5;
@@ -39,4 +39,18 @@ export function logDetails(
   for (const l of lines.slice(0, detailLinesShown)) info(cap(l));
   info(`${what}: and ${lines.length - detailLinesShown} more changes (each one at debug level)`);
   if (debug) for (const l of lines.slice(detailLinesShown)) debug(cap(l));
+}
+
+/**
+ * Ops of `writes` writes whose lines are made when first read: a first apply writes thousands (and
+ * describing a new key derives its public half), while only logs and tests read them.
+ */
+export function opsDescribedOnRead(writes: number, describe: () => string[]): Ops {
+  let details: string[] | undefined;
+  return {
+    writes,
+    get details() {
+      return (details ??= describe());
+    },
+  };
 }

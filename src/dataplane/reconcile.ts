@@ -163,7 +163,8 @@ export function readAhead(dp: Dataplane, kilo: string): void {
   dp.firewall.readAhead?.();
 }
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** One turn of the event loop: what waits on I/O (commands under way, their answers) goes on meanwhile. */
+export const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** The PartialApplyError behind a step's error: the step applied all but the objects it names. */
 export function partialOf(e: unknown): PartialApplyError | null {

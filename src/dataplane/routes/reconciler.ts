@@ -1,5 +1,7 @@
 import type { PlanRoute, PlanRule } from '../../mesh/types.js';
 import { AddressMemo } from '../../net/memo.js';
+import { opsDescribedOnRead } from '../log-summary.js';
+import { nextTurn } from '../reconcile.js';
 import type { DeviceNames, Ops, ReconcileOptions, RoutingTables } from '../types.js';
 import type { BatchResult } from './batch.js';
 import { diffFromNothing, diffState, type RouteOp } from './diff.js';
@@ -286,18 +288,9 @@ export class KiloRoutingTables implements RoutingTables {
     const applied = failed.size === 0 ? ops : ops.filter((_, i) => !failed.has(i));
     for (const [i, message] of [...failed].sort((a, b) => a[0] - b[0]))
       failures.push({ object: objectOf(ops[i]!), message });
-    // A first apply writes thousands of routes, and only tests read their lines: described when read,
-    // not while the process waits to exit.
-    let details: string[] | undefined;
-    const done: Ops = {
-      writes: applied.length,
-      get details() {
-        return (details ??= applied.map(describeOp));
-      },
-    };
+    // Described when read, not while the process waits to exit.
+    const done = opsDescribedOnRead(applied.length, () => applied.map(describeOp));
     if (failures.length > 0) throw new PartialApplyError('routes', failures, done);
     return done;
   }
 }
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));

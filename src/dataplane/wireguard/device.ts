@@ -18,7 +18,7 @@ import {
 import { uapiUnsettled } from './once.js';
 import { parseUapiGet, UapiError, uapiCanSet, uapiRequest, uapiSetRequest } from './uapi.js';
 import { defaultArgvBudget, wgSetCommands } from './wg-set.js';
-import { logDetails } from '../log-summary.js';
+import { logDetails, opsDescribedOnRead } from '../log-summary.js';
 
 export type WireGuardImplementation = 'auto' | 'kernel' | 'userspace';
 
@@ -429,10 +429,6 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       this.known = once ? null : (remembered ?? stateAfter(state, presharedKeyDigests, resolved, diff));
       return peerChangesOf(diff);
     }
-    // Described only when read or logged: the new key's line names its public half, and deriving
-    // it (node:crypto) is most of what a first apply's peers cost after their write.
-    let details: string[] | undefined;
-    const describe = () => (details ??= describeDiff(this.name, diff));
     if (this.hasSocket && uapiCanSet(diff)) {
       // The socket answers a bad value with a bare errno; `wg` checks values itself and says which.
       await uapiRequest(this.socketPath, this.name, uapiSetRequest(diff), 120_000).catch((e: unknown) => {
@@ -440,13 +436,11 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
         throw e;
       });
     } else await this.wgSet(diff);
-    this.lastOps = {
-      writes: writesOf(diff),
-      get details() {
-        return describe();
-      },
-    };
-    if (this.options.log || this.debug) logDetails(`wireguard ${this.name}`, describe(), this.log, this.debug);
+    // Described only when read or logged: the new key's line names its public half, and deriving
+    // it (node:crypto) is most of what a first apply's peers cost after their write.
+    this.lastOps = opsDescribedOnRead(writesOf(diff), () => describeDiff(this.name, diff));
+    if (this.options.log || this.debug)
+      logDetails(`wireguard ${this.name}`, this.lastOps.details, this.log, this.debug);
     this.known = once ? null : stateAfter(state, presharedKeyDigests, resolved, diff);
     return peerChangesOf(diff);
   }
