@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { generateCluster, publicKey } from './generate.js';
 import { benchRunOnce } from './scale-run.js';
 import { keptBytesPerNode } from './scale-memory.js';
+import { machineFigures } from './machine.js';
 
 const root = join(import.meta.dirname, '..');
 const kgctl = join(root, 'bin', 'kgctl');
@@ -130,6 +131,7 @@ const files = new Map<number, string>();
 const parts = new Set((process.env['KILO_BENCH_PARTS'] ?? 'kgctl,apply,run').split(','));
 try {
   console.log(`## Whole processes at scale (load average ${load()} at start; the machine may be shared)\n`);
+  console.log(`This machine: ${machineFigures()}\n`);
   for (const n of sizes) files.set(n, snapshot(n));
   if (parts.has('kgctl')) benchKgctl();
   if (process.getuid?.() !== 0 || process.env['KILO_BENCH_SKIP_DATAPLANE']) {
