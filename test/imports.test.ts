@@ -282,7 +282,7 @@ describe('the bundle the image runs', () => {
     probe = join(dir, 'probe.cjs');
     // At exit, on a line of its own: the files required (the packages kept apart are files beside
     // the scripts), the built-in modules loaded, and in which order the command helper was started
-    // (a `node -e`) and a bundle compiled (kg's start reads both from the modules patched here).
+    // (`/bin/sh -s`) and a bundle compiled (kg's start reads both from the modules patched here).
     writeFileSync(
       probe,
       [
@@ -293,7 +293,7 @@ describe('the bundle the image runs', () => {
         '  const m = builtin.call(process, id);',
         "  if (id === 'node:child_process' && !patched.has(id)) {",
         '    const spawn = m.spawn;',
-        "    m.spawn = function (file, args) { if (args && args[0] === '-e') order.push('helper'); return spawn.apply(this, arguments); };",
+        "    m.spawn = function (file, args) { if (file === '/bin/sh' && args && args[0] === '-s') order.push('helper'); return spawn.apply(this, arguments); };",
         "  } else if (id === 'node:vm' && !patched.has(id))",
         "    m.Script = class extends m.Script { constructor(...a) { order.push('bundle'); super(...a); } };",
         '  patched.add(id);',
@@ -428,7 +428,7 @@ describe('the bundle the image runs', () => {
       builtins.filter((b) => b === 'NativeModule internal/modules/esm/module_job'),
       [],
     );
-    // Its Node start-up overlaps kg's own instead of delaying kg apply's first read.
+    // Started while kg loads, it is there for kg apply's first read.
     assert.deepEqual(order, ['helper', 'bundle'], 'the command helper is started before the bundle is loaded');
     assert.deepEqual(
       files.filter((f) => /node_modules|kubernetes\.cjs$/.test(f)),

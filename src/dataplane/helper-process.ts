@@ -1,73 +1,78 @@
 import type { ChildProcess } from 'node:child_process';
 
 /**
- * The command helper's process (spawner.ts speaks to it): its script and how it is started, in a
- * file of their own so that kg's start (src/cli/kg-start.ts) can start it before kg's bundle is
- * even loaded, and the bundle's Spawner takes that process over. Node's own start-up takes the
- * helper ~60-80 ms; started first, it overlaps kg's loading on the other core instead of
- * delaying the first command (kg apply's reads taken ahead) by as much.
+ * The command helper (spawner.ts speaks to it): a POSIX shell, `sh -s DIR`, that reads one line per
+ * command on its standard input, starts the command in the background with its input, output and
+ * errors in files of DIR (private, removed when the shell exits), and answers on its standard
+ * output with the command's PID, then its exit status.
  *
- * The two are separate bundles, each with its own copy of this file: the process crosses from one
- * to the other under a global symbol, `Symbol.for('kilo-ts.command-helper')`, and only the
- * ChildProcess (Node's own class) does, so that HelperLost and the rest stay the bundle's.
- * node:child_process is loaded on the first spawn: `kg --version` loads none of it.
+ * Why a shell: what a command costs to start is the fork of the process that starts it, and on
+ * machines whose page tables are costly to copy (virtual machines with shadow paging; seen here:
+ * Node's own spawn holds its caller 6-12 ms even with a small heap) that fork is most of it. kg
+ * forked with its cluster in memory held its event loop ~13 ms per command, and a Node helper cost
+ * the same per command (one at a time: kg apply's nine reads ahead took ~180 ms one after another)
+ * plus its own Node start (~120 ms before its first command, ~40 MB of fresh memory); dash forks in
+ * well under a millisecond and starts in one.
+ *
+ * In a file of its own so that kg's start (src/cli/kg-start.ts) can start it before kg's bundle is
+ * even loaded, and the bundle's Spawner takes that process over. The two are separate bundles, each
+ * with its own copy of this file: the helper crosses from one to the other under a global symbol,
+ * `Symbol.for('kilo-ts.command-helper')`, as a plain object holding Node's own ChildProcess, so
+ * that HelperLost and the rest stay the bundle's. node:child_process is loaded on the first spawn:
+ * `kg --version` loads none of it.
  */
 
-// Plain JavaScript run with `node -e`: no module resolution, no loader flags from the parent.
-const script = `
-const { spawn } = require('node:child_process');
-process.on('disconnect', () => process.exit(0));
-process.on('message', (m) => {
-  let done = false;
-  const reply = (code, stdout, stderr) => { if (!done) { done = true; process.send({ id: m.id, code, stdout, stderr }); } };
-  let c;
-  try {
-    c = spawn(m.file, m.args, { stdio: ['pipe', 'pipe', 'pipe'], timeout: m.timeoutMs });
-  } catch (e) {
-    return reply(null, '', String(e && e.message));
-  }
-  const out = [], err = [];
-  c.stdout.on('data', (d) => out.push(d));
-  c.stderr.on('data', (d) => err.push(d));
-  c.on('error', (e) => reply(null, '', e.message));
-  c.on('close', (code) => reply(code, Buffer.concat(out).toString('utf8'), Buffer.concat(err).toString('utf8')));
-  c.stdin.on('error', () => {});
-  c.stdin.end(m.input);
-});
-`;
-
-/** The channel of a ChildProcess, which Node's types leave out of ref/unref. */
-export function channelOf(child: ChildProcess): { ref(): void; unref(): void } | undefined {
-  return child.channel as { ref(): void; unref(): void } | undefined;
+export interface Helper {
+  child: ChildProcess;
+  /** Where each command's input, output and errors live while it runs (mode 0700). */
+  dir: string;
 }
 
 /**
- * A new helper process, unref'd with its channel: idle, it keeps no one alive (the Spawner refs
- * the channel while requests are out). It exits when this process does (its channel closes).
+ * A new helper. Its standard streams are unref'd: idle, it keeps no one alive (the Spawner refs its
+ * output while requests are out). At the end of its input (this process exited, however) the shell
+ * exits and removes its directory.
  */
-export function spawnHelper(): ChildProcess {
-  // spawn (not fork): the parent's loader flags (tsx in tests) must not reach the helper.
-  // Structured clone, not JSON: a megabyte of `ip -j` output crosses without escaping every quote
-  // (about 10 ms less per megabyte, measured).
-  const child = process.getBuiltinModule('node:child_process').spawn(process.execPath, ['-e', script], {
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    serialization: 'advanced',
+export function spawnHelper(): Helper {
+  const { mkdtempSync } = process.getBuiltinModule('node:fs');
+  const { join } = process.getBuiltinModule('node:path');
+  const { tmpdir } = process.getBuiltinModule('node:os');
+  const dir = mkdtempSync(join(tmpdir(), 'kilo-helper-'));
+  const child = process.getBuiltinModule('node:child_process').spawn('/bin/sh', ['-s', dir], {
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
+  // Until it is taken over nobody else listens: a failed spawn must not be an uncaught 'error'. A
+  // shell that never started removes nothing: its directory goes here.
+  child.on('error', () => process.getBuiltinModule('node:fs').rmSync(dir, { recursive: true, force: true }));
+  child.stdin!.on('error', () => {});
+  // The trap's quotes keep a directory name with spaces whole; the rest of what the shell reads is
+  // written by the Spawner.
+  child.stdin!.write(`trap 'rm -rf "$1"' EXIT\n`);
   child.unref();
-  channelOf(child)?.unref();
-  return child;
+  unrefStreams(child);
+  return { child, dir };
+}
+
+/** The helper's pipes, which Node's types leave out of ref/unref. */
+function pipes(child: ChildProcess): { ref(): void; unref(): void }[] {
+  return [child.stdin, child.stdout].filter((s) => s !== null) as unknown as { ref(): void; unref(): void }[];
+}
+
+export function refStreams(child: ChildProcess): void {
+  for (const p of pipes(child)) p.ref();
+}
+
+export function unrefStreams(child: ChildProcess): void {
+  for (const p of pipes(child)) p.unref();
 }
 
 const early = Symbol.for('kilo-ts.command-helper');
-const slot = globalThis as { [early]?: ChildProcess };
+const slot = globalThis as { [early]?: Helper };
 
 /** Starts the helper now, for the first Spawner of this process to take over (takeEarlyHelper). */
 export function startHelperEarly(): void {
   if (slot[early]) return;
-  const child = spawnHelper();
-  // Until it is taken over nobody else listens: a failed spawn must not be an uncaught 'error'.
-  child.on('error', () => {});
-  slot[early] = child;
+  slot[early] = spawnHelper();
 }
 
 /**
@@ -75,10 +80,14 @@ export function startHelperEarly(): void {
  * to it shows in its state (Node sets it before the event), what has not happens to its new owner.
  * A dead one is dropped (no request ever reached it).
  */
-export function takeEarlyHelper(): ChildProcess | undefined {
-  const child = slot[early];
+export function takeEarlyHelper(): Helper | undefined {
+  const helper = slot[early];
   delete slot[early];
-  if (child?.pid === undefined || !child.connected || child.exitCode !== null || child.signalCode !== null)
+  const child = helper?.child;
+  if (child?.pid === undefined || child.exitCode !== null || child.signalCode !== null || !child.stdin?.writable) {
+    // A shell killed outright never ran its trap.
+    if (helper) process.getBuiltinModule('node:fs').rmSync(helper.dir, { recursive: true, force: true });
     return undefined;
-  return child;
+  }
+  return helper;
 }
