@@ -34,20 +34,19 @@ export interface Helper {
  * exits and removes its directory.
  */
 export function spawnHelper(): Helper {
-  const { mkdtempSync } = process.getBuiltinModule('node:fs');
-  const { join } = process.getBuiltinModule('node:path');
-  const { tmpdir } = process.getBuiltinModule('node:os');
-  const dir = mkdtempSync(join(tmpdir(), 'kilo-helper-'));
+  const fs = process.getBuiltinModule('node:fs');
+  const path = process.getBuiltinModule('node:path');
+  const dir = fs.mkdtempSync(path.join(process.getBuiltinModule('node:os').tmpdir(), 'kilo-helper-'));
   const child = process.getBuiltinModule('node:child_process').spawn('/bin/sh', ['-s', dir], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   // Until it is taken over nobody else listens: a failed spawn must not be an uncaught 'error'. A
   // shell that never started removes nothing: its directory goes here.
-  child.on('error', () => process.getBuiltinModule('node:fs').rmSync(dir, { recursive: true, force: true }));
-  child.stdin!.on('error', () => {});
+  child.on('error', () => fs.rmSync(dir, { recursive: true, force: true }));
+  child.stdin.on('error', () => {});
   // The trap's quotes keep a directory name with spaces whole; the rest of what the shell reads is
   // written by the Spawner.
-  child.stdin!.write(`trap 'rm -rf "$1"' EXIT\n`);
+  child.stdin.write(`trap 'rm -rf "$1"' EXIT\n`);
   child.unref();
   unrefStreams(child);
   return { child, dir };

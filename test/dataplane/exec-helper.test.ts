@@ -101,7 +101,9 @@ test('the helper leaves no zombie: every finished command is reaped', async () =
     .filter((d) => /^\d+$/.test(d))
     .map((d) => {
       try {
-        return readFileSync(`/proc/${d}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+        return readFileSync(`/proc/${d}/stat`, 'utf8')
+          .replace(/^.*\) /, '')
+          .split(' ');
       } catch {
         return [];
       }

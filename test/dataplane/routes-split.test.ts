@@ -4,13 +4,10 @@
  * named at the same ops, and no route whose outcome depends on another line split from it.
  */
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { describe, test } from 'node:test';
 import { readingAhead, type Exec } from '../../src/dataplane/exec.js';
 import type { RouteOp } from '../../src/dataplane/routes/diff.js';
-import { parseRoutes, renderOps } from '../../src/dataplane/routes/iproute.js';
-import { fileFrom, runBatch } from '../../src/dataplane/routes/batch.js';
+import { parseRoutes } from '../../src/dataplane/routes/iproute.js';
 import { PartialApplyError } from '../../src/dataplane/routes/errors.js';
 import { IprouteMachine, linuxRoutingTables } from '../../src/dataplane/routes/linux.js';
 import { batchesOf } from '../../src/dataplane/routes/schedule.js';
@@ -169,48 +166,6 @@ describe('iproute2: a split batch applies what one batch applies', { skip: skipN
     assert.deepEqual(split.failures, one.failures);
     assert.deepEqual(split.routes, one.routes);
     assert.equal(split.routes.length, 601, 'the good routes, none of the stale ones');
-  });
-
-  test(`a batch of ${fileFrom} lines or more runs from a file: what it does from standard input, no file left`, async () => {
-    const routes = onlinkRoutes(fileFrom + 100);
-    const lines = renderOps([
-      ...routes.slice(0, 10).map(add),
-      add(route('10.80.0.0/24', { dev: 'gone0' })),
-      ...routes.slice(10).map(add),
-      add(route('10.80.1.0/24', { src: '192.0.2.1' })),
-    ]);
-    const batchDirs = () => readdirSync(tmpdir()).filter((f) => f.startsWith('kilo-batch-'));
-    const before = batchDirs();
-    const run = async (batches: string[][]) => {
-      const ns = routesNamespace('ktbf');
-      try {
-        const exec = ipExec(ns);
-        const sources: string[] = [];
-        const recording: Exec = { ...exec, run: (argv, opts) => (sources.push(argv.at(-1)!), exec.run(argv, opts)) };
-        const failures = [];
-        let offset = 0;
-        for (const b of batches) {
-          failures.push(...(await runBatch(recording, b)).failures.map((f) => ({ ...f, index: f.index + offset })));
-          offset += b.length;
-        }
-        return { failures, routes: (await ourRoutes(exec)).sort(), sources };
-      } finally {
-        ns.destroy();
-      }
-    };
-    const fromFile = await run([lines]);
-    const fromInput = await run([lines.slice(0, 600), lines.slice(600)]);
-    assert.ok(fromFile.sources[0]!.startsWith('/'), `a file: ${fromFile.sources[0]}`);
-    assert.deepEqual(fromInput.sources, ['-', '-']);
-    assert.deepEqual(
-      fromFile.failures.map((f) => f.index),
-      [10, fileFrom + 101],
-    );
-    assert.match(fromFile.failures[0]!.message, /Cannot find device/);
-    assert.deepEqual(fromFile.failures, fromInput.failures);
-    assert.deepEqual(fromFile.routes, fromInput.routes);
-    assert.equal(fromFile.routes.length, fileFrom + 100);
-    assert.deepEqual(batchDirs(), before, 'the batch file and its directory are removed');
   });
 
   test('a route through a gateway another line adds is not split from it', async () => {

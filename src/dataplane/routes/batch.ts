@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { ExecError, type Exec, type RunOptions } from '../exec.js';
 
 export interface BatchFailure {
@@ -10,15 +7,8 @@ export interface BatchFailure {
   message: string;
 }
 
-// `-` is standard input; a batch run from a file is named by its path.
-const failedLine = /^Command failed (?:-|\/.+):(\d+)$/;
-
-/**
- * Lines from which a batch is run from a file rather than fed on standard input: the command helper
- * gets the input over its channel, which this process writes only between its own stretches of CPU,
- * and a first apply's half of 10,000 routes was seen reaching ip 27 ms after the other half.
- */
-export const fileFrom = 1000;
+// `-`: the batch is read from standard input.
+const failedLine = /^Command failed -:(\d+)$/;
 
 export interface BatchResult {
   /**
@@ -29,8 +19,9 @@ export interface BatchResult {
 }
 
 /**
- * Runs `lines` in one `ip -force -batch` (from standard input, or a file from `fileFrom` lines) and
- * returns the lines that failed with iproute2's message.
+ * Runs `lines` in one `ip -force -batch` from standard input (which the command helper hands the
+ * program as a file it wrote at once: spawner.ts) and returns the lines that failed with iproute2's
+ * message.
  *
  * Plain `ip -batch` stops at the first failing line; `-force` goes on and reports every failure as
  * the kernel's message followed by `Command failed -:N`, so one process applies everything that can
@@ -46,15 +37,8 @@ export async function runBatch(
 ): Promise<BatchResult> {
   if (lines.length === 0) return { failures: [] };
   const text = `${lines.join('\n')}\n`;
-  // Not secret (routes and rules), but the directory is private and removed whatever happens.
-  const dir = lines.length >= fileFrom ? mkdtempSync(join(tmpdir(), 'kilo-batch-')) : null;
   try {
-    if (dir) {
-      const file = join(dir, 'batch');
-      writeFileSync(file, text);
-      await exec.run(['ip', ...options, '-force', '-batch', file], { ...runOptions, timeoutMs: 120_000 });
-    } else
-      await exec.run(['ip', ...options, '-force', '-batch', '-'], { ...runOptions, input: text, timeoutMs: 120_000 });
+    await exec.run(['ip', ...options, '-force', '-batch', '-'], { ...runOptions, input: text, timeoutMs: 120_000 });
     return { failures: [] };
   } catch (e) {
     if (!(e instanceof ExecError)) throw e;
@@ -70,8 +54,6 @@ export async function runBatch(
     for (let index = from; index < lines.length; index++)
       failures.push({ index, message: `not confirmed, ip -batch gave up: ${said}` });
     return { failures };
-  } finally {
-    if (dir) rmSync(dir, { recursive: true, force: true });
   }
 }
 
