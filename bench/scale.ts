@@ -4,7 +4,8 @@
  * `kgctl plan`, `kgctl graph`, and `kg apply` in a fresh network namespace (first, unchanged, one
  * node changed; with `location`, kg apply's default, and `cross`), next to the same writes made by
  * the plain tools (wireguard-go, `wg setconf`, one `ip -batch`, `iptables-restore`) in a fresh
- * namespace; and `kg run` against the lab's API server under heartbeats (bench/scale-run.ts), with
+ * namespace, and by the same tools run from a Node process that first reads and parses the snapshot
+ * (the floor of any Node kg apply on the machine: Node's start and its fresh memory); and `kg run` against the lab's API server under heartbeats (bench/scale-run.ts), with
  * what it keeps per node (bench/scale-memory.ts).
  * Time is wall clock of the whole process (start-up included), min and median of
  * several runs; memory is the peak RSS (`/usr/bin/time`'s maximum resident set size). Prints
@@ -251,6 +252,22 @@ function writesOf(ns: string, iface: string, into: string): string {
   return `${routes.length} routes, ${rules.length} rules, ${inNs(`wg show ${iface} peers`).split('\n').filter(Boolean).length} peers`;
 }
 
+/** The rows of the plain tools' runs, by step; kg apply's are named by theirs. */
+const stepName: Record<string, string> = {
+  baseline: 'wireguard-go + wg setconf + ip -batch + iptables-restore',
+  'Node floor': 'node: read and JSON.parse the snapshot, then the same as the baseline',
+};
+
+/**
+ * The floor of any Node kg apply on this machine: Node's start, the snapshot read and parsed as
+ * JSON (nothing planned), then the baseline's script. (argv: the snapshot, the script.)
+ */
+const nodeFloor = `
+const list = JSON.parse(require('node:fs').readFileSync(process.argv[1], 'utf8'));
+if (!list.items.some((o) => o.metadata && o.metadata.name === 'node-00000')) process.exit(2);
+process.exitCode = require('node:child_process').spawnSync('sh', [process.argv[2]], { stdio: 'ignore' }).status;
+`;
+
 /**
  * KILO_BENCH_GRANULARITY: the --mesh-granularity values to apply with. kg apply's default,
  * `location`, makes 20 WireGuard peers of the 20 locations; `cross`, what the snapshot's nodes
@@ -271,7 +288,13 @@ function benchApplyWith(granularity: string): void {
     const file = files.get(n)!;
     const changed = withOneNodeChanged(file);
     const iface = `kbs${process.pid % 10000}`;
-    const rows: Record<string, Run[]> = { first: [], unchanged: [], 'one node changed': [], baseline: [] };
+    const rows: Record<string, Run[]> = {
+      first: [],
+      unchanged: [],
+      'one node changed': [],
+      baseline: [],
+      'Node floor': [],
+    };
     for (let i = 0; i < runs; i++) {
       const ns = `kts-bs-${process.pid}-${i}`;
       const key = join(dir, `${ns}.key`);
@@ -300,16 +323,29 @@ function benchApplyWith(granularity: string): void {
         rows['baseline']!.push(timed(['ip', 'netns', 'exec', ns, 'sh', join(content, 'baseline.sh')]));
       } finally {
         removeNamespace(ns, iface);
+      }
+      // What any Node program pays here before the same writes: its start, the snapshot read and
+      // parsed (nothing planned), then the plain tools. kg apply's first is measured against it too.
+      freshNamespace(ns);
+      try {
+        rows['Node floor']!.push(
+          timed(['ip', 'netns', 'exec', ns, process.execPath, '-e', nodeFloor, file, join(content, 'baseline.sh')]),
+        );
+      } finally {
+        removeNamespace(ns, iface);
         rmSync(content, { recursive: true, force: true });
       }
     }
     for (const [step, rs] of Object.entries(rows))
       console.log(
-        `| ${step === 'baseline' ? 'wireguard-go + wg setconf + ip -batch + iptables-restore' : 'kg apply'} | ${n} | ${step} | ${stats(rs)} | ${median(rs.map((r) => r.cpuSeconds)).toFixed(2)} |`,
+        `| ${stepName[step] ?? 'kg apply'} | ${n} | ${step} | ${stats(rs)} | ${median(rs.map((r) => r.cpuSeconds)).toFixed(2)} |`,
       );
     const wall = (rs: Run[]) => median(rs.map((r) => r.seconds));
     console.log(
       `| first ÷ baseline (medians) | ${n} | ${(wall(rows['first']!) / wall(rows['baseline']!)).toFixed(2)}× | | | | load ${load()} |`,
+    );
+    console.log(
+      `| Node floor ÷ baseline, first ÷ Node floor (medians) | ${n} | ${(wall(rows['Node floor']!) / wall(rows['baseline']!)).toFixed(2)}×, ${(wall(rows['first']!) / wall(rows['Node floor']!)).toFixed(2)}× | | | | |`,
     );
   }
   console.log(`\n${granularity} writes: ${contents.join('; ')}; load average ${load()} at the end\n`);
