@@ -127,6 +127,23 @@ function withOneNodeChanged(file: string): string {
   return changed;
 }
 
+// Before the run below: constants the benchmark functions read (no temporal dead zone).
+/** The rows of the plain tools' runs, by step; kg apply's are named by theirs. */
+const stepName: Record<string, string> = {
+  baseline: 'wireguard-go + wg setconf + ip -batch + iptables-restore',
+  'Node floor': 'node: read and JSON.parse the snapshot, then the same as the baseline',
+};
+
+/**
+ * The floor of any Node kg apply on this machine: Node's start, the snapshot read and parsed as
+ * JSON (nothing planned), then the baseline's script. (argv: the snapshot, the script.)
+ */
+const nodeFloor = `
+const list = JSON.parse(require('node:fs').readFileSync(process.argv[1], 'utf8'));
+if (!list.items.some((o) => o.metadata && o.metadata.name === 'node-00000')) process.exit(2);
+process.exitCode = require('node:child_process').spawnSync('sh', [process.argv[2]], { stdio: 'ignore' }).status;
+`;
+
 const files = new Map<number, string>();
 /** Which parts to run: kgctl, apply, run (default all). */
 const parts = new Set((process.env['KILO_BENCH_PARTS'] ?? 'kgctl,apply,run').split(','));
@@ -251,22 +268,6 @@ function writesOf(ns: string, iface: string, into: string): string {
   );
   return `${routes.length} routes, ${rules.length} rules, ${inNs(`wg show ${iface} peers`).split('\n').filter(Boolean).length} peers`;
 }
-
-/** The rows of the plain tools' runs, by step; kg apply's are named by theirs. */
-const stepName: Record<string, string> = {
-  baseline: 'wireguard-go + wg setconf + ip -batch + iptables-restore',
-  'Node floor': 'node: read and JSON.parse the snapshot, then the same as the baseline',
-};
-
-/**
- * The floor of any Node kg apply on this machine: Node's start, the snapshot read and parsed as
- * JSON (nothing planned), then the baseline's script. (argv: the snapshot, the script.)
- */
-const nodeFloor = `
-const list = JSON.parse(require('node:fs').readFileSync(process.argv[1], 'utf8'));
-if (!list.items.some((o) => o.metadata && o.metadata.name === 'node-00000')) process.exit(2);
-process.exitCode = require('node:child_process').spawnSync('sh', [process.argv[2]], { stdio: 'ignore' }).status;
-`;
 
 /**
  * KILO_BENCH_GRANULARITY: the --mesh-granularity values to apply with. kg apply's default,
