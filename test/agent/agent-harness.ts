@@ -175,9 +175,23 @@ export async function startHarness(t: TestContext, o: HarnessOptions = {}): Prom
   return h;
 }
 
-/** Waits until the agent has nothing pending: no reconcile running or scheduled. */
+/**
+ * Waits until the agent's source holds every Node and Peer as the API server does (the same
+ * resourceVersions) and the agent has nothing pending: no reconcile running or scheduled. Idle alone
+ * is not settled: the watch paces its reads (watch.ts), so the event of the agent's own last patch
+ * may still be on its way, and it would make one more pass after the test has looked.
+ */
 export async function settled(h: Harness): Promise<void> {
-  await waitUntil('the agent is idle', () => h.agent.idle, 10_000);
+  await waitUntil("the agent has seen the API server's objects and is idle", () => caughtUp(h) && h.agent.idle, 10_000);
+}
+
+function caughtUp(h: Harness): boolean {
+  const stored = [
+    ...h.api.nodeNames().map((n) => `Node/${n}@${h.api.node(n)?.metadata?.resourceVersion}`),
+    ...h.api.peerNames().map((n) => `Peer/${n}@${h.api.peer(n)?.metadata?.resourceVersion}`),
+  ];
+  const seen = new Set(h.source.objects().map((o) => `${o.kind}/${o.metadata?.name}@${o.metadata?.resourceVersion}`));
+  return seen.size === stored.length && stored.every((k) => seen.has(k));
 }
 
 /** Waits until the agent's view of the cluster holds `name`'s check-in at `at` (seconds). */

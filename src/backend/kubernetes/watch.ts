@@ -88,7 +88,7 @@ export class LineWatch implements WatchClient {
  * once. An event after a quiet spell is still read at once; under a stream of heartbeats a node
  * joining is read at most this much later.
  */
-export const defaultReadGapMs = 20;
+export const defaultReadGapMs = 40;
 
 interface StreamHandle {
   readStart(): number;
