@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,4 +27,27 @@ test('a missing requirement skips and is logged, or fails when KILO_TS_REQUIRE_R
   process.env.KILO_TS_REQUIRE_ROOT_TESTS = '1';
   assert.equal(skipUnless(true, 'needs x'), false);
   assert.throws(() => skipUnless(false, 'needs x'), /KILO_TS_REQUIRE_ROOT_TESTS=1 and this test needs x/);
+});
+
+// Kilo's agent lies outside the repository (../shared/kilo); CI's copy has it, so its absence there
+// must fail the mixed-cluster test rather than skip it.
+test("the mixed cluster with Kilo's agent fails without Kilo's agent when KILO_TS_REQUIRE_ROOT_TESTS=1", () => {
+  const file = join(import.meta.dirname, 'e2e/lab-kilo-mixed.test.ts');
+  const run = (require: boolean) =>
+    spawnSync(process.execPath, ['--test', '--import', 'tsx', file], {
+      encoding: 'utf8',
+      // Without the runner's NODE_TEST_CONTEXT, so that the child reports as a run of its own.
+      env: {
+        ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE_TEST_CONTEXT')),
+        KILO_TS_KILO_AGENT_GZ: join(tmpdir(), 'kilo-ts-no-such-kilo-agent.gz'),
+        KILO_TS_REQUIRE_ROOT_TESTS: require ? '1' : '0',
+        KILO_TS_SKIP_LOG: '',
+      },
+    });
+  const required = run(true);
+  assert.notEqual(required.status, 0, required.stdout);
+  assert.match(required.stdout, /KILO_TS_REQUIRE_ROOT_TESTS=1 and this test needs Kilo's agent/);
+  const optional = run(false);
+  assert.equal(optional.status, 0, optional.stdout);
+  assert.match(optional.stdout + optional.stderr, /mixed Kilo\/kilo-ts cluster was NOT tested/);
 });
