@@ -3,10 +3,10 @@ import { Annotation } from '../model/annotations.js';
 
 /**
  * True when an update moves nothing but a Node's last-seen, and moves it forwards. Every agent
- * rewrites its node's last-seen once per check-in interval, so at 5,000 nodes these are about
- * 170 events a second; the mesh reads last-seen only through readiness, and a newer last-seen
- * cannot make a ready node unready. Unsure (different shape, key order) means false: a
- * recompute too many is harmless.
+ * rewrites its node's last-seen once per check-in interval, so these are most of a big cluster's
+ * events (docs/performance.md#heartbeats-and-passes); the mesh reads last-seen only through
+ * readiness, and a newer last-seen cannot make a ready node unready. Unsure (different shape, key
+ * order) means false: a recompute too many is harmless.
  */
 export function onlyLastSeenMoved({ previous, current }: ObjectUpdate): boolean {
   if (previous.kind !== 'Node' || current.kind !== 'Node') return false;
@@ -32,7 +32,7 @@ function sameAnnotationsBut(a: Record<string, string>, b: Record<string, string>
   return true;
 }
 
-/** Labels and spec: maps of strings mostly, compared key by key (170 times a second at 5,000 nodes). */
+/** Labels and spec: maps of strings mostly, compared key by key (at every heartbeat). */
 function sameJSON(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (!isRecord(a) || !isRecord(b)) return JSON.stringify(a) === JSON.stringify(b);

@@ -8,11 +8,10 @@ export { logLevels, type LogLevel } from './log-levels.js';
 const pinoLevel = (level: LogLevel): string => (level === 'all' ? 'trace' : level === 'none' ? 'silent' : level);
 
 /**
- * pino, loaded by the first line written, not when kg loads: its loading (~8 ms of CPU: node:os,
- * node:worker_threads, node:assert and its own code) came before kg apply's parse, for a logger
- * that at --log-level warn may write nothing at all. Required, not import()ed: the line is written
- * when it is logged. kg's bundle is CommonJS (scripts/build.mjs), where esbuild bundles this
- * `require`; run from source (an ES module) there is no `require`, and pino comes from node_modules.
+ * pino, loaded by the first line written, not when kg loads (docs/performance.md#lazy-loading).
+ * Required, not import()ed: the line is written when it is logged. kg's bundle is CommonJS
+ * (scripts/build.mjs), where esbuild bundles this `require`; run from source (an ES module) there is
+ * no `require`, and pino comes from node_modules.
  */
 function load(): typeof Pino.pino {
   const pino =

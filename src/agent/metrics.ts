@@ -80,9 +80,8 @@ interface PeerValue {
 }
 
 /**
- * A gauge per WireGuard peer (label `public_key`), kept as the keys and one array of numbers. A
- * prom-client Gauge keeps a labels object, a key string and an entry per series: three of them at
- * 5,000 peers were some 3 MB the agent held for as long as it ran, for a page read once a scrape.
+ * A gauge per WireGuard peer (label `public_key`), kept as the keys and one array of numbers, not
+ * prom-client series: docs/performance.md#the-heap.
  */
 class PeerGauge {
   readonly type = 'gauge';

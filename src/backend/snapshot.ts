@@ -5,9 +5,8 @@ import { oneLine, UsageError } from '../model/errors.js';
 import type { KubeObject } from '../model/parse.js';
 
 /**
- * The largest snapshot read. `kubectl get nodes -o json` of 5,000 full Nodes (status and all) is
- * about 100 MB; past this a mistake (a log, a disk image) is likelier than a cluster, and the
- * parsed copy would take gigabytes.
+ * The largest snapshot read: past this a mistake (a log, a disk image) is likelier than a cluster
+ * (docs/performance.md#limits).
  */
 export const maxSnapshotBytes = 256 * 1024 * 1024;
 

@@ -7,8 +7,7 @@
  *
  * The command helper of kg apply and the agent (a Node process of its own,
  * src/dataplane/helper-process.ts) is started before the bundle is loaded: its start-up then
- * overlaps kg's on the other core (at 5,000 nodes it starts ~45 ms sooner, and kg apply's first
- * read ahead runs ~20 ms sooner on two cores: docs/dataplane.md).
+ * overlaps kg's on the other core (docs/performance.md#the-command-helper).
  */
 import { startHelperEarly } from '../dataplane/helper-process.js';
 import { oneShotBudget, runCached, type CachedScript } from './code-cache.js';

@@ -26,7 +26,7 @@ function readCommit(): string {
   }
   // Only our own checkout: under another project's node_modules, git would name that project's commit.
   if (!existsSync(join(root, '.git'))) return 'unknown';
-  // Loaded here, not at start: node:child_process (with net and dgram) costs every kgctl ~4 ms.
+  // Loaded here, not at start: node:child_process costs every kgctl (docs/performance.md#lazy-loading).
   const { spawnSync } = process.getBuiltinModule('node:child_process');
   const r = spawnSync('git', ['-C', root, 'rev-parse', 'HEAD'], { encoding: 'utf8', timeout: 5000 });
   const commit = r.status === 0 ? r.stdout.trim() : '';

@@ -125,8 +125,7 @@ const upTo12Digits = /^[0-9]{1,12}$/;
 
 /**
  * One to `maxDigits` decimal digits from `from` to the end of `text`, as their number; else NaN.
- * Not a regular expression and Number(): every node's endpoint port comes through here, and a
- * slice to match would be one more string each.
+ * Not a regular expression and Number(): docs/performance.md#parsing.
  */
 function decimal(text: string, from: number, maxDigits: number): number {
   const digits = text.length - from;
@@ -142,8 +141,7 @@ function decimal(text: string, from: number, maxDigits: number): number {
 
 /**
  * 43 base64 characters and one '=' decode to exactly 32 bytes, WireGuard's key length: nothing to
- * decode. A regular expression runs as machine code from its first use, where a loop over the
- * characters is interpreted for most of a big snapshot's keys (a third of the instructions).
+ * decode. A regular expression, not a loop over the characters: docs/performance.md#parsing.
  */
 const wireGuardKey = /^[A-Za-z0-9+/]{43}=$/;
 

@@ -82,8 +82,8 @@ function nullishStringMap(v: unknown): boolean {
 }
 
 /*
- * Quick yeses for the shapes every object of a big cluster has: zod copies each object it checks,
- * which was a tenth of `kgctl plan` at 5,000 nodes. Each accepts only what its zod schema accepts
+ * Quick yeses for the shapes every object of a big cluster has, before zod copies it
+ * (docs/performance.md#parsing). Each accepts only what its zod schema accepts
  * (test/model/schema.test.ts checks that on generated objects); whatever it does not accept goes
  * through zod, which decides and names the problem.
  */

@@ -14,7 +14,7 @@ function toCidr<N extends number | bigint>(b: Block<N>, space: AddressSpace<N>):
 }
 
 function blocksOf<N extends number | bigint>(cidrs: readonly Cidr[], space: AddressSpace<N>): Block<N>[] {
-  // One loop, not filter and map: once per process over thousands of prefixes, before V8 optimises.
+  // One loop, not filter and map: docs/performance.md#cold-code.
   const blocks: Block<N>[] = [];
   for (let i = 0; i < cidrs.length; i++) {
     const c = cidrs[i]!;
@@ -32,7 +32,7 @@ function blocksOf<N extends number | bigint>(cidrs: readonly Cidr[], space: Addr
  */
 function minimal<N extends number | bigint>(blocks: Block<N>[], space: AddressSpace<N>): Block<N>[] {
   const out: Block<N>[] = [];
-  // An index loop: once per process over thousands of blocks, where a for-of would allocate per element.
+  // An index loop, not for-of: docs/performance.md#cold-code.
   for (let i = 0; i < blocks.length; i++) {
     const b = blocks[i]!;
     const last = out[out.length - 1];
@@ -74,9 +74,8 @@ const pow2 = Array.from({ length: 33 }, (_, bits) => 2 ** bits);
 
 /**
  * The IPv4 prefixes of `cidrs` as numbers sorted natively: start * 64 + length, the start unsigned
- * (below 2^38, exact), so a container comes before what it contains. A comparator called
- * n log n times, mostly before V8 optimises it, was most of aggregating a 5,000-node plan's
- * firewall; so was an object per prefix.
+ * (below 2^38, exact), so a container comes before what it contains. No comparator, no object per
+ * prefix: docs/performance.md#cold-code.
  */
 function sorted4(cidrs: readonly Cidr[]): Float64Array {
   const keys = new Float64Array(cidrs.length);

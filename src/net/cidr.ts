@@ -4,11 +4,8 @@ export type Family = 4 | 6;
 
 /**
  * IPv4 as Kubernetes writes it: four decimal octets without leading zeros, read between `from` and
- * `to`; the address as an unsigned 32-bit number, or -1. Not ipaddr.js here: it also takes
- * inet_aton forms ("1", "0x1", "010.0.0.1") that Kubernetes never means, and checking for them
- * costs it two more parses, on the path a plan of tens of thousands of addresses takes. Not a
- * regular expression either: its match array and four strings per address were a good part of a
- * 5,000-node parse.
+ * `to`; the address as an unsigned 32-bit number, or -1. Not ipaddr.js (it also takes inet_aton
+ * forms, "0x1", that Kubernetes never means) nor a regular expression: see docs/performance.md#parsing.
  */
 function parseV4(s: string, from: number, to: number): number {
   let value = 0;
@@ -66,15 +63,14 @@ const v4Text = (v: number) => `${v >>> 24}.${(v >>> 16) & 0xff}.${(v >>> 8) & 0x
 
 /**
  * An IP address (IPv4 or IPv6) in canonical text form. An IPv4 address is one 32-bit integer, not a
- * byte array: a cluster of 5,000 nodes holds some 70,000 addresses, and a small typed array costs
- * more than the rest of the object. Its text is made when first asked for (most addresses inside a
- * prefix never are), or is the text it was parsed from.
+ * byte array; its text is made when first asked for, or is the text it was parsed from
+ * (docs/performance.md#parsing).
  */
 export class IP {
   private constructor(
     readonly family: Family,
     private textCache: string | undefined,
-    /** IPv4: the address as a signed 32-bit integer (a small integer to V8); IPv6: 0. */
+    /** IPv4: the address as a signed 32-bit integer (docs/performance.md#parsing); IPv6: 0. */
     readonly v4: number,
     /** IPv6: its 16 bytes; IPv4: null. */
     private readonly v6: Uint8Array | null,

@@ -25,11 +25,10 @@ class Memo<V> {
 
 /**
  * Parsed prefixes and addresses by their text, for an owner that sees the same texts on every pass
- * (a node's routes, reconciled on every cluster event; the kernel's, read on every resync): a plan
- * of ten thousand routes spent most of its reconcile parsing them again, and hashing the fresh
- * canonical strings. Its size follows what a pass asks for (a churning cluster's old texts are
- * dropped once they outnumber the live ones), with no limit to guess. One per owner, never module
- * state.
+ * (a node's routes, reconciled on every cluster event; the kernel's, read on every resync), which
+ * would otherwise parse them again each pass (docs/performance.md#address-memos). Its size follows
+ * what a pass asks for (a churning cluster's old texts are dropped once they outnumber the live
+ * ones), with no limit to guess. One per owner, never module state.
  */
 export class AddressMemo {
   private readonly prefixes = new Memo((text) => Cidr.tryParsePrefix(text));

@@ -2,8 +2,7 @@ import { IP, type Cidr, type Family } from './cidr.js';
 
 /**
  * Addresses of one family as numbers to compute ranges with: plain numbers for IPv4 (exact, since
- * 2^32 is far below 2^53) and BigInt for IPv6. BigInt arithmetic was most of what aggregating a
- * 5,000-node cluster's nat table cost, and almost every cluster is IPv4.
+ * 2^32 is far below 2^53) and BigInt for IPv6 only: docs/performance.md#address-arithmetic.
  */
 export interface AddressSpace<N extends number | bigint> {
   readonly family: Family;
@@ -33,8 +32,7 @@ const top = 1 << 31;
 
 /**
  * An IPv4 address's number here is the address with its top bit flipped: a signed 32-bit integer
- * in address order, which V8 keeps as a small integer (an unsigned one above 2^31 would be a boxed
- * double in every block and entry).
+ * in address order, kept unboxed: docs/performance.md#address-arithmetic.
  */
 export const ipv4: AddressSpace<number> = {
   family: 4,

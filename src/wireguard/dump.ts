@@ -22,7 +22,7 @@ export class DumpParseError extends Error {
 
 /** A digest of a preshared key, for comparing without keeping it. */
 export function presharedKeyDigest(presharedKey: string): string {
-  // node:crypto only when a peer has a preshared key: loaded at start, it cost kg apply ~10 ms (keys.ts).
+  // node:crypto only when a peer has a preshared key: docs/performance.md#lazy-loading.
   return process
     .getBuiltinModule('node:crypto')
     .createHash('sha256')
@@ -44,9 +44,9 @@ function publicKey(text: string, line: number, field: string): string {
 }
 
 /**
- * A copy of a value cut out of a device's answer. V8 makes a cut of a long string a view of it, so
- * a remembered endpoint or allowed IP would keep the whole answer alive (megabytes at 5,000 peers,
- * the interface's private key among them) for as long as the device's state is remembered.
+ * A copy of a value cut out of a device's answer: a cut would keep the whole answer alive, the
+ * interface's private key among it, while the device's state is remembered
+ * (docs/performance.md#the-heap).
  */
 export function ownCopy(value: string): string {
   return Buffer.from(value, 'latin1').toString('latin1');

@@ -13,8 +13,8 @@ import {
 import { dirname, join } from 'node:path';
 
 /**
- * node:crypto takes ~10 ms to load; kgctl commands that never touch a key (plan, graph) start
- * without it, so it is loaded by the first key operation.
+ * node:crypto is loaded by the first key operation, so kgctl commands that never touch a key (plan,
+ * graph) start without it: docs/performance.md#lazy-loading.
  */
 const crypto = () => process.getBuiltinModule('node:crypto');
 
@@ -44,7 +44,7 @@ export function generatePrivateKey(): string {
  * @throws TypeError when `privateKey` is not a key; the message never contains the value.
  */
 export function publicKeyOf(privateKey: string): string {
-  // An agent asks for its own key's public half on every write (diff and the state it leaves): ~4 ms each.
+  // Remembered: an agent asks for it on every write (docs/performance.md#wireguard).
   if (privateKey === lastPublicKey.of) return lastPublicKey.is;
   const is = derivePublicKey(privateKey);
   lastPublicKey = { of: privateKey, is };

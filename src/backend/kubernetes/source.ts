@@ -189,10 +189,8 @@ function normalizeAs(type: { apiVersion: string; kind: string }): (raw: unknown)
 export function normalizeNode(
   labels: readonly string[] | undefined,
 ): (raw: unknown, previous?: KubeObject) => KubeObject | null {
-  // Built straight from the raw object, not from normalizeAs's whole copy: every heartbeat (170 a
-  // second at 5,000 nodes) passes through here. What did not change is taken from the previous
-  // object (labels, spec, annotation values): a heartbeat's new object then holds little of its
-  // own, and the fresh copies die young instead of growing the old generation towards a full GC.
+  // Built straight from the raw object, not from normalizeAs's whole copy; what did not change is
+  // taken from the previous object (labels, spec, annotation values): docs/performance.md#the-heap.
   return (raw, previous) => {
     if (typeof raw !== 'object' || raw === null) return null;
     const o = raw as KubeObject;

@@ -5,12 +5,10 @@ import type { WatchClient } from './reflector.js';
 
 /**
  * Kubernetes watches read the way the reflector needs them: each event is one line of JSON, cut
- * from the socket's buffers and parsed as it is. client-node's `Watch` passes the stream through
- * node-fetch, a PassThrough and readline before the parse; at 5,000 nodes, whose heartbeats make
- * about 170 Node events a second, those layers cost about as much CPU as the agent's every other
- * work at rest. The connection is the kubeconfig's as the client applies it (server, TLS,
- * credentials, proxy); the callbacks behave as `Watch`'s do: `done` once, with the HTTP status as
- * `statusCode` on a refused watch, null when the server ends the stream.
+ * from the socket's buffers and parsed as it is, without client-node's `Watch` and its layers
+ * (docs/performance.md#the-watch). The connection is the kubeconfig's as the client applies it
+ * (server, TLS, credentials, proxy); the callbacks behave as `Watch`'s do: `done` once, with the
+ * HTTP status as `statusCode` on a refused watch, null when the server ends the stream.
  */
 export class LineWatch implements WatchClient {
   /**
@@ -81,9 +79,8 @@ export class LineWatch implements WatchClient {
 }
 
 /**
- * Every read of a socket wakes the process, and at 5,000 nodes heartbeats arrive about every 6 ms,
- * one event per read: the wake-up, the read and Node's layers up to the parser were most of the
- * agent's CPU at rest, more than the events' own work. So after each read the socket is left alone
+ * Every read of a socket wakes the process, and under a big cluster's heartbeats that is most of the
+ * agent's CPU at rest (docs/performance.md#the-watch). So after each read the socket is left alone
  * for a moment (the kernel keeps what arrives) and the next read takes the events of that moment at
  * once. An event after a quiet spell is still read at once; under a stream of heartbeats a node
  * joining is read at most this much later.
