@@ -1,5 +1,5 @@
 import type { ClusterSource, Logger, ObjectUpdate } from '../backend/source.js';
-import type { Host } from '../dataplane/host/host.js';
+import type { Host } from '../host/host.js';
 import { reconcile, cleanUp, type Dataplane, type ReconcileResult } from '../dataplane/reconcile.js';
 import type { RoutingEvent } from '../dataplane/monitor.js';
 import { summarizePeerChanges } from '../dataplane/log-summary.js';

@@ -1,4 +1,4 @@
-import type { Host } from '../dataplane/host/host.js';
+import type { Host } from '../host/host.js';
 import type { EncapsulationDevices, Encapsulator } from '../encapsulation/index.js';
 import type { IP } from '../net/cidr.js';
 

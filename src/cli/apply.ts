@@ -10,7 +10,7 @@ import {
   type Dataplane,
   type ReconcileResult,
 } from '../dataplane/reconcile.js';
-import type { Host, HostAddress } from '../dataplane/host/host.js';
+import type { Host, HostAddress } from '../host/host.js';
 import { LinuxHost } from '../dataplane/host/linux.js';
 import { summarizePeerChanges } from '../dataplane/log-summary.js';
 import { planOf } from '../mesh/compute.js';

@@ -58,7 +58,7 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
   const electionMetrics = new ElectionMetrics(metrics.registry);
   let election: LeaseElection | undefined;
   if (flags.leaderElection === 'lease') {
-    const { KubernetesLeases } = await import('../election/kubernetes-leases.js');
+    const { KubernetesLeases } = await import('../backend/kubernetes/leases.js');
     election = new LeaseElection({
       api: new KubernetesLeases({ kubeConfig: kubeConfigFrom(flags), namespace: flags.namespace, logger: log }),
       machine,

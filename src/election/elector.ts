@@ -1,6 +1,6 @@
 import type { KiloNode } from '../model/types.js';
 import { eligible, electedLeaders, holderLeads, leaseExpiry, locationMembers, nextAction } from './decide.js';
-import { LeaseConflict, type LeaseApi } from './lease-api.js';
+import { LeaseConflict, type LeaseApi } from '../backend/leases.js';
 import { leaseName } from './lease-name.js';
 import type { ElectedLeader, ElectionTiming, LeaseRecord } from './types.js';
 

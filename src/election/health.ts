@@ -1,4 +1,4 @@
-import type { Host } from '../dataplane/host/host.js';
+import type { Host } from '../host/host.js';
 import type { Topology } from '../mesh/topology.js';
 import { forwardingProbe, probeTargets, roundFails, type ProbeTarget } from './probes.js';
 

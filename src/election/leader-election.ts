@@ -1,9 +1,9 @@
 import type { Logger } from '../backend/source.js';
-import type { Host } from '../dataplane/host/host.js';
+import type { Host } from '../host/host.js';
 import type { Topology } from '../mesh/topology.js';
 import type { KiloNode } from '../model/types.js';
 import { DataPathHealth } from './health.js';
-import type { LeaseApi } from './lease-api.js';
+import type { LeaseApi } from '../backend/leases.js';
 import { leaseName } from './lease-name.js';
 import { Elector } from './elector.js';
 import type { ElectionMetrics } from './metrics.js';

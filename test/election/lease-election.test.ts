@@ -12,7 +12,7 @@ import { FakeHost } from '../../src/dataplane/host/fake.js';
 import { FakeMachine } from '../../src/dataplane/routes/fake.js';
 import { LeaseElection } from '../../src/election/leader-election.js';
 import { leaseName } from '../../src/election/lease-name.js';
-import { LeaseBoard } from '../../src/election/memory-leases.js';
+import { LeaseBoard } from '../../src/backend/memory-leases.js';
 import { ElectionMetrics } from '../../src/election/metrics.js';
 import { topologyOf } from '../../src/mesh/compute.js';
 import { Annotation } from '../../src/model/annotations.js';

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
-import type { Host } from '../../src/dataplane/host/host.js';
+import type { Host } from '../../src/host/host.js';
 import type { Encapsulator } from '../../src/encapsulation/index.js';
 import { encapsulatorOf } from '../../src/encapsulation/index.js';
 import type { MeshOptions } from '../../src/mesh/options.js';

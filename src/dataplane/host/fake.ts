@@ -1,7 +1,7 @@
 import { Cidr, IP } from '../../net/cidr.js';
 import { mainTableId } from '../routes/constants.js';
 import { FakeKernelError, settle, type FakeMachine } from '../routes/fake.js';
-import type { DefaultRoute, Host, HostAddress, HostLink } from './host.js';
+import type { DefaultRoute, Host, HostAddress, HostLink } from '../../host/host.js';
 
 /** What loading a module does to the machine (ipip: tunl0 appears, down). */
 export type FakeModules = Record<string, (machine: FakeMachine) => void>;

@@ -4,9 +4,9 @@
  * address answers a ping) and the two changes it makes there outside the plan (an encapsulation's
  * device brought up, the ipip module loaded). One Linux
  * implementation (iproute2's JSON, `linux.ts`) and one in-memory fake (`fake.ts`) pass one
- * contract suite (test/dataplane/host-contract.ts).
+ * contract suite (test/host/host-contract.ts).
  */
-import type { Cidr } from '../../net/cidr.js';
+import type { Cidr } from '../net/cidr.js';
 
 /** An address on one of the machine's interfaces, with its prefix. */
 export interface HostAddress {

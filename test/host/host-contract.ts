@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe } from 'node:test';
-import type { Host, HostAddress } from '../../src/dataplane/host/host.js';
+import type { Host, HostAddress } from '../../src/host/host.js';
 import type { Family } from '../../src/net/cidr.js';
-import { testWith } from './machine.js';
+import { testWith } from '../dataplane/machine.js';
 
 /**
  * One machine, the same for the kernel (a namespace) and the model:

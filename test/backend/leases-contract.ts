@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { LeaseConflict, type LeaseApi } from '../../src/election/lease-api.js';
+import { LeaseConflict, type LeaseApi } from '../../src/backend/leases.js';
 import type { LeaseRecord } from '../../src/election/types.js';
 import { waitUntil as until } from '../../src/lab/apiserver.js';
 

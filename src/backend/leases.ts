@@ -1,4 +1,4 @@
-import type { LeaseRecord } from './types.js';
+import type { LeaseRecord } from '../election/types.js';
 
 /** A write lost a race: the Lease exists already (create) or changed since it was read (update). */
 export class LeaseConflict extends Error {
@@ -7,8 +7,8 @@ export class LeaseConflict extends Error {
 
 /**
  * The Leases of the agent's namespace: a watched copy and optimistic writes. Implemented over
- * the Kubernetes API (`kubernetes-leases.ts`) and in memory (`memory-leases.ts`); both pass
- * test/election/lease-api-contract.ts.
+ * the Kubernetes API (`kubernetes/leases.ts`) and in memory (`memory-leases.ts`); both pass
+ * test/backend/leases-contract.ts.
  */
 export interface LeaseApi {
   /** Lists and watches; resolves after the first list. `onChange` follows every change seen. */
