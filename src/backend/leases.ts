@@ -1,4 +1,14 @@
-import type { LeaseRecord } from '../election/types.js';
+/** A coordination.k8s.io/v1 Lease, as much of it as the election reads. Times in ms since the epoch. */
+export interface LeaseRecord {
+  name: string;
+  holder: string | null;
+  renewTime: number | null;
+  acquireTime: number | null;
+  durationSeconds: number;
+  transitions: number;
+  /** Empty for a Lease not yet stored. */
+  resourceVersion: string;
+}
 
 /** A write lost a race: the Lease exists already (create) or changed since it was read (update). */
 export class LeaseConflict extends Error {

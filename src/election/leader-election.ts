@@ -17,7 +17,8 @@ import {
   relayTargets,
   relayTerm,
 } from './relay.js';
-import type { ElectedLeaders, ElectionTiming } from './types.js';
+import type { ElectedLeaders } from '../mesh/leaders.js';
+import type { ElectionTiming } from './types.js';
 
 /**
  * How the agent learns its location leaders: Kilo's annotation rule (the mesh decides alone, as

@@ -1,5 +1,5 @@
 /**
- * The contract of the host seam (src/dataplane/host/): what the agent reads from the machine
+ * The contract of the host seam (src/host/host.ts): what the agent reads from the machine
  * around the dataplane. Run against iproute2 in a network namespace (host-real.test.ts) and the
  * in-memory fake (host-fake.test.ts).
  */

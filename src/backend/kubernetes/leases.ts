@@ -4,8 +4,7 @@ import { describeError, statusCodeOf } from './errors.js';
 import { Reflector, type ReflectorTimings } from './reflector.js';
 import { silentLogger, type Logger } from '../source.js';
 import type { KubeObject } from '../../model/parse.js';
-import { LeaseConflict, type LeaseApi } from '../leases.js';
-import type { LeaseRecord } from '../../election/types.js';
+import { LeaseConflict, type LeaseApi, type LeaseRecord } from '../leases.js';
 
 export interface KubernetesLeasesOptions {
   kubeConfig: KubeConfig;
