@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe } from 'node:test';
 import type { Host, HostAddress } from '../../src/host/host.js';
 import type { Family } from '../../src/net/cidr.js';
-import { testWith } from '../dataplane/machine.js';
+import { testWith } from '../dataplane/namespaces.js';
 
 /**
  * One machine, the same for the kernel (a namespace) and the model:

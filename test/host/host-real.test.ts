@@ -1,7 +1,7 @@
 import { LinuxHost } from '../../src/dataplane/host/linux.js';
 import { skipNoNetns } from '../helpers/netns.js';
 import { hostContract } from './host-contract.js';
-import { linksNamespace } from '../dataplane/machine.js';
+import { linksNamespace } from '../dataplane/namespaces.js';
 import { ipExec } from '../dataplane/routes-exec.js';
 
 hostContract(
