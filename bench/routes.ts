@@ -6,7 +6,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
 import { hostExec, type Exec } from '../src/dataplane/exec.js';
-import { FakeMachine, fakeRoutingTables } from '../src/dataplane/routes/fake.js';
+import { FakeKernel, fakeRoutingTables } from '../src/dataplane/routes/fake.js';
 import { diffState } from '../src/dataplane/routes/diff.js';
 import { defaultOwnership, desiredState } from '../src/dataplane/routes/state.js';
 import { renderOp } from '../src/dataplane/routes/iproute.js';
@@ -164,7 +164,7 @@ export async function benchRoutes(count = 10_000): Promise<RoutesBenchResult> {
 }
 
 async function fakeSteps(a: ReturnType<typeof plan>, b: ReturnType<typeof plan>) {
-  const m = new FakeMachine();
+  const m = new FakeKernel();
   m.addLink('priv0', { addresses: ['192.168.1.1/24'] });
   m.addLink('kilo0', { addresses: ['10.4.0.1/16'] });
   return steps(fakeRoutingTables(m), a, b);

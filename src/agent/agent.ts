@@ -1,5 +1,5 @@
 import type { ClusterSource, Logger, ObjectUpdate } from '../backend/source.js';
-import type { Host } from '../dataplane/host/host.js';
+import type { Host } from '../host/host.js';
 import { reconcile, cleanUp, type Dataplane, type ReconcileResult } from '../dataplane/reconcile.js';
 import type { RoutingEvent } from '../dataplane/monitor.js';
 import { summarizePeerChanges } from '../dataplane/log-summary.js';
@@ -25,7 +25,7 @@ import { keepRoamingEndpoints } from './roaming.js';
 import { isNodeReady } from '../model/ready.js';
 import { annotationElection, type LeaderElection } from '../election/leader-election.js';
 import { LeadershipLog } from './leadership.js';
-import { MachineEncapsulation } from './encapsulation.js';
+import { HostEncapsulation } from './encapsulation.js';
 import { encapsulatorOf, type Encapsulator } from '../encapsulation/index.js';
 
 export interface AgentOptions {
@@ -50,7 +50,7 @@ export interface AgentOptions {
   meshFlags?: string;
 }
 
-/** Facts found on the machine once at start: they do not change while the agent runs. */
+/** Facts read of the host once at start: they do not change while the agent runs. */
 export interface HostFacts {
   internalIP: Cidr | null;
   /** Detected endpoint address; the port is the listen port. */
@@ -60,10 +60,10 @@ export interface HostFacts {
 export interface AgentDeps {
   source: ClusterSource;
   dataplane: Dataplane;
-  /** The machine around the dataplane: its addresses and devices (the private interface, the encapsulation's). */
-  machine: Host;
+  /** The host around the dataplane: its addresses and devices (the private interface, the encapsulation's). */
+  host: Host;
   privateKey: string;
-  host: HostFacts;
+  facts: HostFacts;
   options: AgentOptions;
   log: Logger;
   metrics: AgentMetrics;
@@ -132,7 +132,7 @@ export class Agent {
   private watch: { stop(): Promise<void> } | null = null;
   private readonly election: LeaderElection;
   private readonly leadership: LeadershipLog;
-  private readonly encapsulation: MachineEncapsulation;
+  private readonly encapsulation: HostEncapsulation;
   /** Names of the nodes the last plan was made of: those that were ready. */
   private readyNodes = new Set<string>();
   /** Heartbeats that arrived during a reconcile, judged against the ready set it leaves. */
@@ -158,9 +158,9 @@ export class Agent {
     this.clock = deps.clock ?? Date.now;
     this.election = deps.election ?? annotationElection;
     this.leadership = new LeadershipLog(deps.log, deps.leaderTransition ?? (() => {}));
-    this.encapsulation = new MachineEncapsulation(
+    this.encapsulation = new HostEncapsulation(
       deps.encapsulator ?? encapsulatorOf(deps.options.mesh),
-      deps.machine,
+      deps.host,
       this.clock,
     );
   }
@@ -539,13 +539,13 @@ export class Agent {
   }
 
   private async publish(plan: Plan | null, discovered: Map<string, Endpoint>, now: number): Promise<void> {
-    const { source, options, host } = this.deps;
+    const { source, options, facts } = this.deps;
     const self = source.objects().find((o) => o.kind === 'Node' && o.metadata?.name === options.hostname);
     if (!self) throw new Error(`node ${JSON.stringify(options.hostname)} does not exist in the cluster`);
     const patch = annotationPatch(self.metadata?.annotations ?? {}, {
       publicKey: this.publicKey,
-      endpoint: host.endpointIP ? formatEndpoint({ ip: host.endpointIP, dns: null, port: options.mesh.port }) : null,
-      internalIP: host.internalIP,
+      endpoint: facts.endpointIP ? formatEndpoint({ ip: facts.endpointIP, dns: null, port: options.mesh.port }) : null,
+      internalIP: facts.internalIP,
       wireGuardIP: plan?.wireGuardIP ?? null,
       granularity: options.mesh.granularity,
       ...(options.meshFlags !== undefined ? { meshFlags: options.meshFlags } : {}),
@@ -595,9 +595,9 @@ export class Agent {
     const { tunnel, private: cni } = await this.encapsulation.devices();
     // Beside a CNI that names it (flannel.1), location mates are reached over its device.
     if (cni) return { kilo, private: cni, tunnel };
-    const ip = this.deps.host.internalIP?.ip ?? null;
+    const ip = this.deps.facts.internalIP?.ip ?? null;
     if (ip && this.privateIface?.ip !== ip.text) {
-      this.privateIface = { ip: ip.text, name: interfaceHolding(await this.deps.machine.addresses(), ip) };
+      this.privateIface = { ip: ip.text, name: interfaceHolding(await this.deps.host.addresses(), ip) };
     }
     return { kilo, private: ip ? (this.privateIface?.name ?? null) : null, tunnel };
   }

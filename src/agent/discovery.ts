@@ -1,4 +1,4 @@
-import type { HostAddress } from '../dataplane/host/host.js';
+import type { HostAddress } from '../host/host.js';
 import type { Cidr, IP } from '../net/cidr.js';
 
 export interface DiscoveryOptions {

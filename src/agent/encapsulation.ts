@@ -1,4 +1,4 @@
-import type { Host } from '../dataplane/host/host.js';
+import type { Host } from '../host/host.js';
 import type { EncapsulationDevices, Encapsulator } from '../encapsulation/index.js';
 import type { IP } from '../net/cidr.js';
 
@@ -7,8 +7,8 @@ interface Answer<T> {
   value: T;
 }
 
-/** The encapsulation's answers about this machine, asked again once its recheck period is over. */
-export class MachineEncapsulation {
+/** The encapsulation's answers about this host, asked again once its recheck period is over. */
+export class HostEncapsulation {
   private devicesSeen: Answer<EncapsulationDevices> | null = null;
   private addressSeen: Answer<IP | null> | null = null;
 

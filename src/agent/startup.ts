@@ -1,4 +1,4 @@
-import type { Host } from '../dataplane/host/host.js';
+import type { Host } from '../host/host.js';
 import { ciliumHostInterface } from '../encapsulation/cilium.js';
 import { flannelInterface } from '../encapsulation/flannel.js';
 import { ipipInterface } from '../encapsulation/ipip.js';

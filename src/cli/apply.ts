@@ -10,7 +10,7 @@ import {
   type Dataplane,
   type ReconcileResult,
 } from '../dataplane/reconcile.js';
-import type { Host, HostAddress } from '../dataplane/host/host.js';
+import type { Host, HostAddress } from '../host/host.js';
 import { LinuxHost } from '../dataplane/host/linux.js';
 import { summarizePeerChanges } from '../dataplane/log-summary.js';
 import { planOf } from '../mesh/compute.js';
@@ -35,17 +35,17 @@ interface ApplyFlags extends AgentFlagValues {
 }
 
 /**
- * The machine kg apply writes to: this one, or (the build's training of kg's code cache,
+ * The host kg apply writes to: this one, or (the build's training of kg's code cache,
  * kg-training.ts) an in-memory one.
  */
-export interface ApplyMachine {
+export interface ApplyHost {
   host: Host & { readAhead?(): void };
   dataplane: (o: LinuxDataplaneOptions) => Dataplane;
   /** Forgets the reads a pass did not take: they are not the next pass's to take. */
   drop: () => void;
 }
 
-function thisMachine(): ApplyMachine {
+function thisHost(): ApplyHost {
   const exec = readingAhead(hostExec());
   return { host: new LinuxHost(exec), dataplane: (o) => linuxDataplane(exec, o), drop: () => exec.drop() };
 }
@@ -54,7 +54,7 @@ function thisMachine(): ApplyMachine {
  * `kg apply`: the plan of one node from a snapshot file, applied to this machine: the dataplane
  * without Kubernetes. The snapshot is the truth: nothing is detected or published.
  */
-export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Command {
+export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
   const cmd = new Command('apply')
     .description('apply the plan of --hostname from a cluster snapshot to this machine, once or --watch the file')
     .option('--cluster <file>', 'cluster snapshot (Kubernetes List or multi-document YAML)')
@@ -65,7 +65,7 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
     const hostname = requireHostname(flags);
     if (!flags.cluster) throw new UsageError('--cluster FILE is required');
     const log = createLogger(flags.logLevel);
-    const { host: machine, dataplane: dataplaneOf, drop } = machineOf();
+    const { host, dataplane: dataplaneOf, drop } = hostOf();
     const privateKey = loadOrCreateKey(flags.keyFile);
     // A wireguard-go restarted after a crash gets its peers back, but its new interface has no
     // address or routes: with --watch that calls for a reconcile now, not at the next file change.
@@ -88,16 +88,16 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
     let mtu: number | null | undefined;
     let encapsulator: Encapsulator | undefined;
     let devices: EncapsulationDevices | undefined;
-    // The machine is read while the snapshot is parsed and planned (each pass of --watch reads anew).
+    // The host is read while the snapshot is parsed and planned (each pass of --watch reads anew).
     readAhead(dataplane, flags.interface);
-    machine.readAhead?.();
+    host.readAhead?.();
     const source = new FileSource(flags.cluster, { watch: flags.watch, logger: log });
     await source.start();
     // Taken now, before creating the interface could drop their reads: a new link with no address
     // changes neither which interface holds the internal IP nor the default route. The MTU's
     // error, if any, is still said after the plan's.
-    let addressesAhead: Promise<HostAddress[]> | null = machine.addresses();
-    let mtuAhead: Promise<number | null> | null = resolveMTU(machine, mtuFlag);
+    let addressesAhead: Promise<HostAddress[]> | null = host.addresses();
+    let mtuAhead: Promise<number | null> | null = resolveMTU(host, mtuFlag);
     for (const p of [addressesAhead, mtuAhead]) p.catch(() => {});
     // Once the snapshot names this node, the WireGuard interface is created while it is parsed and
     // planned: its commands run in other processes, each turn of the event loop between the steps of
@@ -135,12 +135,12 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
       const plan = planOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
       await nextTurn();
       const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip ?? null;
-      mtu ??= await (mtuRead ?? resolveMTU(machine, mtuFlag));
+      mtu ??= await (mtuRead ?? resolveMTU(host, mtuFlag));
       encapsulator = encapsulatorOf(options);
-      devices ??= await encapsulator.setUp(machine);
+      devices ??= await encapsulator.setUp(host);
       const privateInterface =
         devices.private ??
-        (internalIP ? interfaceHolding(await (addressesRead ?? machine.addresses()), internalIP) : null);
+        (internalIP ? interfaceHolding(await (addressesRead ?? host.addresses()), internalIP) : null);
       if (internalIP && !privateInterface)
         log.warn(
           { node: hostname, internalIP: internalIP.text },
@@ -214,7 +214,7 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
       for (const e of await cleanUp(dataplane, { interface: flags.cleanUpInterface }))
         log.error({ err: e.message }, 'clean-up failed');
       await encapsulator
-        ?.cleanUp(machine)
+        ?.cleanUp(host)
         .catch((e: Error) => log.error({ err: e.message }, 'clean-up of the encapsulation failed'));
     } else await (dataplane.device as { detach?: () => Promise<void> }).detach?.();
   });

@@ -10,7 +10,9 @@ import type { LiveFlags } from './live-cluster.js';
 import { isNodeReady } from '../model/ready.js';
 import { electedLeaders } from '../election/decide.js';
 import { leaseName } from '../election/lease-name.js';
-import { defaultElectionTiming, type ElectedLeaders, type LeaseRecord } from '../election/types.js';
+import type { LeaseRecord } from '../backend/leases.js';
+import { defaultElectionTiming } from '../election/types.js';
+import type { ElectedLeaders } from '../mesh/leaders.js';
 import { announcedFlags, explicitFlags, withAnnounced } from './announced-flags.js';
 
 export interface LoadedCluster {

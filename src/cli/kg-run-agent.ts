@@ -25,14 +25,14 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
   const mtu = parseMTU(flags.mtu);
   const log = createLogger(flags.logLevel);
   const exec = hostExec();
-  const machine = new LinuxHost(exec);
+  const host = new LinuxHost(exec);
   const mesh = {
     ...meshOptionsFrom(flags, flags.meshGranularity === 'auto' ? 'location' : flags.meshGranularity),
     privateKeyPath: flags.keyFile,
   };
   const encapsulator = encapsulatorOf(mesh);
   const privateKey = loadOrCreateKey(flags.keyFile);
-  const host = await discoverHost(machine, {
+  const facts = await discoverHost(host, {
     interfaceName: flags.interface,
     subnet: mesh.subnet,
     internalCIDRs: flags.internalCidr,
@@ -40,10 +40,10 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
   });
   log.info(
     {
-      internalIP: host.internalIP?.toString() ?? null,
-      endpoint: host.endpointIP?.text ?? null,
+      internalIP: facts.internalIP?.toString() ?? null,
+      endpoint: facts.endpointIP?.text ?? null,
       encapsulation: encapsulator.name,
-      encapsulationAddress: (await encapsulator.ownAddress(machine))?.text ?? null,
+      encapsulationAddress: (await encapsulator.ownAddress(host))?.text ?? null,
     },
     'discovered host addresses',
   );
@@ -58,10 +58,10 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
   const electionMetrics = new ElectionMetrics(metrics.registry);
   let election: LeaseElection | undefined;
   if (flags.leaderElection === 'lease') {
-    const { KubernetesLeases } = await import('../election/kubernetes-leases.js');
+    const { KubernetesLeases } = await import('../backend/kubernetes/leases.js');
     election = new LeaseElection({
       api: new KubernetesLeases({ kubeConfig: kubeConfigFrom(flags), namespace: flags.namespace, logger: log }),
-      machine,
+      host,
       identity: hostname,
       interfaceName: flags.interface,
       timing: electionTiming(flags),
@@ -81,9 +81,9 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
   const agent: Agent = new Agent({
     source,
     dataplane,
-    machine,
-    privateKey,
     host,
+    privateKey,
+    facts,
     log,
     metrics,
     ...(election ? { election } : {}),
@@ -101,7 +101,7 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
       interfaceName: flags.interface,
       topologyLabel: flags.topologyLabel,
       resyncPeriodMs: flags.resyncPeriod,
-      mtu: await resolveMTU(machine, mtu),
+      mtu: await resolveMTU(host, mtu),
       cleanUp: flags.cleanUp,
       cleanUpInterface: flags.cleanUpInterface,
       coalesceMs: 100,

@@ -1,13 +1,13 @@
 import { Command } from 'commander';
 import { UsageError } from '../model/errors.js';
-import { applyCommand, type ApplyMachine } from './apply.js';
+import { applyCommand, type ApplyHost } from './apply.js';
 import { runCommand } from './kg-run.js';
 import { goBoolFlags } from './flags.js';
 import { withVersion } from './version.js';
 import { lazyCommand, runProgram } from './run.js';
 import { webhookCommand } from './webhook.js';
 
-export function kgProgram(applyMachine?: () => ApplyMachine): Command {
+export function kgProgram(applyHost?: () => ApplyHost): Command {
   const run = runCommand();
   // Flags after a subcommand belong to it (as in Kilo's cobra): `kg webhook --listen` is not kg's --listen.
   const program = goBoolFlags(
@@ -16,7 +16,7 @@ export function kgProgram(applyMachine?: () => ApplyMachine): Command {
       .usage('[agent flags] | kg <command> [flags]')
       .enablePositionalOptions()
       .addCommand(run, { isDefault: true })
-      .addCommand(applyCommand(applyMachine))
+      .addCommand(applyCommand(applyHost))
       .addCommand(webhookCommand())
       .addCommand(lazyCommand('lab', 'a mesh of network namespaces on this machine: up, status, exec, down', loadLab)),
   );
@@ -72,5 +72,5 @@ export async function main(argv: string[]): Promise<void> {
 /** The build's training of kg's code cache (scripts/build.mjs): see kg-training.ts. */
 export async function train(dir: string): Promise<void> {
   const { trainApply } = await import('./kg-training.js');
-  await trainApply(dir, (machine, argv) => runProgram(kgProgram(machine), argv));
+  await trainApply(dir, (host, argv) => runProgram(kgProgram(host), argv));
 }

@@ -1,6 +1,6 @@
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { fromLease } from '../election/kubernetes-leases.js';
-import type { LeaseRecord } from '../election/types.js';
+import { fromLease } from '../backend/kubernetes/leases.js';
+import type { LeaseRecord } from '../backend/leases.js';
 import { withSignal } from '../backend/kubernetes/abort.js';
 import { describeError, statusCodeOf } from '../backend/kubernetes/errors.js';
 import { kubeConfigFrom, type KubeConfigFlags } from '../backend/kubernetes/config.js';

@@ -1,6 +1,8 @@
 import type { KiloNode } from '../model/types.js';
 import { electLeader } from '../mesh/topology.js';
-import type { ElectedLeader, ElectionTiming, LeaseRecord } from './types.js';
+import type { LeaseRecord } from '../backend/leases.js';
+import type { ElectedLeader } from '../mesh/leaders.js';
+import type { ElectionTiming } from './types.js';
 
 /**
  * The election's decisions, pure (the clock and the Leases are arguments): who may contend in a

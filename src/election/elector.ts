@@ -1,8 +1,9 @@
 import type { KiloNode } from '../model/types.js';
 import { eligible, electedLeaders, holderLeads, leaseExpiry, locationMembers, nextAction } from './decide.js';
-import { LeaseConflict, type LeaseApi } from './lease-api.js';
+import { LeaseConflict, type LeaseApi, type LeaseRecord } from '../backend/leases.js';
 import { leaseName } from './lease-name.js';
-import type { ElectedLeader, ElectionTiming, LeaseRecord } from './types.js';
+import type { ElectedLeader } from '../mesh/leaders.js';
+import type { ElectionTiming } from './types.js';
 
 export interface ElectorEvents {
   acquired(location: string): void;

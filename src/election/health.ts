@@ -1,4 +1,4 @@
-import type { Host } from '../dataplane/host/host.js';
+import type { Host } from '../host/host.js';
 import type { Topology } from '../mesh/topology.js';
 import { forwardingProbe, probeTargets, roundFails, type ProbeTarget } from './probes.js';
 
@@ -26,7 +26,7 @@ export class DataPathHealth {
   private last: { answering: Set<string>; remoteOk: boolean } | null = null;
 
   constructor(
-    private readonly machine: Host,
+    private readonly host: Host,
     private readonly options: HealthOptions,
     private readonly observer: ProbeObserver,
   ) {}
@@ -39,8 +39,8 @@ export class DataPathHealth {
       const targets = probeTargets(t);
       const fwd = forwardingProbe(t);
       const [results, forwards] = await Promise.all([
-        Promise.all(targets.map((p) => this.machine.ping(p.address))),
-        fwd ? this.machine.wouldForward(fwd.from, fwd.to, this.options.interfaceName) : Promise.resolve(null),
+        Promise.all(targets.map((p) => this.host.ping(p.address))),
+        fwd ? this.host.wouldForward(fwd.from, fwd.to, this.options.interfaceName) : Promise.resolve(null),
       ]);
       targets.forEach((p, i) => this.observer.probed(p, results[i]!));
       const remote = results.filter((_, i) => targets[i]!.kind === 'remote-leader');
@@ -79,6 +79,6 @@ export class DataPathHealth {
 
   /** Unknown is not a failure: a node must not resign over a sysctl it cannot read. */
   private async kernelForwards(): Promise<boolean> {
-    return (await this.machine.ipv4Forwarding()) ?? true;
+    return (await this.host.ipv4Forwarding()) ?? true;
   }
 }

@@ -1,9 +1,9 @@
 import type { Logger } from '../backend/source.js';
-import type { Host } from '../dataplane/host/host.js';
+import type { Host } from '../host/host.js';
 import type { Topology } from '../mesh/topology.js';
 import type { KiloNode } from '../model/types.js';
 import { DataPathHealth } from './health.js';
-import type { LeaseApi } from './lease-api.js';
+import type { LeaseApi } from '../backend/leases.js';
 import { leaseName } from './lease-name.js';
 import { Elector } from './elector.js';
 import type { ElectionMetrics } from './metrics.js';
@@ -17,7 +17,8 @@ import {
   relayTargets,
   relayTerm,
 } from './relay.js';
-import type { ElectedLeaders, ElectionTiming } from './types.js';
+import type { ElectedLeaders } from '../mesh/leaders.js';
+import type { ElectionTiming } from './types.js';
 
 /**
  * How the agent learns its location leaders: Kilo's annotation rule (the mesh decides alone, as
@@ -49,7 +50,7 @@ export const annotationElection: LeaderElection = {
 export interface LeaseElectionOptions {
   api: LeaseApi;
   /** Where the data-path probes run: pings and the kernel's forwarding decision. */
-  machine: Host;
+  host: Host;
   identity: string;
   interfaceName: string;
   timing: ElectionTiming;
@@ -104,7 +105,7 @@ export class LeaseElection implements LeaderElection {
     this.relayReporter = new RelayReporter(o.probeFailures ?? 3);
     this.relayVerdict = new RelayVerdict(o.timing.durationMs);
     this.health = new DataPathHealth(
-      o.machine,
+      o.host,
       { failuresToResign: o.probeFailures ?? 3, interfaceName: o.interfaceName },
       {
         probed: (t, ok) => {
@@ -197,7 +198,7 @@ export class LeaseElection implements LeaderElection {
     const t = this.topology;
     const term = relayTerm(t, t ? this.o.api.cached(leaseName(t.local.node.location)) : null);
     const targets = t && term ? relayTargets(t) : [];
-    const results = await Promise.all(targets.map((p) => this.o.machine.ping(p.address)));
+    const results = await Promise.all(targets.map((p) => this.o.host.ping(p.address)));
     targets.forEach((p, i) => {
       this.o.metrics.probe.set({ kind: p.kind, node: p.node }, results[i] ? 1 : 0);
       this.o.metrics.probes.inc({ kind: p.kind, result: results[i] ? 'ok' : 'failed' });

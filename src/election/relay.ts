@@ -2,7 +2,7 @@ import type { Topology } from '../mesh/topology.js';
 import { remoteSegments } from '../mesh/topology.js';
 import type { KiloNode, LeaderHealthReport } from '../model/types.js';
 import type { ProbeTarget } from './probes.js';
-import type { LeaseRecord } from './types.js';
+import type { LeaseRecord } from '../backend/leases.js';
 
 /**
  * Relay probes: a leader cannot test its own FORWARD path (its probes start on it and never

@@ -1,26 +1,3 @@
-/** Why a location's leader leads: it holds the Lease, Kilo's annotation rule chose it, or the Lease could not decide. */
-export type LeaderReason = 'lease' | 'annotation' | 'fallback';
-
-export interface ElectedLeader {
-  node: string;
-  reason: LeaderReason;
-}
-
-/** Location → its leader, as the elections decided them; the mesh takes this as input. */
-export type ElectedLeaders = ReadonlyMap<string, ElectedLeader>;
-
-/** A coordination.k8s.io/v1 Lease, as much of it as the election reads. Times in ms since the epoch. */
-export interface LeaseRecord {
-  name: string;
-  holder: string | null;
-  renewTime: number | null;
-  acquireTime: number | null;
-  durationSeconds: number;
-  transitions: number;
-  /** Empty for a Lease not yet stored. */
-  resourceVersion: string;
-}
-
 export interface ElectionTiming {
   /** How long a Lease is valid after its renewTime (leaseDurationSeconds). */
   durationMs: number;

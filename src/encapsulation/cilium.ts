@@ -4,7 +4,7 @@
  * (cilium_host's address, published as kilo.squat.ai/cilium-internal-ip; its pod CIDR's network
  * address until then), through Cilium's cilium_tunl when it exists, else tunl0.
  */
-import type { Host } from '../dataplane/host/host.js';
+import type { Host } from '../host/host.js';
 import type { Encapsulate, KiloNode } from '../model/types.js';
 import type { IP } from '../net/cidr.js';
 import { encapsulatesTo, internalGateway, type Encapsulator } from './encapsulator.js';

@@ -5,7 +5,7 @@
  * the address it publishes for mates, and to clean up. One module per implementation: none.ts,
  * ipip.ts, flannel.ts, cilium.ts; `encapsulatorOf` picks one from the flags.
  */
-import type { Host } from '../dataplane/host/host.js';
+import type { Host } from '../host/host.js';
 import type { Cidr, IP } from '../net/cidr.js';
 import type { Encapsulate, KiloNode } from '../model/types.js';
 

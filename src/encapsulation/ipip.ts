@@ -3,7 +3,7 @@
  * the tunnel under --encapsulate=always, or when their internal IP is in another subnet under
  * crosssubnet; each node accepts IPIP from its group mates only.
  */
-import type { Host } from '../dataplane/host/host.js';
+import type { Host } from '../host/host.js';
 import type { Encapsulate, KiloNode } from '../model/types.js';
 import type { IP } from '../net/cidr.js';
 import { encapsulatesTo, internalGateway, type Encapsulator } from './encapsulator.js';

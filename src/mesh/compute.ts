@@ -5,7 +5,7 @@ import type { MeshOptions } from './options.js';
 import { planNode } from './plan.js';
 import { buildTopology, TopologyError, type Topology } from './topology.js';
 import type { Plan } from './types.js';
-import type { ElectedLeaders } from '../election/types.js';
+import type { ElectedLeaders } from './leaders.js';
 import { resolveConflicts, type Resolved } from './conflicts.js';
 
 /** Why a node is not ready, for an error a user can act on. */

@@ -3,7 +3,7 @@ import type { ValidationError } from '../model/errors.js';
 import { PrefixIndex } from '../net/prefix-index.js';
 import { byName, inNameOrder } from './order.js';
 import type { Endpoint, Granularity, KiloNode, KiloPeer } from '../model/types.js';
-import type { ElectedLeaders, LeaderReason } from '../election/types.js';
+import type { ElectedLeaders, LeaderReason } from './leaders.js';
 
 /**
  * A set of nodes that the rest of the mesh sees as one WireGuard peer: the leader's key and

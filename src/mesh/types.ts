@@ -1,5 +1,5 @@
 import type { Encapsulate, Granularity } from '../model/types.js';
-import type { LeaderReason } from '../election/types.js';
+import type { LeaderReason } from './leaders.js';
 
 /** Interfaces a route can use, by role; the dataplane maps roles to real names (kilo0, eth0, tunl0). */
 export type DeviceRole = 'kilo' | 'private' | 'tunnel';

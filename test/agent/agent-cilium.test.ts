@@ -77,8 +77,8 @@ describe('agent: --compatibility=cilium', () => {
   test("publishes the Cilium internal IP once cilium_host has one, and routes to b's pods by IPIP over the looked-up tunnel", async (t) => {
     const h = await startHarness(t, { seed: (api) => seedCilium(api), mesh, start: false });
     // Cilium's devices on the machine; cilium_host has no address yet.
-    h.machine.addLink('cilium_tunl', { up: false });
-    h.machine.addLink('cilium_host', {});
+    h.kernel.addLink('cilium_tunl', { up: false });
+    h.kernel.addLink('cilium_host', {});
     await h.agent.start();
     await waitUntil(
       'the agent planned and applied',
@@ -87,14 +87,14 @@ describe('agent: --compatibility=cilium', () => {
     );
     await settled(h);
     assert.equal(kilo(h, 'a')[Annotation.ciliumInternalIP], '', 'nothing known yet: ""');
-    const routes = h.machine.routes.map((r) => `${r.dst} via ${r.gw} dev ${r.dev}${r.onlink ? ' onlink' : ''}`);
+    const routes = h.kernel.routes.map((r) => `${r.dst} via ${r.gw} dev ${r.dev}${r.onlink ? ' onlink' : ''}`);
     assert.ok(routes.includes('10.42.1.0/24 via 10.42.1.180 dev cilium_tunl onlink'), routes.join('\n'));
 
-    assert.equal(h.machine.link('cilium_tunl').up, true, 'cilium_tunl was brought up');
+    assert.equal(h.kernel.link('cilium_tunl').up, true, 'cilium_tunl was brought up');
 
     // Cilium gives cilium_host its address after the agent started: the first pass after the
     // encapsulation's recheck period publishes it.
-    h.machine.addAddress('cilium_host', '10.42.0.180/32');
+    h.kernel.addAddress('cilium_host', '10.42.0.180/32');
     await h.agent.reconcileOnce();
     assert.equal(kilo(h, 'a')[Annotation.ciliumInternalIP], '', 'asked again only after the recheck period');
     h.clock.ms += 30_000;

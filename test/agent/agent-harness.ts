@@ -1,7 +1,7 @@
 /**
  * An Agent wired to fake dataplane pieces (WireGuard device, kernel routes/links, netfilter) and to
  * the real KubernetesSource talking to the fake API server. Tests drive the cluster through the
- * API server and read what reached the "machine".
+ * API server and read what reached the fake kernel.
  */
 import type { TestContext } from 'node:test';
 import { KubernetesSource } from '../../src/backend/kubernetes/source.js';
@@ -11,7 +11,7 @@ import { Agent, type AgentDeps, type AgentOptions } from '../../src/agent/agent.
 import { AgentMetrics } from '../../src/agent/metrics.js';
 import { FakeHost } from '../../src/dataplane/host/fake.js';
 import { createFakeFirewall, type FakeNetfilter } from '../../src/dataplane/iptables/fake.js';
-import { FakeLinks, FakeMachine, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
+import { FakeLinks, FakeKernel, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
 import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
 import { defaultMeshOptions, type MeshOptions } from '../../src/mesh/options.js';
 import { Annotation } from '../../src/model/annotations.js';
@@ -76,7 +76,7 @@ export interface Harness {
   source: KubernetesSource;
   agent: Agent;
   device: FakeWireGuardDevice;
-  machine: FakeMachine;
+  kernel: FakeKernel;
   netfilter: FakeNetfilter;
   metrics: AgentMetrics;
   log: ReturnType<typeof captureLogger>;
@@ -110,10 +110,10 @@ export async function startHarness(t: TestContext, o: HarnessOptions = {}): Prom
     timings: fastTimings,
     requestTimeoutMs: 2_000,
   });
-  const machine = new FakeMachine();
-  machine.addLink('eth0', { addresses: ['192.168.0.1/24'] });
-  machine.addLink('kilo0', { up: false, mtu: 1420 });
-  machine.addLink('tunl0', {});
+  const kernel = new FakeKernel();
+  kernel.addLink('eth0', { addresses: ['192.168.0.1/24'] });
+  kernel.addLink('kilo0', { up: false, mtu: 1420 });
+  kernel.addLink('tunl0', {});
   const device = new FakeWireGuardDevice('kilo0');
   const fw = createFakeFirewall();
   const metrics = new AgentMetrics();
@@ -121,10 +121,10 @@ export async function startHarness(t: TestContext, o: HarnessOptions = {}): Prom
   const mesh: MeshOptions = { ...defaultMeshOptions, ...o.mesh };
   const agent = new Agent({
     source,
-    dataplane: { device, links: new FakeLinks(machine), routes: fakeRoutingTables(machine), firewall: fw.tables },
-    machine: new FakeHost(machine),
+    dataplane: { device, links: new FakeLinks(kernel), routes: fakeRoutingTables(kernel), firewall: fw.tables },
+    host: new FakeHost(kernel),
     privateKey,
-    host: { internalIP: Cidr.parse('192.168.0.1/24'), endpointIP: IP.parse('198.51.100.1') },
+    facts: { internalIP: Cidr.parse('192.168.0.1/24'), endpointIP: IP.parse('198.51.100.1') },
     log,
     metrics,
     clock: () => clock.ms,
@@ -154,7 +154,7 @@ export async function startHarness(t: TestContext, o: HarnessOptions = {}): Prom
     source,
     agent,
     device,
-    machine,
+    kernel,
     netfilter: fw.netfilter,
     metrics,
     log,

@@ -33,13 +33,13 @@ describe('agent HTTP', () => {
     assert.deepEqual(await get('/health'), { status: 200, type: 'text/plain', body: 'ok\n' });
 
     // The encapsulation interface vanishes: the routes through it cannot be written.
-    h.machine.deleteLink('tunl0');
+    h.kernel.deleteLink('tunl0');
     await h.agent.reconcileOnce();
     const bad = await get('/health');
     assert.equal(bad.status, 503);
     assert.match(bad.body, /^last reconcile failed: .*routes.*tunl0/);
 
-    h.machine.addLink('tunl0', {});
+    h.kernel.addLink('tunl0', {});
     await h.agent.reconcileOnce();
     assert.equal((await get('/health')).status, 200);
   });

@@ -25,7 +25,7 @@ const routeEvent = (r: KernelRoute, deleted: boolean): RoutingEvent => ({
   type: r.type,
 });
 
-const kiloRoute = (h: Harness, dst: string) => h.machine.routes.find((r) => r.protocol === 107 && r.dst === dst);
+const kiloRoute = (h: Harness, dst: string) => h.kernel.routes.find((r) => r.protocol === 107 && r.dst === dst);
 
 /** A cluster event the agent must act on: a new Peer, then wait until it is configured. */
 async function clusterEvent(h: Harness, name: string, ip: string): Promise<void> {
@@ -54,7 +54,7 @@ describe('agent: trusting the last write', () => {
     const route = kiloRoute(h, '10.42.2.0/24');
     assert.ok(route, 'the route to c’s pods is there');
 
-    h.machine.routeDel(route);
+    h.kernel.routeDel(route);
     await clusterEvent(h, 'phone', '10.5.0.7/32');
     assert.equal(kiloRoute(h, '10.42.2.0/24'), undefined, 'the pass trusted its last write: it did not look');
 
@@ -67,7 +67,7 @@ describe('agent: trusting the last write', () => {
 
     // The echo of the agent's own writes is no reason to read.
     const passes = h.agent.status.reconciles;
-    for (const r of h.machine.routes.filter((x) => x.protocol === 107)) m.emit(routeEvent(r, false));
+    for (const r of h.kernel.routes.filter((x) => x.protocol === 107)) m.emit(routeEvent(r, false));
     m.emit(routeEvent({ ...route, dst: '10.42.200.0/24' }, true));
     await sleep(150);
     await settled(h);
@@ -133,7 +133,7 @@ describe('agent: trusting the last write', () => {
     const h = await startHarness(t);
     await settled(h);
     const route = kiloRoute(h, '10.42.2.0/24')!;
-    h.machine.routeDel(route);
+    h.kernel.routeDel(route);
     await clusterEvent(h, 'phone', '10.5.0.7/32');
     assert.ok(kiloRoute(h, '10.42.2.0/24'), 'read and restored');
   });

@@ -15,7 +15,7 @@ describe('agent: check-ins resuming after an API server outage', () => {
     const h = await startHarness(t);
     await settled(h);
     assert.ok((await h.peerKeys()).includes(wgKey('c')));
-    const routes = h.machine.routes.length;
+    const routes = h.kernel.routes.length;
 
     await h.api.stop();
     for (let i = 0; i < 3; i++) {
@@ -41,7 +41,7 @@ describe('agent: check-ins resuming after an API server outage', () => {
       assert.ok((await h.peerKeys()).includes(wgKey('c')), `c dropped ${s} s after check-ins resumed, before its turn`);
     }
     await settled(h);
-    assert.equal(h.machine.routes.length, routes, 'routes changed while check-ins resumed');
+    assert.equal(h.kernel.routes.length, routes, 'routes changed while check-ins resumed');
 
     // c never checks in: once the grace is over it is not ready, as any node 60 s silent.
     h.clock.ms += 10_000;

@@ -62,9 +62,9 @@ describe('agent: cluster changes reach the dataplane', () => {
     assert.deepEqual(await h.peerKeys(), [wgKey('c'), wgKey('laptop')].sort());
     assert.deepEqual(await allowedIPsOf(h, wgKey('c')), ['10.4.0.2/32', '10.42.2.0/24', '192.168.1.3/32'].sort());
     assert.deepEqual(await allowedIPsOf(h, wgKey('laptop')), ['10.5.0.1/32']);
-    assert.equal(h.machine.link('kilo0').up, true);
-    assert.deepEqual(h.machine.link('kilo0').addresses, ['10.4.0.1/16']);
-    const dsts = h.machine.routes.filter((r) => r.protocol === 107).map((r) => r.dst);
+    assert.equal(h.kernel.link('kilo0').up, true);
+    assert.deepEqual(h.kernel.link('kilo0').addresses, ['10.4.0.1/16']);
+    const dsts = h.kernel.routes.filter((r) => r.protocol === 107).map((r) => r.dst);
     assert.ok(dsts.includes('10.42.2.0/24'), `no route to c's pods in ${dsts.join(' ')}`);
     assert.ok(dsts.includes('10.42.1.0/24'), `no route to b's pods in ${dsts.join(' ')}`);
     assert.ok(h.firewallWrites() > 0);
@@ -93,13 +93,12 @@ describe('agent: cluster changes reach the dataplane', () => {
     await eventually(
       'the route follows',
       () =>
-        h.machine.routes.some((r) => r.dst === '10.42.9.0/24') &&
-        !h.machine.routes.some((r) => r.dst === '10.42.3.0/24'),
+        h.kernel.routes.some((r) => r.dst === '10.42.9.0/24') && !h.kernel.routes.some((r) => r.dst === '10.42.3.0/24'),
     );
 
     h.api.deleteNode('d');
     await eventually('d is gone from WireGuard', async () => !(await h.peerKeys()).includes(wgKey('d')));
-    await eventually('and from the routes', () => !h.machine.routes.some((r) => r.dst === '10.42.9.0/24'));
+    await eventually('and from the routes', () => !h.kernel.routes.some((r) => r.dst === '10.42.9.0/24'));
 
     h.api.addPeer(peer('phone', { allowedIPs: ['10.5.0.7/32'], endpoint: '192.0.2.7:51820' }));
     await eventually(
@@ -190,11 +189,11 @@ describe('agent: cluster changes reach the dataplane', () => {
     await settled(h);
     const plan = h.agent.status.plan;
     const plans = h.agent.status.plans;
-    const routes = () => h.machine.routes.map((r) => JSON.stringify(r)).sort();
+    const routes = () => h.kernel.routes.map((r) => JSON.stringify(r)).sort();
     const want = routes();
-    const kilo = h.machine.routes.find((r) => r.protocol === kiloRouteProtocol);
+    const kilo = h.kernel.routes.find((r) => r.protocol === kiloRouteProtocol);
     assert.ok(kilo, 'the mesh has a route of Kilo');
-    h.machine.routeDel(kilo);
+    h.kernel.routeDel(kilo);
     // A heartbeat of a ready node and time moving on (a's check-in is due) change no plan.
     h.api.patchNode('b', { metadata: { annotations: { [Annotation.lastSeen]: String(NOW + 10) } } });
     await eventually('the heartbeat was seen', () =>
@@ -238,7 +237,7 @@ describe('agent: cluster changes reach the dataplane', () => {
     const h = await startHarness(t);
     await settled(h);
     const wg = h.device.history.length;
-    const kernel = h.machine.writes;
+    const kernel = h.kernel.writes;
     const fw = h.firewallWrites();
 
     h.source.resync();
@@ -257,7 +256,7 @@ describe('agent: cluster changes reach the dataplane', () => {
     await settled(h);
 
     assert.equal(h.device.history.length, wg, `WireGuard writes: ${h.device.history.slice(wg).join('; ')}`);
-    assert.equal(h.machine.writes, kernel, 'route, rule or link writes');
+    assert.equal(h.kernel.writes, kernel, 'route, rule or link writes');
     assert.equal(h.firewallWrites(), fw, 'iptables-restore runs');
     assert.equal(h.agent.status.lastResult?.writes, 0);
   });
@@ -300,7 +299,7 @@ describe('agent: bad input and a broken API server', () => {
     const h = await startHarness(t);
     await settled(h);
     const peersBefore = await h.device.read();
-    const routesBefore = h.machine.routes.length;
+    const routesBefore = h.kernel.routes.length;
     const wg = h.device.history.length;
 
     await h.api.stop();
@@ -320,7 +319,7 @@ describe('agent: bad input and a broken API server', () => {
       wg,
       `WireGuard writes during the outage: ${h.device.history.slice(wg).join('; ')}`,
     );
-    assert.equal(h.machine.routes.length, routesBefore);
+    assert.equal(h.kernel.routes.length, routesBefore);
     assert.equal(h.agent.status.lastResult?.writes, 0, 'the outage reconciles planned something else');
     assert.equal(h.agent.status.lastReconcileOk, false, 'a reconcile that could not publish the node counts as failed');
     // The dataplane is still kept meanwhile: a peer lost on the machine (a restarted wireguard-go)

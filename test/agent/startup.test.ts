@@ -4,13 +4,13 @@ import { test } from 'node:test';
 import { interfaceHolding } from '../../src/agent/discovery.js';
 import { discoverHost, resolveMTU } from '../../src/agent/startup.js';
 import { FakeHost } from '../../src/dataplane/host/fake.js';
-import { FakeMachine } from '../../src/dataplane/routes/fake.js';
+import { FakeKernel } from '../../src/dataplane/routes/fake.js';
 import { UsageError } from '../../src/model/errors.js';
 import { Cidr, IP } from '../../src/net/cidr.js';
 
 /** lo; kilo0, tunl0 and cilium_host with private addresses of their own; eth0 (LAN, default route, MTU 1400); pub0 (public). */
-function machine(): FakeMachine {
-  const m = new FakeMachine();
+function kernel(): FakeKernel {
+  const m = new FakeKernel();
   m.addLink('lo', { addresses: ['127.0.0.1/8', '::1/128'] });
   m.addLink('kilo0', { addresses: ['10.4.0.1/16'] });
   m.addLink('tunl0', { addresses: ['192.168.9.1/32'] });
@@ -40,7 +40,7 @@ const options = {
 };
 
 test('discoverHost: the internal IP is private, the endpoint public; Kilo’s, the tunnel’s and the CNI’s devices are not candidates', async () => {
-  const host = new FakeHost(machine());
+  const host = new FakeHost(kernel());
   const found = await discoverHost(host, options);
   assert.equal(found.internalIP?.toString(), '192.168.0.1/24');
   assert.equal(found.endpointIP?.text, '198.51.100.1');
@@ -49,7 +49,7 @@ test('discoverHost: the internal IP is private, the endpoint public; Kilo’s, t
 });
 
 test('interfaceHolding: the interface holding exactly the address (the private interface), else null', async () => {
-  const addresses = await new FakeHost(machine()).addresses();
+  const addresses = await new FakeHost(kernel()).addresses();
   assert.equal(interfaceHolding(addresses, IP.parse('192.168.0.1')), 'eth0');
   assert.equal(interfaceHolding(addresses, IP.parse('fd00:0::1')), 'eth0');
   assert.equal(
@@ -61,10 +61,10 @@ test('interfaceHolding: the interface holding exactly the address (the private i
 });
 
 test('resolveMTU: --mtu auto is the default route’s MTU less WireGuard’s; a number is taken as it is', async () => {
-  const host = new FakeHost(machine());
+  const host = new FakeHost(kernel());
   assert.equal(await resolveMTU(host, 'auto'), 1320);
   assert.equal(await resolveMTU(host, 1300), 1300);
-  const bare = new FakeMachine();
+  const bare = new FakeKernel();
   bare.addLink('eth0', { addresses: ['192.168.0.1/24'] });
   await assert.rejects(
     resolveMTU(new FakeHost(bare), 'auto'),

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
-import { FakeLinks, FakeMachine, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
+import { FakeLinks, FakeKernel, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
 import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
 import { defaultMeshOptions } from '../../src/mesh/options.js';
 import { parseCluster } from '../../src/model/parse.js';
@@ -90,7 +90,7 @@ interface Setup {
   api: FakeApiServer;
   connection: Connection;
   device: FakeWireGuardDevice;
-  machine: FakeMachine;
+  kernel: FakeKernel;
   privateKey: string;
 }
 
@@ -106,8 +106,8 @@ async function connect(
     else api.addPeer(obj);
   }
   o.seed?.(api);
-  const machine = new FakeMachine();
-  machine.addLink('kilo0', { up: false });
+  const kernel = new FakeKernel();
+  kernel.addLink('kilo0', { up: false });
   const device = new FakeWireGuardDevice('kilo0');
   const privateKey = o.privateKey ?? generatePrivateKey();
   const options: ConnectOptions = {
@@ -133,14 +133,14 @@ async function connect(
   };
   const connection = new Connection({
     kubeConfig: kubeConfigFor(api),
-    dataplane: { device, links: new FakeLinks(machine), routes: fakeRoutingTables(machine) },
+    dataplane: { device, links: new FakeLinks(kernel), routes: fakeRoutingTables(kernel) },
     privateKey,
     log: captureLogger(),
     options,
     timings: fastTimings,
   });
   t.after(() => connection.stop().catch(() => undefined));
-  return { api, connection, device, machine, privateKey };
+  return { api, connection, device, kernel, privateKey };
 }
 
 describe('kgctl connect against the API server', () => {
@@ -157,10 +157,10 @@ describe('kgctl connect against the API server', () => {
     await eventually('the mesh is configured', async () => (await keys()).length === 3);
     assert.deepEqual(await keys(), [wgKey('a'), wgKey('c'), wgKey('laptop')].sort());
     assert.equal((await s.device.read()).publicKey, publicKeyOf(s.privateKey));
-    assert.deepEqual(s.machine.link('kilo0').addresses, ['10.5.0.9/32']);
-    assert.equal(s.machine.link('kilo0').up, true);
+    assert.deepEqual(s.kernel.link('kilo0').addresses, ['10.5.0.9/32']);
+    assert.equal(s.kernel.link('kilo0').up, true);
     await waitUntil('the service CIDR is routed', () =>
-      s.machine.routes.some((r) => r.dst === '10.43.0.0/16' && r.dev === 'kilo0'),
+      s.kernel.routes.some((r) => r.dst === '10.43.0.0/16' && r.dev === 'kilo0'),
     );
 
     s.api.addNode(
@@ -173,12 +173,12 @@ describe('kgctl connect against the API server', () => {
       }),
     );
     await eventually('the new location is a peer', async () => (await keys()).includes(wgKey('d')));
-    await waitUntil('and routed', () => s.machine.routes.some((r) => r.dst === '10.42.3.0/24'));
+    await waitUntil('and routed', () => s.kernel.routes.some((r) => r.dst === '10.42.3.0/24'));
 
     await s.connection.stop();
     assert.equal(s.api.peer('me'), undefined, 'the registered Peer is still there');
     assert.deepEqual(
-      s.machine.routes.filter((r) => r.protocol === 107),
+      s.kernel.routes.filter((r) => r.protocol === 107),
       [],
     );
     await assert.rejects(s.device.read(), /does not exist/);

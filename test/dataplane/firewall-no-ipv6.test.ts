@@ -15,7 +15,7 @@ import {
   type IptablesBackend,
 } from '../../src/dataplane/iptables/tables.js';
 import { reconcile, type Dataplane } from '../../src/dataplane/reconcile.js';
-import { FakeLinks, FakeMachine, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
+import { FakeLinks, FakeKernel, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
 import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
 import type { Firewall, Plan } from '../../src/mesh/types.js';
 import { Cidr } from '../../src/net/cidr.js';
@@ -346,14 +346,14 @@ describe('finding out again', () => {
 });
 
 function dataplane(firewall: LinuxFirewallTables): Dataplane {
-  const machine = new FakeMachine();
-  machine.addLink('kilo0', { mtu: 1420, up: false });
-  machine.addLink('eth0', { addresses: ['10.1.0.1/24'] });
-  machine.addLink('tunl0', { up: true });
+  const kernel = new FakeKernel();
+  kernel.addLink('kilo0', { mtu: 1420, up: false });
+  kernel.addLink('eth0', { addresses: ['10.1.0.1/24'] });
+  kernel.addLink('tunl0', { up: true });
   return {
     device: new FakeWireGuardDevice('kilo0'),
-    links: new FakeLinks(machine),
-    routes: fakeRoutingTables(machine),
+    links: new FakeLinks(kernel),
+    routes: fakeRoutingTables(kernel),
     firewall,
   };
 }

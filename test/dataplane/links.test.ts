@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { diffLink, LinuxLinks, type LinkState } from '../../src/dataplane/links.js';
-import { FakeLinks, FakeMachine, fakeRoutingTables, settle } from '../../src/dataplane/routes/fake.js';
+import { FakeLinks, FakeKernel, fakeRoutingTables, settle } from '../../src/dataplane/routes/fake.js';
 import { linuxRoutingTables } from '../../src/dataplane/routes/linux.js';
 import type { KiloRoutingTables } from '../../src/dataplane/routes/reconciler.js';
 import type { Links } from '../../src/dataplane/types.js';
 import { skipNoNetns } from '../helpers/netns.js';
-import { linksNamespace, testWith } from './machine.js';
+import { linksNamespace, testWith } from './namespaces.js';
 import { ipExec } from './routes-exec.js';
 
 /** kilo0 exists, down, MTU 1500, no address; priv0 is up with 192.168.1.1/24. */
@@ -100,7 +100,7 @@ function linksContract(label: string, make: () => LinksHarness, skip: string | f
 }
 
 linksContract('in-memory model', () => {
-  const m = new FakeMachine();
+  const m = new FakeKernel();
   m.addLink('priv0', { addresses: ['192.168.1.1/24'] });
   m.addLink('kilo0', { up: false });
   return {

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { ExecError, readingAhead, type Exec } from '../../src/dataplane/exec.js';
 import { LinuxHost } from '../../src/dataplane/host/linux.js';
 import { LinuxLinks } from '../../src/dataplane/links.js';
-import { IprouteMachine } from '../../src/dataplane/routes/linux.js';
+import { IprouteRoutes } from '../../src/dataplane/routes/linux.js';
 import { defaultOwnership } from '../../src/dataplane/routes/state.js';
 import { createWireGuardDevice } from '../../src/dataplane/wireguard/device.js';
 
@@ -122,7 +122,7 @@ test("the machine's own reads (host, WireGuard link and dump, routes) drop nothi
   const device = createWireGuardDevice(exec, { name: 'kilo0', createInterface: false, socket: false });
   await device.ensure();
   await device.read();
-  await new IprouteMachine(exec).read(defaultOwnership);
+  await new IprouteRoutes(exec).read(defaultOwnership);
   assert.ok(exec.peekAhead!(['iptables-save']), 'reads drop nothing');
   assert.deepEqual(
     runs.filter((r) => !r.readOnly).map((r) => r.argv),

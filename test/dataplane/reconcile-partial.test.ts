@@ -7,22 +7,22 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createFakeFirewall } from '../../src/dataplane/iptables/fake.js';
 import { partialOf, reconcile, type Dataplane } from '../../src/dataplane/reconcile.js';
-import { FakeLinks, FakeMachine, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
+import { FakeLinks, FakeKernel, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
 import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
 import { generatePrivateKey } from '../../src/wireguard/keys.js';
 import { planFor, twoLocations } from '../helpers/cluster.js';
 
-function dataplane(): { dp: Dataplane; machine: FakeMachine } {
-  const machine = new FakeMachine();
-  machine.addLink('kilo0', { mtu: 1420, up: false });
-  machine.addLink('eth0', { addresses: ['10.1.0.1/24'] });
+function dataplane(): { dp: Dataplane; kernel: FakeKernel } {
+  const kernel = new FakeKernel();
+  kernel.addLink('kilo0', { mtu: 1420, up: false });
+  kernel.addLink('eth0', { addresses: ['10.1.0.1/24'] });
   const dp: Dataplane = {
     device: new FakeWireGuardDevice('kilo0'),
-    links: new FakeLinks(machine),
-    routes: fakeRoutingTables(machine),
+    links: new FakeLinks(kernel),
+    routes: fakeRoutingTables(kernel),
     firewall: createFakeFirewall().tables,
   };
-  return { dp, machine };
+  return { dp, kernel };
 }
 
 test('routes that need a missing IPIP tunnel fail by name; the other routes are applied and counted', async () => {
@@ -31,7 +31,7 @@ test('routes that need a missing IPIP tunnel fail by name; the other routes are 
   const tunnelRoutes = plan.routes.filter((r) => r.dev === 'tunnel');
   const otherRoutes = plan.routes.filter((r) => r.dev !== 'tunnel');
   assert.ok(tunnelRoutes.length > 0 && otherRoutes.length > 0 && plan.rules.length > 0);
-  const { dp, machine } = dataplane();
+  const { dp, kernel } = dataplane();
 
   const result = await reconcile(dp, {
     plan,
@@ -50,8 +50,8 @@ test('routes that need a missing IPIP tunnel fail by name; the other routes are 
     assert.match(f.message, /IPIP tunnel .*no tunl0/);
   }
 
-  const kiloRoutes = machine.routes.filter((r) => r.protocol === 107).length;
-  const kiloRules = machine.rules.filter((r) => r.priority === 1107).length;
+  const kiloRoutes = kernel.routes.filter((r) => r.protocol === 107).length;
+  const kiloRules = kernel.rules.filter((r) => r.priority === 1107).length;
   assert.equal(kiloRoutes, otherRoutes.length, 'every route that needs no tunnel is installed');
   assert.ok(kiloRules > 0, 'rules are installed');
   assert.equal(result.routes.writes, kiloRoutes + kiloRules, 'the writes that took effect are counted');

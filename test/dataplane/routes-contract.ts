@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { PartialApplyError } from '../../src/dataplane/routes/errors.js';
-import { KiloRoutingTables, type RouteMachine } from '../../src/dataplane/routes/reconciler.js';
+import { KiloRoutingTables, type RouteKernel } from '../../src/dataplane/routes/reconciler.js';
 import { describeRoute, describeRule, type KernelRoute, type KernelRule } from '../../src/dataplane/routes/state.js';
 import type { DeviceNames } from '../../src/dataplane/types.js';
 import { hostTable, kiloTable, wireGuardMark, type PlanRoute, type PlanRule } from '../../src/mesh/types.js';
@@ -12,7 +12,7 @@ import { hostTable, kiloTable, wireGuardMark, type PlanRoute, type PlanRule } fr
  *   kilo0  up, 10.4.0.1/16                     (stands in for the WireGuard interface)
  */
 export interface RoutesHarness {
-  machine: RouteMachine;
+  kernel: RouteKernel;
   /** Installs a route or rule as another program or an admin would (any protocol or priority). */
   addRoute(r: KernelRoute): Promise<void>;
   addRule(r: KernelRule): Promise<void>;
@@ -157,17 +157,17 @@ interface Counted {
   reads(): number;
 }
 
-function counted(machine: RouteMachine): Counted {
+function counted(kernel: RouteKernel): Counted {
   let applies = 0;
   let reads = 0;
-  const wrapped: RouteMachine = {
+  const wrapped: RouteKernel = {
     read: (owner, expected) => {
       reads++;
-      return machine.read(owner, expected);
+      return kernel.read(owner, expected);
     },
     apply: (ops) => {
       applies++;
-      return machine.apply(ops);
+      return kernel.apply(ops);
     },
   };
   return { tables: new KiloRoutingTables(wrapped), applies: () => applies, reads: () => reads };
@@ -183,17 +183,17 @@ const sortedRules = (rs: KernelRule[]) => rs.map(describeRule).sort();
 
 export function routesContract(label: string, make: () => Promise<RoutesHarness>, skip: string | false = false): void {
   describe(`RoutingTables contract: ${label}`, { skip }, () => {
-    const withMachine = (name: string, fn: (h: RoutesHarness, c: Counted) => Promise<void>): void =>
+    const withKernel = (name: string, fn: (h: RoutesHarness, c: Counted) => Promise<void>): void =>
       void test(name, async () => {
         const h = await make();
         try {
-          await fn(h, counted(h.machine));
+          await fn(h, counted(h.kernel));
         } finally {
           h.destroy();
         }
       });
 
-    withMachine('plan A reads back exactly; B changes only the difference; B again writes nothing', async (_h, c) => {
+    withKernel('plan A reads back exactly; B changes only the difference; B again writes nothing', async (_h, c) => {
       const a = await c.tables.reconcile(planA.routes, planA.rules, devices);
       assert.equal(a.writes, 11, a.details.join('\n'));
       assert.equal(c.applies(), 1, 'all of plan A in one batch');
@@ -213,11 +213,11 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
 
       const again = await c.tables.reconcile(planB.routes, planB.rules, devices);
       assert.deepEqual(again, { writes: 0, details: [] });
-      assert.equal(c.applies(), 2, 'an unchanged plan sends nothing to the machine');
+      assert.equal(c.applies(), 2, 'an unchanged plan sends nothing to the kernel');
     });
 
-    withMachine(
-      'trusting the last write: a change of routes alone reads nothing and leaves the machine as a read would',
+    withKernel(
+      'trusting the last write: a change of routes alone reads nothing and leaves the kernel as a read would',
       async (_h, c) => {
         await c.tables.reconcile(planA.routes, planA.rules, devices);
         const reads = c.reads();
@@ -241,8 +241,8 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       },
     );
 
-    withMachine(
-      'once (kg apply): the same writes and errors as a full reconcile, whatever the machine holds',
+    withKernel(
+      'once (kg apply): the same writes and errors as a full reconcile, whatever the kernel holds',
       async (h, c) => {
         const once = { once: true };
         const a = await c.tables.reconcile(planA.routes, planA.rules, devices, once);
@@ -251,7 +251,7 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
           writes: 0,
           details: [],
         });
-        assert.equal(c.applies(), 1, 'an unchanged plan sends nothing to the machine');
+        assert.equal(c.applies(), 1, 'an unchanged plan sends nothing to the kernel');
         // Someone else's change under one of our keys and a stray route of ours are repaired, and a
         // rule the plan no longer has is removed.
         const moved = (await c.tables.read()).routes.find((x) => x.dst === '10.42.4.0/24')!;
@@ -304,7 +304,7 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       },
     );
 
-    withMachine(
+    withKernel(
       'trusting the last write misses a route someone deleted; the next full read puts it back',
       async (h, c) => {
         await c.tables.reconcile(planA.routes, planA.rules, devices);
@@ -320,7 +320,7 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       },
     );
 
-    withMachine('foreign routes and rules survive apply, re-apply and cleanup', async (h, c) => {
+    withKernel('foreign routes and rules survive apply, re-apply and cleanup', async (h, c) => {
       for (const x of foreignRoutes) await h.addRoute(x);
       for (const x of foreignRules) await h.addRule(x);
       const routesBefore = sortedRoutes(await h.allRoutes());
@@ -344,7 +344,7 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       assert.equal((await c.tables.cleanup()).writes, 0);
     });
 
-    withMachine('a Kilo route deleted by someone comes back at the next reconcile', async (h, c) => {
+    withKernel('a Kilo route deleted by someone comes back at the next reconcile', async (h, c) => {
       await c.tables.reconcile(planA.routes, planA.rules, devices);
       // Resyncs that find the machine as it was (the Linux reader's same texts: the same read) write nothing ...
       for (let i = 0; i < 2; i++)
@@ -360,7 +360,7 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       assert.deepEqual(await shown(c.tables), { routes: routesA, rules: rulesA });
     });
 
-    withMachine(
+    withKernel(
       'routes and rules of an earlier run are removed; foreign ones with the same addresses stay',
       async (h, c) => {
         // An earlier run (other granularity, crash) left these with Kilo's marks.
@@ -393,7 +393,7 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       },
     );
 
-    withMachine('one bad route is named in the error and everything else is applied', async (_h, c) => {
+    withKernel('one bad route is named in the error and everything else is applied', async (_h, c) => {
       const bad = [
         ...planA.routes,
         r('10.42.9.0/24', '172.31.0.9', 'private'), // gateway not on any connected network, no onlink
@@ -431,7 +431,7 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       assert.deepEqual((await shown(c.tables)).rules, rulesA);
     });
 
-    withMachine(
+    withKernel(
       'dual stack: IPv4 routes via IPv6 gateways install and re-apply with no writes; IPv6 via IPv4 is named, the rest applied',
       async (_h, c) => {
         const mixed = [
@@ -472,7 +472,7 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       },
     );
 
-    withMachine('a route the plan wants but someone else holds is reported, never taken over', async (h, c) => {
+    withKernel('a route the plan wants but someone else holds is reported, never taken over', async (h, c) => {
       await h.addRoute(kernelRoute('10.42.4.0/24', 'priv0', { protocol: 4 }));
       await h.addRoute(kernelRoute('fd43::/64', 'priv0', { protocol: 4, table: kiloTable }));
       const err = (await c.tables
@@ -492,7 +492,7 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       assert.equal((await shown(c.tables)).routes.length, routesA.length - 2);
     });
 
-    withMachine('rules whose selectors overlap are removed and added without hitting each other', async (_h, c) => {
+    withKernel('rules whose selectors overlap are removed and added without hitting each other', async (_h, c) => {
       // The kernel matches rule deletes (and duplicate checks) only on the selectors given.
       const fromAndTo = rule('10.42.1.0/24', '192.168.1.3/32');
       const toOnly = rule(null, '192.168.1.3/32');
@@ -545,7 +545,7 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       'route fd00:2::5/128 dev kilo0 table 1108',
     ];
 
-    withMachine('the fwmark rule (both families) and table-1108 routes read back, stay, and go', async (_h, c) => {
+    withKernel('the fwmark rule (both families) and table-1108 routes read back, stay, and go', async (_h, c) => {
       const routes = [...planA.routes, ...hostRoutes];
       const rules = [...planA.rules, markRule];
       const on = await c.tables.reconcile(routes, rules, devices);
@@ -570,7 +570,7 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       assert.deepEqual(await shown(c.tables), { routes: [], rules: [] });
     });
 
-    withMachine('mark rules left at Kilo’s priority (other mask, without not) give way to the plan’s', async (h, c) => {
+    withKernel('mark rules left at Kilo’s priority (other mask, without not) give way to the plan’s', async (h, c) => {
       // The kernel refuses `not fwmark X` next to `fwmark X` (it ignores `not` when comparing) and
       // tells `0x453/0xffff` from `0x453`: both must be removed first, the foreign one must stay.
       await h.addRule(kernelRule(null, null, 1107, hostTable, { fwmark: '0x453' }));
@@ -591,7 +591,7 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       assert.equal((await c.tables.reconcile([], [markRule], devices)).writes, 0);
     });
 
-    withMachine('cleanup removes every Kilo route in every table and every rule at Kilo’s priority', async (h, c) => {
+    withKernel('cleanup removes every Kilo route in every table and every rule at Kilo’s priority', async (h, c) => {
       await c.tables.reconcile(planA.routes, planA.rules, devices);
       await h.addRoute(kernelRoute('10.42.88.0/24', 'priv0', { table: 200 }));
       const ops = await c.tables.cleanup();

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FakeMachine, FakeRouteMachine, fakeRoutingTables, settle } from '../../src/dataplane/routes/fake.js';
+import { FakeKernel, FakeRoutes, fakeRoutingTables, settle } from '../../src/dataplane/routes/fake.js';
 import { routesContract } from './routes-contract.js';
 
 routesContract('in-memory model', () => {
-  const m = new FakeMachine();
+  const m = new FakeKernel();
   m.addLink('priv0', { addresses: ['192.168.1.1/24', 'fd00::1/64'] });
   m.addLink('kilo0', { addresses: ['10.4.0.1/16'] });
   return Promise.resolve({
-    machine: new FakeRouteMachine(m),
+    kernel: new FakeRoutes(m),
     addRoute: (r) => settle(() => m.routeAdd(r)),
     addRule: (r) => settle(() => m.ruleAdd(r)),
     deleteRoute: (r) => settle(() => m.routeDel(r)),
@@ -18,8 +18,8 @@ routesContract('in-memory model', () => {
   });
 });
 
-test('a read ahead serves the next reconcile, once; the one after reads the machine anew', async () => {
-  const m = new FakeMachine();
+test('a read ahead serves the next reconcile, once; the one after reads the kernel anew', async () => {
+  const m = new FakeKernel();
   m.addLink('kilo0', { addresses: ['10.4.0.1/16'] });
   const tables = fakeRoutingTables(m);
   const devices = { kilo: 'kilo0', private: null, tunnel: null };
@@ -34,8 +34,8 @@ test('a read ahead serves the next reconcile, once; the one after reads the mach
   assert.deepEqual((await tables.reconcile([], [], devices)).details, ['del route 10.42.9.0/24 dev kilo0']);
 });
 
-test('a plan handed over again is diffed again: the machine repaired, a renamed device followed', async () => {
-  const m = new FakeMachine();
+test('a plan handed over again is diffed again: the kernel repaired, a renamed device followed', async () => {
+  const m = new FakeKernel();
   m.addLink('kilo0', { addresses: ['10.4.0.1/16'] });
   m.addLink('kilo1', { addresses: ['10.5.0.1/16'] });
   const tables = fakeRoutingTables(m);

@@ -9,10 +9,10 @@ import { before, describe, test } from 'node:test';
 import type { BatchResult } from '../../src/dataplane/routes/batch.js';
 import type { RouteOp } from '../../src/dataplane/routes/diff.js';
 import { PartialApplyError } from '../../src/dataplane/routes/errors.js';
-import { FakeMachine, FakeRouteMachine } from '../../src/dataplane/routes/fake.js';
+import { FakeKernel, FakeRoutes } from '../../src/dataplane/routes/fake.js';
 import { parseRoutes, renderOp } from '../../src/dataplane/routes/iproute.js';
-import { IprouteMachine, linuxRoutingTables } from '../../src/dataplane/routes/linux.js';
-import type { RouteMachine } from '../../src/dataplane/routes/reconciler.js';
+import { IprouteRoutes, linuxRoutingTables } from '../../src/dataplane/routes/linux.js';
+import type { RouteKernel } from '../../src/dataplane/routes/reconciler.js';
 import { describeRoute, desiredState, type KernelRoute } from '../../src/dataplane/routes/state.js';
 import type { DeviceNames } from '../../src/dataplane/types.js';
 import { createWireGuardDevice } from '../../src/dataplane/wireguard/device.js';
@@ -117,21 +117,21 @@ test('ip -j shows such a gateway as "via": {family, host}; it reads back as the 
 });
 
 /** Both directions, straight to a machine (no plan): what the kernel takes, and its words when not. */
-async function applyBoth(machine: RouteMachine, dev: string): Promise<BatchResult> {
+async function applyBoth(kernel: RouteKernel, dev: string): Promise<BatchResult> {
   const base = { table: 254, dev, src: null, onlink: true, type: 'unicast', protocol: 107 };
   const ops: RouteOp[] = [
     { kind: 'route', action: 'add', route: { ...base, family: 4, dst: '10.42.2.0/24', metric: 0, gw: 'fd00:99::2' } },
     { kind: 'route', action: 'add', route: { ...base, family: 6, dst: 'fd42:2::/64', metric: 1024, gw: '10.4.0.2' } },
   ];
-  return machine.apply(ops);
+  return kernel.apply(ops);
 }
 
 const refused = [{ index: 1, message: 'IPv6 does not support RTA_VIA attribute' }];
 
 test('the model, like the kernel, takes an IPv4 route via IPv6 and refuses an IPv6 route via IPv4', async () => {
-  const m = new FakeMachine();
+  const m = new FakeKernel();
   m.addLink('kilo0', { addresses: ['10.4.0.1/16'] });
-  assert.deepEqual((await applyBoth(new FakeRouteMachine(m), 'kilo0')).failures, refused);
+  assert.deepEqual((await applyBoth(new FakeRoutes(m), 'kilo0')).failures, refused);
   assert.deepEqual(
     m.routes.map((r) => describeRoute(r)),
     ['route 10.42.2.0/24 via inet6 fd00:99::2 dev kilo0 onlink'],
@@ -154,7 +154,7 @@ describe('the kernel on the interfaces Kilo routes over', { skip: skipNoNetns },
       }
       ns.sh('ip addr add 10.4.0.1/16 dev kilo0 && ip link set kilo0 up');
       const exec = ipExec(ns);
-      assert.deepEqual((await applyBoth(new IprouteMachine(exec), 'kilo0')).failures, refused);
+      assert.deepEqual((await applyBoth(new IprouteRoutes(exec), 'kilo0')).failures, refused);
 
       // The whole path: plan routes in, one problem out, and a second reconcile writes nothing.
       const tables = linuxRoutingTables(exec);

@@ -1,8 +1,8 @@
 import type { Family } from '../../src/net/cidr.js';
 import { parseRoutes, parseRules, renderOp } from '../../src/dataplane/routes/iproute.js';
-import { IprouteMachine } from '../../src/dataplane/routes/linux.js';
+import { IprouteRoutes } from '../../src/dataplane/routes/linux.js';
 import { skipNoNetns } from '../helpers/netns.js';
-import { routesNamespace } from './machine.js';
+import { routesNamespace } from './namespaces.js';
 import { routesContract } from './routes-contract.js';
 import { ipExec } from './routes-exec.js';
 
@@ -15,7 +15,7 @@ routesContract(
       void (await exec.run(['ip', ...(family === 6 ? ['-6'] : []), ...line.split(' ')]));
     const all = async <T>(f: (family: Family) => Promise<T[]>) => [...(await f(4)), ...(await f(6))];
     return Promise.resolve({
-      machine: new IprouteMachine(exec),
+      kernel: new IprouteRoutes(exec),
       addRoute: (route) => ip(renderOp({ kind: 'route', action: 'add', route })),
       addRule: (rule) => ip(renderOp({ kind: 'rule', action: 'add', rule }), rule.family),
       deleteRoute: (route) => ip(renderOp({ kind: 'route', action: 'del', route })),

@@ -9,12 +9,12 @@ import { readingAhead, type Exec } from '../../src/dataplane/exec.js';
 import type { RouteOp } from '../../src/dataplane/routes/diff.js';
 import { parseRoutes } from '../../src/dataplane/routes/iproute.js';
 import { PartialApplyError } from '../../src/dataplane/routes/errors.js';
-import { IprouteMachine, linuxRoutingTables } from '../../src/dataplane/routes/linux.js';
+import { IprouteRoutes, linuxRoutingTables } from '../../src/dataplane/routes/linux.js';
 import { batchesOf } from '../../src/dataplane/routes/schedule.js';
 import type { KernelRoute, KernelRule } from '../../src/dataplane/routes/state.js';
 import { kiloTable, type PlanRoute, type PlanRule } from '../../src/mesh/types.js';
 import { skipNoNetns, type TestNamespace } from '../helpers/netns.js';
-import { routesNamespace } from './machine.js';
+import { routesNamespace } from './namespaces.js';
 import { ipExec } from './routes-exec.js';
 
 const route = (dst: string, extra: Partial<KernelRoute> = {}): KernelRoute => ({
@@ -125,7 +125,7 @@ describe('iproute2: a split batch applies what one batch applies', { skip: skipN
     const ns = routesNamespace('ktsp');
     try {
       const exec = ipExec(ns);
-      assert.deepEqual((await new IprouteMachine(exec).apply(before)).failures, []);
+      assert.deepEqual((await new IprouteRoutes(exec).apply(before)).failures, []);
       const batches: string[] = [];
       const counting: Exec = {
         ...exec,
@@ -134,7 +134,7 @@ describe('iproute2: a split batch applies what one batch applies', { skip: skipN
           return exec.run(argv, opts);
         },
       };
-      const result = await new IprouteMachine(counting, undefined, splitAt).apply(ops);
+      const result = await new IprouteRoutes(counting, undefined, splitAt).apply(ops);
       return { failures: result.failures, routes: (await ourRoutes(exec)).sort(), batches: batches.length };
     } finally {
       ns.destroy();

@@ -12,8 +12,8 @@ import { peer } from '../helpers/cluster.js';
 import { skipNoNetns, type TestNamespace } from '../helpers/netns.js';
 import {
   Lab,
-  assertMachineIs,
-  expectedMachine,
+  assertKernelIs,
+  expectedKernel,
   oraclePlan,
   privateInterface,
   type ApplyRun,
@@ -51,8 +51,8 @@ function ping(ns: TestNamespace, ip: string): void {
 
 /** Writes a reconcile from plan A to plan B must cost, derived from the two oracle plans alone. */
 function expectedWrites(a: Plan, b: Plan, devices: { kilo: string; private: string }) {
-  const ma = expectedMachine(a, { ...devices, tunnel: null }, '');
-  const mb = expectedMachine(b, { ...devices, tunnel: null }, '');
+  const ma = expectedKernel(a, { ...devices, tunnel: null }, '');
+  const mb = expectedKernel(b, { ...devices, tunnel: null }, '');
   // A route is keyed by table and destination: the same key with other content is one replace.
   const key = (r: string) => `${/ table (\S+)/.exec(r)![1]} ${r.split(' ')[0]}`;
   const ka = new Map(ma.routes.map((r) => [key(r), r]));
@@ -120,7 +120,7 @@ test(
       async () => {
         const run = await lab.apply(eu1, fileA, mesh);
         assertClean(run, 'apply A');
-        assertMachineIs(eu1.ns, planA, devices, eu1.publicKey, 'after A');
+        assertKernelIs(eu1.ns, planA, devices, eu1.publicKey, 'after A');
         const a = run.applied!;
         assert.equal(a.links, 3, 'links: address, MTU (1380, wireguard-go starts at 1420) and up');
         assert.equal(
@@ -144,7 +144,7 @@ test(
 
     await t.test('eu-1 and us-1 talk over wireguard-go', async () => {
       assertClean(await lab.apply(us1, fileA, mesh), 'apply A on us-1');
-      assertMachineIs(us1.ns, planUs, devices, us1.publicKey, 'us-1 after A');
+      assertKernelIs(us1.ns, planUs, devices, us1.publicKey, 'us-1 after A');
       ping(eu1.ns, us1IP);
       assert.ok(handshakeWith(eu1.ns, us1Key) > 0, 'the ping made a handshake');
     });
@@ -155,7 +155,7 @@ test(
       await new Promise((r) => setTimeout(r, 1100));
       const run = await lab.apply(eu1, fileB, mesh);
       assertClean(run, 'apply B');
-      assertMachineIs(eu1.ns, planB, devices, eu1.publicKey, 'after B');
+      assertKernelIs(eu1.ns, planB, devices, eu1.publicKey, 'after B');
 
       const key = (name: string, plan: Plan) => plan.peers.find((p) => p.names.includes(name))!.publicKey;
       assert.deepEqual(run.applied!.wireGuard, {

@@ -20,9 +20,9 @@ import { skipNoNetns, type TestNamespace } from '../helpers/netns.js';
 import { settled, startHarness } from '../agent/agent-harness.js';
 import {
   Lab,
-  assertMachineIs,
+  assertKernelIs,
   privateInterface,
-  readMachine,
+  readKernel,
   twoLocationNodes,
   until,
   type LabNode,
@@ -109,7 +109,7 @@ test('--compatibility=cilium on a namespaced node', { skip: skipNoNetns }, async
       assert.equal(run.status, 0, run.stderr);
       assert.deepEqual(run.errors, []);
       assert.equal(isUp(eu2.ns, 'cilium_tunl'), true, 'cilium_tunl was set up');
-      const machine = assertMachineIs(
+      const kernel = assertKernelIs(
         eu2.ns,
         plan,
         { kilo: 'kilo0', private: 'lan0', tunnel: 'cilium_tunl' },
@@ -117,12 +117,12 @@ test('--compatibility=cilium on a namespaced node', { skip: skipNoNetns }, async
         'cilium_tunl',
       );
       assert.ok(
-        machine.routes.includes('10.42.3.0/24 via 10.42.1.180 dev cilium_tunl table main onlink'),
-        machine.routes.join('\n'),
+        kernel.routes.includes('10.42.3.0/24 via 10.42.1.180 dev cilium_tunl table main onlink'),
+        kernel.routes.join('\n'),
       );
       assert.ok(
-        machine.firewall.some((l) => l.includes('KILO-IPIP') && l.includes('-s 10.42.1.180/32')),
-        machine.firewall.join('\n'),
+        kernel.firewall.some((l) => l.includes('KILO-IPIP') && l.includes('-s 10.42.1.180/32')),
+        kernel.firewall.join('\n'),
       );
     },
   );
@@ -133,7 +133,7 @@ test('--compatibility=cilium on a namespaced node', { skip: skipNoNetns }, async
     watching.child.kill('SIGTERM');
     const run = await watching.done;
     assert.equal(run.status, 0, run.stderr);
-    assert.deepEqual(readMachine(eu2.ns).routes, [], 'routes cleaned up');
+    assert.deepEqual(readKernel(eu2.ns).routes, [], 'routes cleaned up');
     assert.ok(hasLink(eu2.ns, 'cilium_tunl') && isUp(eu2.ns, 'cilium_tunl'), 'cilium_tunl is still there and up');
   });
 
@@ -145,7 +145,7 @@ test('--compatibility=cilium on a namespaced node', { skip: skipNoNetns }, async
       if (hasLink(eu2.ns, 'tunl0')) {
         // A kernel with the ipip module: tunl0 is the tunnel, as in Kilo without enable-ipip-termination.
         assert.equal(run.status, 0, run.stderr);
-        assertMachineIs(eu2.ns, plan, { kilo: 'kilo0', private: 'lan0', tunnel: 'tunl0' }, eu2.publicKey, 'tunl0');
+        assertKernelIs(eu2.ns, plan, { kilo: 'kilo0', private: 'lan0', tunnel: 'tunl0' }, eu2.publicKey, 'tunl0');
         return;
       }
       assert.equal(run.status, 1, run.stderr);
@@ -161,7 +161,7 @@ test('--compatibility=cilium on a namespaced node', { skip: skipNoNetns }, async
       eu2.ns.sh('ip link set cilium_tunlp up');
       const again = await lab.apply(eu2, file, flags);
       assert.equal(again.status, 0, again.stderr);
-      assertMachineIs(
+      assertKernelIs(
         eu2.ns,
         plan,
         { kilo: 'kilo0', private: 'lan0', tunnel: 'cilium_tunl' },

@@ -11,12 +11,12 @@ import {
   Lab,
   allRoutes,
   allRules,
-  assertMachineIs,
+  assertKernelIs,
   commandOf,
   namespacePids,
   oraclePlan,
   labWithEu1,
-  readMachine,
+  readKernel,
   savedFirewall,
   until,
   type ApplyRun,
@@ -112,7 +112,7 @@ test(
     await t.test('apply: Kilo state is the plan, foreign state unchanged', async () => {
       const run = await lab.apply(eu1, file, mesh);
       assert.equal(run.status, 0, run.stderr);
-      assertMachineIs(eu1.ns, plan, devices, eu1.publicKey, 'after apply');
+      assertKernelIs(eu1.ns, plan, devices, eu1.publicKey, 'after apply');
       assert.deepEqual(foreignState(eu1.ns), before);
     });
 
@@ -129,7 +129,7 @@ test(
       const run = await watchThenStop(lab, eu1, file, [...mesh, '--clean-up=false']);
       assert.equal(run.status, 0, run.stderr);
       assert.equal(run.applied?.writes, 0, 'the watching agent adopted the state');
-      assertMachineIs(eu1.ns, plan, devices, eu1.publicKey, 'after stop without clean-up');
+      assertKernelIs(eu1.ns, plan, devices, eu1.publicKey, 'after stop without clean-up');
       assert.deepEqual(wireGuardGo(eu1.ns), [wgGo]);
       assert.deepEqual(foreignState(eu1.ns), before);
     });
@@ -138,7 +138,7 @@ test(
       const run = await watchThenStop(lab, eu1, file, mesh);
       assert.equal(run.status, 0, run.stderr);
       assert.deepEqual(run.errors, []);
-      const m = readMachine(eu1.ns);
+      const m = readKernel(eu1.ns);
       assert.deepEqual(
         { routes: m.routes, rules: m.rules, firewall: m.firewall },
         { routes: [], rules: [], firewall: [] },
@@ -156,7 +156,7 @@ test(
       assert.equal(run.status, 0, run.stderr);
       assert.deepEqual(run.errors, []);
       assert.ok((run.applied?.writes ?? 0) > 0, 'it first re-applied the routes and firewall cleaned up before');
-      const m = readMachine(eu1.ns);
+      const m = readKernel(eu1.ns);
       assert.deepEqual(m, { wireGuard: null, addresses: null, up: null, routes: [], rules: [], firewall: [] });
       await until('wireguard-go to exit', () => wireGuardGo(eu1.ns).length === 0);
       assert.deepEqual(foreignState(eu1.ns), before);

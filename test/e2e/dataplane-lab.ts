@@ -256,7 +256,7 @@ export interface Devices {
   tunnel: string | null;
 }
 
-export interface MachineState {
+export interface KernelState {
   /** "PUBKEY ENDPOINT ALLOWED,IPS KEEPALIVE", sorted; absent interface → null. */
   wireGuard: { publicKey: string; listenPort: number; peers: string[] } | null;
   /** Addresses of the Kilo interface (link-local IPv6 left out); null when it does not exist. */
@@ -403,7 +403,7 @@ export function normaliseRule(args: readonly string[], comment: string | null): 
 }
 
 export interface SavedFirewall {
-  /** Kilo's part, as in MachineState.firewall. */
+  /** Kilo's part, as in KernelState.firewall. */
   kilo: string[];
   /** Everything else: chain declarations (without counters) and rules. */
   foreign: string[];
@@ -459,8 +459,8 @@ function stableByChain(lines: string[]): (a: string, b: string) => number {
 }
 
 /** The machine's Kilo state as the kernel and the tools show it. */
-export function readMachine(ns: TestNamespace, kilo = 'kilo0'): MachineState {
-  let wireGuard: MachineState['wireGuard'] = null;
+export function readKernel(ns: TestNamespace, kilo = 'kilo0'): KernelState {
+  let wireGuard: KernelState['wireGuard'] = null;
   const dump = spawnSync(
     'ip',
     ['netns', 'exec', ns.name, 'sh', '-c', `mount --bind "$0" /var/run/wireguard && wg show ${kilo} dump`, ns.runDir],
@@ -513,7 +513,7 @@ export function readMachine(ns: TestNamespace, kilo = 'kilo0'): MachineState {
 }
 
 /** What the machine must show after applying `plan`: routes on a missing device are left out. */
-export function expectedMachine(plan: Plan, devices: Devices, publicKey: string): MachineState {
+export function expectedKernel(plan: Plan, devices: Devices, publicKey: string): KernelState {
   const dev = (role: string) => (devices as unknown as Record<string, string | null>)[role] ?? null;
   const firewall: string[] = [];
   for (const c of plan.firewall.chains) firewall.push(`${c.family} ${c.table} chain ${c.name} -`);
@@ -546,15 +546,15 @@ export function expectedMachine(plan: Plan, devices: Devices, publicKey: string)
 }
 
 /** Asserts the machine equals the plan, part by part (so a failure says which part differs). */
-export function assertMachineIs(
+export function assertKernelIs(
   ns: TestNamespace,
   plan: Plan,
   devices: Devices,
   publicKey: string,
   what: string,
-): MachineState {
-  const actual = readMachine(ns, devices.kilo);
-  const want = expectedMachine(plan, devices, publicKey);
+): KernelState {
+  const actual = readKernel(ns, devices.kilo);
+  const want = expectedKernel(plan, devices, publicKey);
   assert.deepEqual(actual.wireGuard, want.wireGuard, `${what}: WireGuard interface and peers`);
   assert.deepEqual(actual.addresses, want.addresses, `${what}: addresses of ${devices.kilo}`);
   assert.equal(actual.up, want.up, `${what}: ${devices.kilo} up`);

@@ -11,12 +11,12 @@ import type { KubeObject } from '../../src/model/parse.js';
 import { peer, wgKey } from '../helpers/cluster.js';
 import { skipNoNetns } from '../helpers/netns.js';
 import {
-  assertMachineIs,
-  expectedMachine,
+  assertKernelIs,
+  expectedKernel,
   oraclePlan,
   labWithEu1,
   privateInterface,
-  readMachine,
+  readKernel,
   type ApplyRun,
   type LabNode,
   twoLocationNodes,
@@ -63,8 +63,8 @@ function assertAllBut(
     assert.match(line, reason, `${what}: the error says why`);
   }
   assert.equal(named.length, failed.length, `${what}: nothing else failed:\n${run.errors.join('\n')}`);
-  const actual = readMachine(eu1.ns);
-  const want = expectedMachine({ ...plan, routes: plan.routes.filter((r) => !failing(r)) }, devices, eu1.publicKey);
+  const actual = readKernel(eu1.ns);
+  const want = expectedKernel({ ...plan, routes: plan.routes.filter((r) => !failing(r)) }, devices, eu1.publicKey);
   assert.deepEqual(actual.wireGuard, want.wireGuard, `${what}: WireGuard peers applied`);
   assert.deepEqual(actual.firewall, want.firewall, `${what}: firewall applied`);
   assert.deepEqual(actual.addresses, want.addresses, `${what}: address`);
@@ -89,7 +89,7 @@ test(
     await t.test('plan A applies cleanly', async () => {
       const run = await lab.apply(eu1, fileA, mesh);
       assert.equal(run.status, 0, run.stderr);
-      assertMachineIs(eu1.ns, planA, devices, eu1.publicKey, 'A');
+      assertKernelIs(eu1.ns, planA, devices, eu1.publicKey, 'A');
     });
 
     await t.test(
@@ -109,7 +109,7 @@ test(
       const run = await lab.apply(eu1, fileB, mesh);
       assert.equal(run.status, 0, run.stderr);
       assert.deepEqual(run.errors, []);
-      assertMachineIs(eu1.ns, planB, devices, eu1.publicKey, 'lan0 up');
+      assertKernelIs(eu1.ns, planB, devices, eu1.publicKey, 'lan0 up');
       assert.equal(
         run.applied?.routes,
         planB.routes.filter(overPrivate).length,
@@ -152,7 +152,7 @@ test(
       privateInterface(eu1.ns, 'lan0', '192.168.10.1/24');
       const run = await lab.apply(eu1, fileB, mesh);
       assert.equal(run.status, 0, run.stderr);
-      assertMachineIs(eu1.ns, planB, devices, eu1.publicKey, 'lan0 back');
+      assertKernelIs(eu1.ns, planB, devices, eu1.publicKey, 'lan0 back');
     });
   },
 );

@@ -12,13 +12,13 @@ import { node, peer, wgKey } from '../helpers/cluster.js';
 import { skipNoNetns } from '../helpers/netns.js';
 import {
   Lab,
-  assertMachineIs,
+  assertKernelIs,
   descendantsOf,
   commandOf,
-  expectedMachine,
+  expectedKernel,
   oraclePlans,
   labWithEu1,
-  readMachine,
+  readKernel,
   until,
   type ApplyRun,
   type LabNode,
@@ -140,7 +140,7 @@ test(
         if (tunnel.length === 0) {
           if (step.end === 'exit') assert.equal(result.status, 0, `${what}: exit code\n${result.stderr}`);
           assert.deepEqual(result.errors, [], what);
-          assertMachineIs(eu1.ns, plan, devices, eu1.publicKey, what);
+          assertKernelIs(eu1.ns, plan, devices, eu1.publicKey, what);
           return;
         }
 
@@ -152,8 +152,8 @@ test(
           const shown = `not applied: route ${r.dst} via ${r.gw} dev tunnel${r.table === 'main' ? '' : ` table ${r.table}`}: the IPIP tunnel`;
           assert.ok(errors.includes(shown), `${what}: an error names ${shown}:\n${errors}`);
         }
-        const actual = readMachine(eu1.ns);
-        const want = expectedMachine(plan, devices, eu1.publicKey);
+        const actual = readKernel(eu1.ns);
+        const want = expectedKernel(plan, devices, eu1.publicKey);
         assert.deepEqual(actual.wireGuard, want.wireGuard, `${what}: WireGuard peers`);
         assert.deepEqual(actual.addresses, want.addresses, `${what}: address`);
         assert.equal(actual.up, want.up, `${what}: link state`);

@@ -8,12 +8,12 @@ import { test } from 'node:test';
 import { peer, wgKey } from '../helpers/cluster.js';
 import { skipNoNetns } from '../helpers/netns.js';
 import {
-  assertMachineIs,
+  assertKernelIs,
   commandOf,
   namespacePids,
   oraclePlan,
   labWithEu1,
-  readMachine,
+  readKernel,
   until,
   twoLocationNodes,
 } from './dataplane-lab.js';
@@ -43,17 +43,17 @@ test(
         .split('\n')
         .filter((l) => l.includes('"msg":"applied"')).length;
     await until('the first apply', () => applied() === 1);
-    assertMachineIs(eu1.ns, plan, devices, eu1.publicKey, 'before the crash');
+    assertKernelIs(eu1.ns, plan, devices, eu1.publicKey, 'before the crash');
     const wireGuardGo = () => namespacePids(eu1.ns.name).filter((pid) => /wireguard-go/.test(commandOf(pid)));
     const [first] = wireGuardGo();
     assert.ok(first);
 
     process.kill(first, 'SIGKILL');
-    await until('the interface to go', () => readMachine(eu1.ns).addresses === null);
+    await until('the interface to go', () => readKernel(eu1.ns).addresses === null);
     await until('a reconcile after the restart', () => applied() === 2);
     const [second] = wireGuardGo();
     assert.ok(second && second !== first, 'a new wireguard-go runs');
-    assertMachineIs(eu1.ns, plan, devices, eu1.publicKey, 'after the restart');
+    assertKernelIs(eu1.ns, plan, devices, eu1.publicKey, 'after the restart');
 
     child.kill('SIGTERM');
     const run = await done;

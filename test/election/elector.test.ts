@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { electedLeaders } from '../../src/election/decide.js';
 import { Elector } from '../../src/election/elector.js';
 import { leaseName } from '../../src/election/lease-name.js';
-import { LeaseBoard } from '../../src/election/memory-leases.js';
+import { LeaseBoard } from '../../src/backend/memory-leases.js';
 import { defaultElectionTiming as timing } from '../../src/election/types.js';
 import type { KiloNode } from '../../src/model/types.js';
 import { kiloNode } from '../helpers/cluster.js';

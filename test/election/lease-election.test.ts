@@ -9,10 +9,10 @@ import { describe, test } from 'node:test';
 import { Registry } from 'prom-client';
 import { silentLogger } from '../../src/backend/source.js';
 import { FakeHost } from '../../src/dataplane/host/fake.js';
-import { FakeMachine } from '../../src/dataplane/routes/fake.js';
+import { FakeKernel } from '../../src/dataplane/routes/fake.js';
 import { LeaseElection } from '../../src/election/leader-election.js';
 import { leaseName } from '../../src/election/lease-name.js';
-import { LeaseBoard } from '../../src/election/memory-leases.js';
+import { LeaseBoard } from '../../src/backend/memory-leases.js';
 import { ElectionMetrics } from '../../src/election/metrics.js';
 import { topologyOf } from '../../src/mesh/compute.js';
 import { Annotation } from '../../src/model/annotations.js';
@@ -28,11 +28,11 @@ const remotePodGateway = '10.43.1.1';
 type Answers = (from: string, to: string, leader: string | null) => boolean;
 
 /**
- * The machine of agent `from`: kilo0 and a default route (so the kernel would forward relayed
+ * The host of agent `from`: kilo0 and a default route (so the kernel would forward relayed
  * packets), forwarding on, pings answered when `answers` says so.
  */
-function machineOf(from: string, answers: Answers, leader: () => string | null): FakeHost {
-  const m = new FakeMachine();
+function hostOf(from: string, answers: Answers, leader: () => string | null): FakeHost {
+  const m = new FakeKernel();
   m.addLink('eth0', { addresses: ['10.0.0.254/24'] });
   m.addLink('kilo0', {});
   m.routeAdd({
@@ -96,7 +96,7 @@ function location(answers: Answers) {
   const start = async (name: string) => {
     const e = new LeaseElection({
       api: board.client(),
-      machine: machineOf(name, answers, holder),
+      host: hostOf(name, answers, holder),
       identity: name,
       interfaceName: 'kilo0',
       timing,

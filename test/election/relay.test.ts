@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { ElectedLeaders } from '../../src/election/types.js';
+import type { ElectedLeaders } from '../../src/mesh/leaders.js';
 import {
   RelayReporter,
   RelayVerdict,

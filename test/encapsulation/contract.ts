@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
-import type { Host } from '../../src/dataplane/host/host.js';
+import type { Host } from '../../src/host/host.js';
 import type { Encapsulator } from '../../src/encapsulation/index.js';
 import { encapsulatorOf } from '../../src/encapsulation/index.js';
 import type { MeshOptions } from '../../src/mesh/options.js';
@@ -15,8 +15,8 @@ import type { IP } from '../../src/net/cidr.js';
 import { Annotation } from '../../src/model/annotations.js';
 import { kiloNode, planFor, twoLocations } from '../helpers/cluster.js';
 
-/** A machine to set an encapsulation up on: a network namespace, or the fake Host's machine. */
-export interface Machine {
+/** A host to set an encapsulation up on: a network namespace, or the fake Host over a FakeKernel. */
+export interface TestHost {
   host: Host;
   /** A device a CNI would make (a stand-in): down, or up with `address`. */
   standIn(name: string, address?: string): void;
@@ -28,11 +28,11 @@ export interface EncapsulationCase {
   /** What the flags say. */
   options: Pick<MeshOptions, 'encapsulate' | 'local'> & Partial<Pick<MeshOptions, 'compatibility'>>;
   name: Encapsulator['name'];
-  /** The devices the CNI (or the kernel) would have made on the machine, as stand-ins. */
-  machine: (m: Machine) => void;
-  /** The devices setUp must name on that machine (the tunnel may be null on a kernel without ipip). */
-  devices: (m: Machine) => { tunnel: string | null; private?: string };
-  /** The address it publishes on that machine. */
+  /** The devices the CNI (or the kernel) would have made on the host, as stand-ins. */
+  standIns: (m: TestHost) => void;
+  /** The devices setUp must name on that host (the tunnel may be null on a kernel without ipip). */
+  devices: (m: TestHost) => { tunnel: string | null; private?: string };
+  /** The address it publishes on that host. */
   ownAddress: string | null;
 }
 
@@ -53,7 +53,7 @@ function isAddressOf(n: KiloNode, ip: IP): boolean {
   return Boolean(n.internalIP?.ip.equals(ip) || n.ciliumInternalIP?.equals(ip) || n.podCIDR?.contains(ip));
 }
 
-export async function encapsulationContract(t: TestContext, c: EncapsulationCase, m: Machine | null) {
+export async function encapsulationContract(t: TestContext, c: EncapsulationCase, m: TestHost | null) {
   const enc = encapsulatorOf(c.options);
 
   await t.test(`${c.name}: picked by the flags`, () => assert.equal(enc.name, c.name));
@@ -89,22 +89,19 @@ export async function encapsulationContract(t: TestContext, c: EncapsulationCase
   });
 
   if (m === null) return;
-  await t.test(
-    `${c.name}: on a machine, setUp names devices that exist and are up, and says the same again`,
-    async () => {
-      c.machine(m);
-      const devices = await enc.setUp(m.host);
-      assert.deepEqual(devices, c.devices(m));
-      for (const dev of [devices.tunnel, devices.private]) {
-        if (dev === null || dev === undefined) continue;
-        const link = await m.host.link(dev);
-        assert.ok(link, `${dev} exists`);
-        if (dev === devices.tunnel) assert.ok(link.up, `${dev} is up`);
-      }
-      assert.deepEqual(await enc.setUp(m.host), devices);
-      assert.equal((await enc.ownAddress(m.host))?.text ?? null, c.ownAddress);
-    },
-  );
+  await t.test(`${c.name}: on a host, setUp names devices that exist and are up, and says the same again`, async () => {
+    c.standIns(m);
+    const devices = await enc.setUp(m.host);
+    assert.deepEqual(devices, c.devices(m));
+    for (const dev of [devices.tunnel, devices.private]) {
+      if (dev === null || dev === undefined) continue;
+      const link = await m.host.link(dev);
+      assert.ok(link, `${dev} exists`);
+      if (dev === devices.tunnel) assert.ok(link.up, `${dev} is up`);
+    }
+    assert.deepEqual(await enc.setUp(m.host), devices);
+    assert.equal((await enc.ownAddress(m.host))?.text ?? null, c.ownAddress);
+  });
 
   await t.test(`${c.name}: clean-up leaves the kernel's and the CNI's devices`, async () => {
     const before = m.links();

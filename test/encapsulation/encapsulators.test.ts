@@ -6,12 +6,12 @@ import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { FakeHost } from '../../src/dataplane/host/fake.js';
 import { LinuxHost } from '../../src/dataplane/host/linux.js';
-import { FakeMachine } from '../../src/dataplane/routes/fake.js';
+import { FakeKernel } from '../../src/dataplane/routes/fake.js';
 import { createNamespace, skipNoNetns, type TestNamespace } from '../helpers/netns.js';
-import { encapsulationContract, type EncapsulationCase, type Machine } from './contract.js';
+import { encapsulationContract, type EncapsulationCase, type TestHost } from './contract.js';
 
 /** A namespace; a CNI's device is a veth end of that name (its peer up). */
-function namespaceMachine(ns: TestNamespace): Machine {
+function namespaceHost(ns: TestNamespace): TestHost {
   return {
     host: new LinuxHost(ns.exec),
     standIn: (name, address) =>
@@ -29,19 +29,19 @@ function namespaceMachine(ns: TestNamespace): Machine {
 }
 
 /** The fake Host; its kernel has the ipip module (tunl0 appears, down, when it is loaded). */
-function fakeMachine(): Machine {
-  const m = new FakeMachine();
+function fakeHost(): TestHost {
+  const m = new FakeKernel();
   m.addLink('lo', { addresses: ['127.0.0.1/8'] });
   return {
-    host: new FakeHost(m, { ipip: (machine) => machine.addLink('tunl0', { up: false }) }),
+    host: new FakeHost(m, { ipip: (kernel) => kernel.addLink('tunl0', { up: false }) }),
     standIn: (name, address) => m.addLink(name, { up: address !== undefined, addresses: address ? [address] : [] }),
     links: () => [...m.links.keys()].sort(),
   };
 }
 
 /** The kernel's tunl0 exists only with the ipip module (absent on these CI machines). */
-const tunl0 = (m: Machine) => (m.links().includes('tunl0') ? 'tunl0' : null);
-const cilium = (m: Machine) => {
+const tunl0 = (m: TestHost) => (m.links().includes('tunl0') ? 'tunl0' : null);
+const cilium = (m: TestHost) => {
   m.standIn('cilium_host', '10.42.2.180/32');
   m.standIn('cilium_tunl');
 };
@@ -50,48 +50,48 @@ const cases: EncapsulationCase[] = [
   {
     name: 'none',
     options: { encapsulate: 'never', local: true },
-    machine: () => {},
+    standIns: () => {},
     devices: () => ({ tunnel: null }),
     ownAddress: null,
   },
   {
     name: 'ipip',
     options: { encapsulate: 'always', local: true },
-    machine: () => {},
+    standIns: () => {},
     devices: tunnel,
     ownAddress: null,
   },
   {
     name: 'ipip',
     options: { encapsulate: 'crosssubnet', local: false },
-    machine: () => {},
+    standIns: () => {},
     devices: tunnel,
     ownAddress: null,
   },
   {
     name: 'flannel',
     options: { compatibility: 'flannel', encapsulate: 'always', local: false },
-    machine: (m) => m.standIn('flannel.1'),
+    standIns: (m) => m.standIn('flannel.1'),
     devices: () => ({ tunnel: null, private: 'flannel.1' }),
     ownAddress: null,
   },
   {
     name: 'cilium',
     options: { compatibility: 'cilium', encapsulate: 'crosssubnet', local: false },
-    machine: cilium,
+    standIns: cilium,
     devices: () => ({ tunnel: 'cilium_tunl' }),
     ownAddress: '10.42.2.180',
   },
   {
     name: 'cilium',
     options: { compatibility: 'cilium', encapsulate: 'never', local: false },
-    machine: cilium,
+    standIns: cilium,
     devices: () => ({ tunnel: null }),
     ownAddress: '10.42.2.180',
   },
 ];
 
-function tunnel(m: Machine) {
+function tunnel(m: TestHost) {
   return { tunnel: tunl0(m) };
 }
 
@@ -100,7 +100,7 @@ for (const c of cases) {
   test(`encapsulation ${c.name} (${flags}) in a network namespace`, async (t) => {
     const ns = skipNoNetns ? null : createNamespace('kt-enc');
     t.after(() => ns?.destroy());
-    await encapsulationContract(t, c, ns ? namespaceMachine(ns) : null);
+    await encapsulationContract(t, c, ns ? namespaceHost(ns) : null);
   });
-  test(`encapsulation ${c.name} (${flags}) on the fake Host`, (t) => encapsulationContract(t, c, fakeMachine()));
+  test(`encapsulation ${c.name} (${flags}) on the fake Host`, (t) => encapsulationContract(t, c, fakeHost()));
 }

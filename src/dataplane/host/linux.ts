@@ -1,6 +1,6 @@
 import { Cidr } from '../../net/cidr.js';
 import { ExecError, type Exec } from '../exec.js';
-import type { DefaultRoute, Host, HostAddress, HostLink } from './host.js';
+import type { DefaultRoute, Host, HostAddress, HostLink } from '../../host/host.js';
 
 interface IpAddrJson {
   ifname: string;

@@ -12,7 +12,7 @@ import type { Links, Ops } from '../types.js';
 import type { BatchFailure, BatchResult } from './batch.js';
 import { mainTableId } from './constants.js';
 import { ruleAddConflicts, ruleDeleteMatches, type RouteOp } from './diff.js';
-import { KiloRoutingTables, type KiloRouting, type RouteMachine } from './reconciler.js';
+import { KiloRoutingTables, type KiloRouting, type RouteKernel } from './reconciler.js';
 import { defaultOwnership, routeKey, sameRoute, type KernelRoute, type KernelRule, type Ownership } from './state.js';
 
 /** An operation the modelled kernel refused, with the kernel's message. */
@@ -30,12 +30,12 @@ export function settle<T>(f: () => T): Promise<T> {
 }
 
 /**
- * An in-memory machine: interfaces with addresses, every route (Kilo's and foreign, any protocol,
+ * An in-memory kernel: interfaces with addresses, every route (Kilo's and foreign, any protocol,
  * any table) and every rule in kernel order. It refuses what the Linux kernel refuses (missing device,
  * unreachable gateway, non-local source, duplicate key) with the kernel's messages, and like the
  * kernel drops an interface's routes when it goes down or away.
  */
-export class FakeMachine {
+export class FakeKernel {
   readonly links = new Map<string, LinkState>();
   /** By key (table, destination, metric), in insertion order; several under a key are appended routes. */
   private readonly byKey = new Map<string, KernelRoute[]>();
@@ -200,12 +200,12 @@ export class FakeMachine {
   }
 }
 
-/** RouteMachine over a FakeMachine: applies each change on its own, as `ip -force -batch` does. */
-export class FakeRouteMachine implements RouteMachine {
+/** RouteKernel over a FakeKernel: applies each change on its own, as `ip -force -batch` does. */
+export class FakeRoutes implements RouteKernel {
   /** What readAhead saw, for the next read. */
   private ahead: KiloRouting | null = null;
 
-  constructor(readonly machine: FakeMachine) {}
+  constructor(readonly kernel: FakeKernel) {}
 
   read(owner: Ownership, expected?: ReadonlyMap<string, KernelRoute>): Promise<KiloRouting> {
     const ahead = this.ahead;
@@ -228,8 +228,8 @@ export class FakeRouteMachine implements RouteMachine {
 
   private now(owner: Ownership): KiloRouting {
     return {
-      routes: this.machine.routes.filter((r) => r.protocol === owner.protocol).map((r) => ({ ...r })),
-      rules: this.machine.rules.filter((r) => r.priority === owner.priority).map((r) => ({ ...r })),
+      routes: this.kernel.routes.filter((r) => r.protocol === owner.protocol).map((r) => ({ ...r })),
+      rules: this.kernel.rules.filter((r) => r.priority === owner.priority).map((r) => ({ ...r })),
     };
   }
 
@@ -242,11 +242,11 @@ export class FakeRouteMachine implements RouteMachine {
     ops.forEach((op, index) => {
       try {
         if (op.kind === 'route') {
-          if (op.action === 'add') this.machine.routeAdd(op.route);
-          else if (op.action === 'replace') this.machine.routeReplace(op.route);
-          else this.machine.routeDel(op.route);
-        } else if (op.action === 'add') this.machine.ruleAdd(op.rule);
-        else this.machine.ruleDel(op.rule);
+          if (op.action === 'add') this.kernel.routeAdd(op.route);
+          else if (op.action === 'replace') this.kernel.routeReplace(op.route);
+          else this.kernel.routeDel(op.route);
+        } else if (op.action === 'add') this.kernel.ruleAdd(op.rule);
+        else this.kernel.ruleDel(op.rule);
       } catch (e) {
         if (!(e instanceof FakeKernelError)) throw e;
         failures.push({ index, message: e.message });
@@ -256,17 +256,17 @@ export class FakeRouteMachine implements RouteMachine {
   }
 }
 
-export function fakeRoutingTables(machine: FakeMachine, owner: Ownership = defaultOwnership): KiloRoutingTables {
-  return new KiloRoutingTables(new FakeRouteMachine(machine), owner);
+export function fakeRoutingTables(kernel: FakeKernel, owner: Ownership = defaultOwnership): KiloRoutingTables {
+  return new KiloRoutingTables(new FakeRoutes(kernel), owner);
 }
 
-/** Links over a FakeMachine, with the same diff as LinuxLinks. */
+/** Links over a FakeKernel, with the same diff as LinuxLinks. */
 export class FakeLinks implements Links {
-  constructor(readonly machine: FakeMachine) {}
+  constructor(readonly kernel: FakeKernel) {}
 
   read(device: string): Promise<LinkState> {
     return settle(() => {
-      const l = this.machine.links.get(device);
+      const l = this.kernel.links.get(device);
       if (!l) throw new Error(`interface ${device} does not exist`);
       return { up: l.up, mtu: l.mtu, addresses: [...l.addresses] };
     });
@@ -279,10 +279,10 @@ export class FakeLinks implements Links {
     ops.forEach((op, index) => {
       try {
         if (op.kind === 'address') {
-          if (op.action === 'add') this.machine.addAddress(device, op.address);
-          else this.machine.delAddress(device, op.address);
-        } else if (op.kind === 'mtu') this.machine.setMTU(device, op.mtu);
-        else this.machine.setUp(device, op.kind === 'up');
+          if (op.action === 'add') this.kernel.addAddress(device, op.address);
+          else this.kernel.delAddress(device, op.address);
+        } else if (op.kind === 'mtu') this.kernel.setMTU(device, op.mtu);
+        else this.kernel.setUp(device, op.kind === 'up');
       } catch (e) {
         if (!(e instanceof FakeKernelError)) throw e;
         failures.push({ index, message: e.message });

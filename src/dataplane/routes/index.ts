@@ -1,8 +1,8 @@
 export { kiloRouteProtocol, kiloRulePriority, mainTableId } from './constants.js';
 export { PartialApplyError, type ApplyFailure } from './errors.js';
-export { KiloRoutingTables, type KiloRouting, type RouteMachine } from './reconciler.js';
-export { IprouteMachine, linuxRoutingTables } from './linux.js';
-export { FakeKernelError, FakeLinks, FakeMachine, FakeRouteMachine, fakeRoutingTables } from './fake.js';
+export { KiloRoutingTables, type KiloRouting, type RouteKernel } from './reconciler.js';
+export { IprouteRoutes, linuxRoutingTables } from './linux.js';
+export { FakeKernelError, FakeLinks, FakeKernel, FakeRoutes, fakeRoutingTables } from './fake.js';
 export {
   defaultOwnership,
   describeRoute,

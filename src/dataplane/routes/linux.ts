@@ -5,14 +5,14 @@ import { runBatch, type BatchResult } from './batch.js';
 import type { RouteOp } from './diff.js';
 import { batchesOf, defaultSplitAt } from './schedule.js';
 import { parseRoutes, parseRules, renderOps } from './iproute.js';
-import { KiloRoutingTables, type KiloRouting, type RouteMachine } from './reconciler.js';
+import { KiloRoutingTables, type KiloRouting, type RouteKernel } from './reconciler.js';
 import { defaultOwnership, type KernelRoute, type Ownership } from './state.js';
 
 /**
  * The kernel's routing tables through iproute2: reads with `ip -N -j`, filtered by Kilo's protocol
  * (so a node with a full BGP table is not read whole), writes with one `ip -batch`.
  */
-export class IprouteMachine implements RouteMachine {
+export class IprouteRoutes implements RouteKernel {
   /** The kernel's prefixes and addresses parsed, across reads. */
   private readonly addresses: AddressMemo;
   /** Whether this reader's reads are the memo's passes (a shared memo's are its owner's). */
@@ -151,5 +151,5 @@ export class IprouteMachine implements RouteMachine {
 export function linuxRoutingTables(exec: Exec, owner: Ownership = defaultOwnership): KiloRoutingTables {
   // One memo for the plan's texts and the kernel's, which are the same: at 5,000 nodes two were ~11 MB.
   const addresses = new AddressMemo();
-  return new KiloRoutingTables(new IprouteMachine(exec, addresses), owner, addresses);
+  return new KiloRoutingTables(new IprouteRoutes(exec, addresses), owner, addresses);
 }

@@ -33,7 +33,7 @@ export interface KiloRouting {
  * Where routes live: the kernel through iproute2, or an in-memory model. Both read only what carries
  * the owner's marks and apply a list of changes, reporting each one that failed.
  */
-export interface RouteMachine {
+export interface RouteKernel {
   /**
    * `expected` (the routes about to be diffed, by routeKey): a machine may return a route equal to
    * one of them as that very object, instead of building its own.
@@ -101,7 +101,7 @@ function planAsKernel(
   return { byKey, list };
 }
 
-/** Whether `routes` are exactly the routes of `byKey`, each once (as objects: see RouteMachine.read). */
+/** Whether `routes` are exactly the routes of `byKey`, each once (as objects: see RouteKernel.read). */
 function sameRoutes(routes: readonly KernelRoute[], byKey: ReadonlyMap<string, KernelRoute>): boolean {
   if (routes.length !== byKey.size) return false;
   // By identity: no key is made again for ten thousand routes.
@@ -110,7 +110,7 @@ function sameRoutes(routes: readonly KernelRoute[], byKey: ReadonlyMap<string, K
 }
 
 /**
- * RoutingTables over any RouteMachine: read Kilo's state, diff it against the plan, apply the
+ * RoutingTables over any RouteKernel: read Kilo's state, diff it against the plan, apply the
  * difference in one go. A partial failure still applies everything else and then throws
  * PartialApplyError (which carries the Ops that took effect).
  */
@@ -140,18 +140,18 @@ export class KiloRoutingTables implements RoutingTables {
    * machine's reader, which sees the same texts).
    */
   constructor(
-    private readonly machine: RouteMachine,
+    private readonly kernel: RouteKernel,
     readonly owner: Ownership = defaultOwnership,
     private readonly addresses: AddressMemo = new AddressMemo(),
   ) {}
 
   /** Kilo's routes and rules on the machine now (or when readAhead was called, once). */
   read(expected?: ReadonlyMap<string, KernelRoute>): Promise<KiloRouting> {
-    return this.machine.read(this.owner, expected);
+    return this.kernel.read(this.owner, expected);
   }
 
   readAhead(): void {
-    this.machine.readAhead?.(this.owner);
+    this.kernel.readAhead?.(this.owner);
   }
 
   async reconcile(
@@ -219,14 +219,14 @@ export class KiloRoutingTables implements RoutingTables {
     devices: DeviceNames,
     options: ReconcileOptions = {},
   ): Promise<boolean> {
-    if (!options.once || !(await this.machine.holdsNoneAhead?.(this.owner))) return false;
+    if (!options.once || !(await this.kernel.holdsNoneAhead?.(this.owner))) return false;
     // A turn for what waits meanwhile (the interface's commands) before each stretch of CPU.
     await nextTurn();
     const desired = this.desiredState(routes, rules, devices);
     await nextTurn();
     const ops = diffFromNothing(desired);
     await nextTurn();
-    this.machine.prepare?.(ops);
+    this.kernel.prepare?.(ops);
     this.prepared = { desired, ops };
     return true;
   }
@@ -283,7 +283,7 @@ export class KiloRoutingTables implements RoutingTables {
   }
 
   private async apply(ops: readonly RouteOp[], failures: ApplyFailure[]): Promise<Ops> {
-    const result = ops.length === 0 ? { failures: [] } : await this.machine.apply(ops);
+    const result = ops.length === 0 ? { failures: [] } : await this.kernel.apply(ops);
     const failed = new Map(result.failures.map((f) => [f.index, f.message]));
     const applied = failed.size === 0 ? ops : ops.filter((_, i) => !failed.has(i));
     for (const [i, message] of [...failed].sort((a, b) => a[0] - b[0]))

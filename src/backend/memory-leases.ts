@@ -1,5 +1,4 @@
-import { LeaseConflict, type LeaseApi } from './lease-api.js';
-import type { LeaseRecord } from './types.js';
+import { LeaseConflict, type LeaseApi, type LeaseRecord } from './leases.js';
 
 /** One API server's Leases in memory, shared by the clients of a test. */
 export class LeaseBoard {

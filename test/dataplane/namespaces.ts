@@ -1,4 +1,4 @@
-/** What the contract suites of the seams share: a fresh machine per test, in a namespace or in memory. */
+/** What the contract suites of the seams share: a fresh kernel per test, in a network namespace or in memory. */
 import { test } from 'node:test';
 import { createNamespace, type TestNamespace } from '../helpers/netns.js';
 

@@ -1,8 +1,8 @@
 import { LinuxHost } from '../../src/dataplane/host/linux.js';
 import { skipNoNetns } from '../helpers/netns.js';
 import { hostContract } from './host-contract.js';
-import { linksNamespace } from './machine.js';
-import { ipExec } from './routes-exec.js';
+import { linksNamespace } from '../dataplane/namespaces.js';
+import { ipExec } from '../dataplane/routes-exec.js';
 
 hostContract(
   'iproute2 in a network namespace',

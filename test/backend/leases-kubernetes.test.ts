@@ -1,7 +1,7 @@
-import { KubernetesLeases } from '../../src/election/kubernetes-leases.js';
+import { KubernetesLeases } from '../../src/backend/kubernetes/leases.js';
 import { FakeApiServer } from '../../src/lab/apiserver.js';
 import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
-import { leaseApiContract } from './lease-api-contract.js';
+import { leaseApiContract } from './leases-contract.js';
 
 leaseApiContract('the lab API server through @kubernetes/client-node', async () => {
   const api = await FakeApiServer.start();

@@ -1,9 +1,9 @@
 import { FakeHost } from '../../src/dataplane/host/fake.js';
-import { FakeMachine, settle } from '../../src/dataplane/routes/fake.js';
+import { FakeKernel, settle } from '../../src/dataplane/routes/fake.js';
 import { hostContract } from './host-contract.js';
 
 hostContract('in-memory model', () => {
-  const m = new FakeMachine();
+  const m = new FakeKernel();
   m.addLink('lo', { addresses: ['127.0.0.1/8', '::1/128'] });
   m.addLink('priv0', { addresses: ['192.168.1.1/24', 'fd00::1/64'] });
   m.addLink('kilo0', { up: false });

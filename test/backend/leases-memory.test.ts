@@ -1,5 +1,5 @@
-import { LeaseBoard } from '../../src/election/memory-leases.js';
-import { leaseApiContract } from './lease-api-contract.js';
+import { LeaseBoard } from '../../src/backend/memory-leases.js';
+import { leaseApiContract } from './leases-contract.js';
 
 leaseApiContract('in memory (LeaseBoard)', () => {
   const board = new LeaseBoard();

@@ -1,13 +1,13 @@
 /**
- * The contract of the host seam (src/dataplane/host/): what the agent reads from the machine
+ * The contract of the host seam (src/host/host.ts): what the agent reads from the machine
  * around the dataplane. Run against iproute2 in a network namespace (host-real.test.ts) and the
  * in-memory fake (host-fake.test.ts).
  */
 import assert from 'node:assert/strict';
 import { describe } from 'node:test';
-import type { Host, HostAddress } from '../../src/dataplane/host/host.js';
+import type { Host, HostAddress } from '../../src/host/host.js';
 import type { Family } from '../../src/net/cidr.js';
-import { testWith } from './machine.js';
+import { testWith } from '../dataplane/namespaces.js';
 
 /**
  * One machine, the same for the kernel (a namespace) and the model:

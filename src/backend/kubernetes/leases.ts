@@ -1,11 +1,10 @@
 import { CoordinationV1Api, V1MicroTime, Watch, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
-import { withSignal } from '../backend/kubernetes/abort.js';
-import { describeError, statusCodeOf } from '../backend/kubernetes/errors.js';
-import { Reflector, type ReflectorTimings } from '../backend/kubernetes/reflector.js';
-import { silentLogger, type Logger } from '../backend/source.js';
-import type { KubeObject } from '../model/parse.js';
-import { LeaseConflict, type LeaseApi } from './lease-api.js';
-import type { LeaseRecord } from './types.js';
+import { withSignal } from './abort.js';
+import { describeError, statusCodeOf } from './errors.js';
+import { Reflector, type ReflectorTimings } from './reflector.js';
+import { silentLogger, type Logger } from '../source.js';
+import type { KubeObject } from '../../model/parse.js';
+import { LeaseConflict, type LeaseApi, type LeaseRecord } from '../leases.js';
 
 export interface KubernetesLeasesOptions {
   kubeConfig: KubeConfig;

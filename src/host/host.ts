@@ -3,10 +3,13 @@
  * interfaces, the default route and its MTU, a CNI's devices, whether it forwards, whether an
  * address answers a ping) and the two changes it makes there outside the plan (an encapsulation's
  * device brought up, the ipip module loaded). One Linux
- * implementation (iproute2's JSON, `linux.ts`) and one in-memory fake (`fake.ts`) pass one
- * contract suite (test/dataplane/host-contract.ts).
+ * implementation (iproute2's JSON, src/dataplane/host/linux.ts) and one in-memory fake
+ * (src/dataplane/host/fake.ts) pass one contract suite (test/host/host-contract.ts). The seam sits
+ * in a folder of its own, low (it imports only net), so that encapsulation, the election and the
+ * agent use it without importing the dataplane; its two implementations run on the dataplane's
+ * command runner and fake kernel, so they live there.
  */
-import type { Cidr } from '../../net/cidr.js';
+import type { Cidr } from '../net/cidr.js';
 
 /** An address on one of the machine's interfaces, with its prefix. */
 export interface HostAddress {
