@@ -56,7 +56,7 @@ const external = Object.keys({ ...pkg.dependencies, ...pkg.devDependencies }).fi
 const leaveOutLab = {
   name: 'leave-out-lab',
   setup(b) {
-    b.onResolve({ filter: /\/lab\/command\.js$/ }, (a) => ({ path: a.path, external: true }));
+    b.onResolve({ filter: /\/packages\/lab\/src\/command\.js$/ }, (a) => ({ path: a.path, external: true }));
   },
 };
 
@@ -327,7 +327,7 @@ function trainingCluster() {
 const result = await bundleClis();
 
 if (withoutLab) {
-  const lab = Object.keys(result.metafile.inputs).filter((f) => f.startsWith('src/lab/'));
+  const lab = Object.keys(result.metafile.inputs).filter((f) => f.startsWith('packages/lab/'));
   if (lab.length > 0) {
     console.error(`build --without-lab: the bundle holds ${lab.join(', ')} (${relative(root, outdir)})`);
     process.exit(1);

@@ -52,7 +52,7 @@ const graph = new Map(sources(join(root, 'src')).map((f) => [relative(root, f), 
 const folderOf = (file: string): string => file.split('/')[1]!;
 
 /** The one door from the product into the lab: `kg lab`, loaded only when it runs. */
-const labDoor = { from: 'src/cli/kg.ts', to: 'src/lab/command.ts' };
+const labDoor = { from: 'src/cli/kg.ts', to: 'packages/lab/src/command.ts' };
 
 /** The files reachable from an entry point, with the import chain that reaches each. */
 function reachable(entry: string): Map<string, string[]> {
@@ -310,7 +310,7 @@ describe('the bundle the image runs', () => {
   test('holds no file of src/lab', () => {
     assert.ok(Object.keys(meta.inputs).includes('src/mesh/plan.ts'), 'the bundle holds the plan');
     assert.deepEqual(
-      Object.keys(meta.inputs).filter((f) => f.startsWith('src/lab/')),
+      Object.keys(meta.inputs).filter((f) => f.startsWith('packages/lab/')),
       [],
     );
   });

@@ -19,7 +19,7 @@ import { Cidr, IP } from '../../src/net/cidr.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
 import { FakeApiServer, waitUntil } from '../fixtures/apiserver.js';
 import { NOW, node, peer } from '../helpers/cluster.js';
-import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
+import { kubeConfigFor } from '../../packages/lab/src/apiserver-kubeconfig.js';
 
 export { waitUntil };
 

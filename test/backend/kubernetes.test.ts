@@ -12,7 +12,7 @@ import type { ReflectorTimings } from '../../src/backend/kubernetes/reflector.js
 import { parseCluster, type KubeObject } from '../../src/model/parse.js';
 import { FakeApiServer, waitUntil, type FakeApiServerOptions } from '../fixtures/apiserver.js';
 import { node, peer } from '../helpers/cluster.js';
-import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
+import { kubeConfigFor } from '../../packages/lab/src/apiserver-kubeconfig.js';
 
 const backoff: BackoffOptions = { initialMs: 50, maxMs: 400, factor: 2, jitter: 0.5 };
 

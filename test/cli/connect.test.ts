@@ -15,7 +15,7 @@ import { UsageError } from '../../src/model/errors.js';
 import { FakeApiServer, waitUntil } from '../fixtures/apiserver.js';
 import { NOW, node, peer, wgKey } from '../helpers/cluster.js';
 import { captureLogger, eventually, fastTimings } from '../agent/agent-harness.js';
-import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
+import { kubeConfigFor } from '../../packages/lab/src/apiserver-kubeconfig.js';
 
 function cluster(lastSeen: number) {
   return [

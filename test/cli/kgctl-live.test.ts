@@ -15,7 +15,7 @@ import { Annotation } from '../../src/model/annotations.js';
 import { formatMeshFlags, type MeshFlags } from '../../src/model/mesh-flags.js';
 import { Cidr } from '../../src/net/cidr.js';
 import { ensureBuilt, root, type Run } from './built.js';
-import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
+import { kubeConfigFor } from '../../packages/lab/src/apiserver-kubeconfig.js';
 
 /** Runs the built kgctl without blocking this process (the API server answers from here). */
 function kgctl(...args: string[]): Promise<Run> {

@@ -1,6 +1,6 @@
 import { KubernetesLeases } from '../../src/election/kubernetes-leases.js';
-import { FakeApiServer } from '../../src/lab/apiserver.js';
-import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
+import { FakeApiServer } from '../../packages/lab/src/apiserver.js';
+import { kubeConfigFor } from '../../packages/lab/src/apiserver-kubeconfig.js';
 import { leaseApiContract } from './lease-api-contract.js';
 
 leaseApiContract('the lab API server through @kubernetes/client-node', async () => {

@@ -21,11 +21,11 @@ import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { apiAddress, apiPort, type LabOptions } from '../../src/lab/layout.js';
-import type { Lab } from '../../src/lab/lab.js';
-import { killNamespaceProcesses } from '../../src/lab/processes.js';
-import { ipBatch, run } from '../../src/lab/sh.js';
-import { processStart } from '../../src/lab/state.js';
+import { apiAddress, apiPort, type LabOptions } from '../../packages/lab/src/layout.js';
+import type { Lab } from '../../packages/lab/src/lab.js';
+import { killNamespaceProcesses } from '../../packages/lab/src/processes.js';
+import { ipBatch, run } from '../../packages/lab/src/sh.js';
+import { processStart } from '../../packages/lab/src/state.js';
 import { upLab } from '../e2e/lab-helpers.js';
 import { Container, imageConfig, serviceAccountDir, type PodContext } from './kubelet.js';
 

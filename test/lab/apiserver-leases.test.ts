@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { test } from 'node:test';
 import { CoordinationV1Api, CoreV1Api, V1MicroTime, Watch, type V1Lease } from '@kubernetes/client-node';
-import { FakeApiServer, leasesType, waitUntil } from '../../src/lab/apiserver.js';
+import { FakeApiServer, leasesType, waitUntil } from '../../packages/lab/src/apiserver.js';
 import { statusCodeOf } from '../../src/backend/kubernetes/errors.js';
-import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
+import { kubeConfigFor } from '../../packages/lab/src/apiserver-kubeconfig.js';
 
 const lease = (name: string, holder: string): V1Lease => ({
   metadata: { name, namespace: 'kube-system' },

@@ -10,11 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { KubernetesSource } from '../../src/backend/kubernetes/source.js';
-import { FakeApiServer } from '../../src/lab/apiserver.js';
-import { loadState, saveState } from '../../src/lab/apiserver-state.js';
+import { FakeApiServer } from '../../packages/lab/src/apiserver.js';
+import { loadState, saveState } from '../../packages/lab/src/apiserver-state.js';
 import { waitUntil } from '../fixtures/apiserver.js';
 import { node } from '../helpers/cluster.js';
-import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
+import { kubeConfigFor } from '../../packages/lab/src/apiserver-kubeconfig.js';
 
 test('a restart on the state file keeps objects, resourceVersions, uids and the revision; clients re-list and go on', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'kilo-lab-state-'));

@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { FakeApiServer } from '../../src/lab/apiserver.js';
-import { LabApiClient } from '../../src/lab/client.js';
+import { FakeApiServer } from '../../packages/lab/src/apiserver.js';
+import { LabApiClient } from '../../packages/lab/src/client.js';
 
 test('the lab API server takes creates, merge patches and deletes of Nodes and Peers over its Unix socket, and reports each change', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'kilo-lab-api-'));

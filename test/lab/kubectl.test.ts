@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { FakeApiServer } from '../../src/lab/apiserver.js';
+import { FakeApiServer } from '../../packages/lab/src/apiserver.js';
 import { wgKey } from '../helpers/cluster.js';
 import { skipUnless } from '../helpers/requirements.js';
 

@@ -36,9 +36,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { readFileSync, rmSync } from 'node:fs';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import type { KubeObject } from '../model/parse.js';
+import type { KubeObject } from '../../../src/model/parse.js';
 import { discovery } from './apiserver-discovery.js';
+import { repository } from './repository.js';
 import { leasesType } from './apiserver-leases.js';
 import {
   createRequest,
@@ -138,7 +140,7 @@ export interface FakeApiServerOptions {
 
 /** The CustomResourceDefinitions of manifests/ (the Peer's), served as a cluster with Kilo installed has them. */
 function manifestCrds(): KubeObject[] {
-  const file = new URL('../../manifests/crds.yaml', import.meta.url);
+  const file = join(repository, 'manifests', 'crds.yaml');
   return parseAllDocuments(readFileSync(file, 'utf8'))
     .map((d) => d.toJS() as KubeObject | null)
     .filter((d): d is KubeObject => d?.kind === 'CustomResourceDefinition');

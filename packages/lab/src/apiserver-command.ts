@@ -1,6 +1,6 @@
 import { Command } from 'commander';
-import { UsageError } from '../model/errors.js';
-import { parseListen } from '../agent/http.js';
+import { UsageError } from '../../../src/model/errors.js';
+import { parseListen } from '../../../src/agent/http.js';
 import { FakeApiServer } from './apiserver.js';
 import { loadState, saveState } from './apiserver-state.js';
 

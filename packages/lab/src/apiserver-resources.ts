@@ -3,7 +3,7 @@
  * (Leases, say) is one more `ResourceType` passed in `FakeApiServerOptions.resources`: storage,
  * list, watch, get, create, replace, patch, delete and discovery then come with it.
  */
-import type { KubeObject } from '../model/parse.js';
+import type { KubeObject } from '../../../src/model/parse.js';
 
 export interface ResourceType {
   /** The plural, as in the path: `nodes`. */
