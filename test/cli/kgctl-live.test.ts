@@ -1,6 +1,6 @@
 /**
  * kgctl plan/showconf/graph against a live cluster (--kubeconfig) instead of a snapshot: the
- * built CLI as a separate process, talking to the fake API server in this process.
+ * built CLI as a separate process, talking to the test API server in this process.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { FakeApiServer } from '../fixtures/apiserver.js';
+import { TestApiServer } from '../fixtures/apiserver.js';
 import { node, peer, wgKey } from '../helpers/cluster.js';
 import { leaseName } from '../../src/election/lease-name.js';
 import { Annotation } from '../../src/model/annotations.js';
@@ -48,13 +48,13 @@ const defaultAnnounced: MeshFlags = {
   namespace: 'kube-system',
 };
 
-let api: FakeApiServer;
+let api: TestApiServer;
 let dir = '';
 let kubeconfig = '';
 
 before(async () => {
   ensureBuilt();
-  api = await FakeApiServer.start();
+  api = await TestApiServer.start();
   const now = Math.floor(Date.now() / 1000);
   // The nodes announce full granularity: `auto` must pick it up from them.
   api.addNode(

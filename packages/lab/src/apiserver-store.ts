@@ -52,7 +52,7 @@ export class ObjectStore {
 
   typeOfKind(o: KubeObject): ResourceType {
     const t = this.types.find((x) => x.kind === o.kind && (!o.apiVersion || apiVersionOf(x) === o.apiVersion));
-    if (!t) throw new Error(`fake apiserver: no served type for ${o.apiVersion ?? '?'} ${o.kind ?? '?'}`);
+    if (!t) throw new Error(`test apiserver: no served type for ${o.apiVersion ?? '?'} ${o.kind ?? '?'}`);
     return t;
   }
 
