@@ -38,7 +38,7 @@ export function kgProgram(applyMachine?: () => ApplyMachine): Command {
 
 /**
  * The lab (a test API server and agents in network namespaces) is the repository's demo, not part
- * of the agent: the image leaves dist/lab out, so there `kg lab` says where to find it.
+ * of the agent: the image leaves packages/lab out, so there `kg lab` says where to find it.
  */
 async function loadLab(): Promise<Command> {
   try {

@@ -225,7 +225,9 @@ function checkVersion(pod: Pod): void {
   assert.match(commit, /^[0-9a-f]{40}$/);
   assert.equal(r.stdout, `kg ${version} (commit ${commit})\n`);
   // The lab and its test API server are the repository's demo, not the agent's.
-  assert.ok(!existsSync(join(kg.root, 'app', 'dist', 'lab')), 'the image has no dist/lab');
+  assert.ok(!existsSync(join(kg.root, 'app', 'packages')), 'the image has no packages/ (the lab)');
+  for (const p of ['@kilo-ts/lab', 'fast-json-patch'])
+    assert.ok(!existsSync(join(kg.root, 'app', 'node_modules', p)), `the image has no node_modules/${p}`);
   const lab = spawnSync('chroot', [kg.root, '/app/bin/kg', 'lab', 'up'], {
     encoding: 'utf8',
     env: Object.fromEntries(kg.env),
