@@ -11,17 +11,19 @@ FROM ${BASE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # An npm configuration (registry, cafile=/run/secrets/npmca) may come in as the secrets `npmrc` and
-# `npmca`; they stay out of every layer.
+# `npmca`; they stay out of every layer. --workspaces=false: not the lab's workspace package
+# (packages/lab, which is not copied) nor the packages only it uses.
 RUN --mount=type=secret,id=npmrc,target=/root/.npmrc --mount=type=secret,id=npmca,target=/run/secrets/npmca \
-  npm ci --no-audit --no-fund
+  npm ci --workspaces=false --no-audit --no-fund
 COPY tsconfig.json ./
 COPY scripts/build.mjs scripts/node-flags.mjs ./scripts/
 # bin/kg's #! line names the V8 flags kg's code cache is trained under (scripts/build.mjs).
 COPY bin ./bin
 COPY src ./src
-# The lab (a test API server and agents in network namespaces, `kg lab`) is the repository's demo, not
-# part of the agent: it stays out of the bundle, and so of the image, where `kg lab` says so.
-RUN npm run build -- --without-lab && npm prune --omit=dev --no-audit --no-fund
+# The lab (packages/lab: a test API server and agents in network namespaces, `kg lab`) is the
+# repository's demo, not part of the agent: it stays out of the bundle, and so of the image, where
+# `kg lab` says so.
+RUN npm run build -- --without-lab && npm prune --omit=dev --workspaces=false --no-audit --no-fund
 # An image has no .git: `kg --version` reads the commit from here.
 ARG GIT_COMMIT=unknown
 RUN printf '{"commit":"%s"}\n' "$GIT_COMMIT" > dist/build-info.json

@@ -1,4 +1,4 @@
-// Type-checked lint for src/, test/, bench/. node:test's test() returns a promise the runner awaits.
+// Type-checked lint for src/, packages/ (the lab), test/, bench/. node:test's test() returns a promise the runner awaits.
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(

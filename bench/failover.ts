@@ -19,9 +19,9 @@ import {
   repair,
   summary,
   type Outage,
-} from '../src/lab/failover.js';
-import { Lab } from '../src/lab/lab.js';
-import { sleep } from '../src/lab/sh.js';
+} from '../packages/lab/src/failover.js';
+import { Lab } from '../packages/lab/src/lab.js';
+import { sleep } from '../packages/lab/src/sh.js';
 
 const arg = (name: string, dflt: number) => {
   const i = process.argv.indexOf(`--${name}`);

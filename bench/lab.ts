@@ -10,8 +10,8 @@ import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Lab } from '../src/lab/lab.js';
-import { inNs, ipBatch, run, runAsync, sleep } from '../src/lab/sh.js';
+import { Lab } from '../packages/lab/src/lab.js';
+import { inNs, ipBatch, run, runAsync, sleep } from '../packages/lab/src/sh.js';
 import type { Granularity } from '../src/model/types.js';
 
 const seconds = 3;

@@ -20,8 +20,10 @@
  *
  *   node scripts/build.mjs [--without-lab] [--outdir DIR] [--metafile FILE]
  *
- * --without-lab (the image): `kg lab` stays an import of ../lab/command.js, which the image does not
- * have, so there it says the lab is not part of it; the build fails if any file of src/lab got in.
+ * --without-lab (the image): `kg lab` stays an import of packages/lab/src/command.js, which the image
+ * does not have, so there it says the lab is not part of it; the build fails if any file of
+ * packages/lab got in. Without it, kg's script holds the lab (a workspace package, packages/lab), as
+ * lazy as the other commands.
  * Type checking is `npm run typecheck`'s: esbuild only strips the types.
  */
 import { build, transform } from 'esbuild';
@@ -46,17 +48,23 @@ const metafileAt = args.indexOf('--metafile');
  * cost `kg run` about 80 MB of RSS, bundled about 27. pino too: its 20 files took `kg apply` ~38 ms
  * of CPU to resolve and compile, bundled ~22; only its transports (which kilo-ts does not use) need
  * its files, run by name in worker threads. The rest stay in node_modules: prom-client and
- * Graphviz's WebAssembly are loaded only by the commands that use them, and the lab's tools by the lab.
+ * Graphviz's WebAssembly are loaded only by the commands that use them, and the lab's own packages
+ * (packages/lab/package.json; not in the image, which has no packages/) by the lab.
  */
 const bundled = new Set(['commander', 'zod', 'ipaddr.js', 'pino', '@kubernetes/client-node']);
-const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-const external = Object.keys({ ...pkg.dependencies, ...pkg.devDependencies }).filter((p) => !bundled.has(p));
+const packageJson = (dir) => JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+const pkg = packageJson(root);
+const labDir = join(root, 'packages', 'lab');
+const lab = existsSync(join(labDir, 'package.json')) ? packageJson(labDir) : {};
+const external = Object.keys({ ...pkg.dependencies, ...pkg.devDependencies, ...lab.dependencies }).filter(
+  (p) => !bundled.has(p),
+);
 
 /** `kg lab`'s door (src/cli/kg.ts), left as an import of a file the image does not have. */
 const leaveOutLab = {
   name: 'leave-out-lab',
   setup(b) {
-    b.onResolve({ filter: /\/lab\/command\.js$/ }, (a) => ({ path: a.path, external: true }));
+    b.onResolve({ filter: /\/packages\/lab\/src\/command\.js$/ }, (a) => ({ path: a.path, external: true }));
   },
 };
 
@@ -327,9 +335,9 @@ function trainingCluster() {
 const result = await bundleClis();
 
 if (withoutLab) {
-  const lab = Object.keys(result.metafile.inputs).filter((f) => f.startsWith('src/lab/'));
-  if (lab.length > 0) {
-    console.error(`build --without-lab: the bundle holds ${lab.join(', ')} (${relative(root, outdir)})`);
+  const labFiles = Object.keys(result.metafile.inputs).filter((f) => f.startsWith('packages/lab/'));
+  if (labFiles.length > 0) {
+    console.error(`build --without-lab: the bundle holds ${labFiles.join(', ')} (${relative(root, outdir)})`);
     process.exit(1);
   }
 }

@@ -4,7 +4,7 @@
  * fault kind and exits non-zero on any violation. Needs root (network namespaces). See docs/chaos.md.
  */
 import { parseArgs } from 'node:util';
-import { runChaos } from '../src/lab/chaos/run.js';
+import { runChaos } from '../packages/lab/src/chaos/run.js';
 
 const { values } = parseArgs({
   options: {

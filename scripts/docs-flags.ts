@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import type { Command, Option } from 'commander';
 import { kgProgram } from '../src/cli/kg.js';
 import { kgctlProgram } from '../src/cli/kgctl.js';
-import { labCommand } from '../src/lab/command.js';
+import { labCommand } from '../packages/lab/src/command.js';
 
 export const docsDir = join(import.meta.dirname, '..', 'docs');
 

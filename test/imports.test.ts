@@ -1,6 +1,6 @@
 /**
- * The dependency direction of src/ (ARCHITECTURE.md, "What each folder may import"), read from the
- * sources' import graph: every import, export-from and dynamic import(), type-only ones included
+ * The dependency direction of src/ (ARCHITECTURE.md, "What each folder may import") and of the lab
+ * (packages/lab, a workspace package beside the product), read from the sources' import graph: every import, export-from and dynamic import(), type-only ones included
  * (a type pointing the wrong way is a dependency pointing the wrong way).
  */
 import assert from 'node:assert/strict';
@@ -27,7 +27,7 @@ function sources(dir: string): string[] {
   });
 }
 
-/** A file's imports of other files of src/, as paths relative to the repository. */
+/** A file's imports of other files of the repository, as paths relative to it. */
 function importsOf(file: string): Edge[] {
   const text = readFileSync(join(root, file), 'utf8');
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false);
@@ -48,11 +48,21 @@ function importsOf(file: string): Edge[] {
   return edges;
 }
 
-const graph = new Map(sources(join(root, 'src')).map((f) => [relative(root, f), importsOf(relative(root, f))]));
-const folderOf = (file: string): string => file.split('/')[1]!;
+/** The lab: a workspace package, which imports the product's modules by relative path. */
+const labDir = 'packages/lab';
+const inLab = (file: string): boolean => file.startsWith(`${labDir}/`);
+
+const graph = new Map(
+  [...sources(join(root, 'src')), ...sources(join(root, labDir))].map((f) => [
+    relative(root, f),
+    importsOf(relative(root, f)),
+  ]),
+);
+/** The folder of src/ a file is in (src/mesh/plan.ts: mesh); '' for files outside src/. */
+const folderOf = (file: string): string => (file.startsWith('src/') ? file.split('/')[1]! : '');
 
 /** The one door from the product into the lab: `kg lab`, loaded only when it runs. */
-const labDoor = { from: 'src/cli/kg.ts', to: 'src/lab/command.ts' };
+const labDoor = { from: 'src/cli/kg.ts', to: `${labDir}/src/command.ts` };
 
 /** The files reachable from an entry point, with the import chain that reaches each. */
 function reachable(entry: string): Map<string, string[]> {
@@ -71,20 +81,21 @@ function reachable(entry: string): Map<string, string[]> {
 
 describe('the agent and kgctl do not carry the lab', () => {
   for (const entry of ['src/cli/kg.ts', 'src/cli/kgctl.ts'])
-    test(`nothing under src/lab is reachable from ${entry}`, () => {
+    test(`nothing under ${labDir} is reachable from ${entry}`, () => {
       const chains = reachable(entry);
       assert.ok(chains.has('src/agent/agent.ts') || entry.endsWith('kgctl.ts'), 'the walk reaches the agent');
       assert.ok(chains.has('src/mesh/plan.ts'), 'the walk reaches the plan');
-      const lab = [...chains].filter(([f]) => folderOf(f) === 'lab').map(([, chain]) => chain.join(' → '));
-      assert.deepEqual(lab, [], 'the import chains into src/lab');
+      const lab = [...chains].filter(([f]) => inLab(f)).map(([, chain]) => chain.join(' → '));
+      assert.deepEqual(lab, [], `the import chains into ${labDir}`);
     });
 
   test('kg reaches the lab only through the dynamic import of `kg lab`', () => {
-    const door = graph.get(labDoor.from)!.filter((e) => folderOf(e.to) === 'lab');
+    assert.ok(graph.has(labDoor.to), `the walk reads ${labDir}`);
+    const door = graph.get(labDoor.from)!.filter((e) => inLab(e.to));
     assert.deepEqual(door, [{ to: labDoor.to, dynamic: true }]);
     const others = [...graph]
-      .filter(([from]) => folderOf(from) !== 'lab' && from !== labDoor.from)
-      .flatMap(([from, edges]) => edges.filter((e) => folderOf(e.to) === 'lab').map((e) => `${from} → ${e.to}`));
+      .filter(([from]) => !inLab(from) && from !== labDoor.from)
+      .flatMap(([from, edges]) => edges.filter((e) => inLab(e.to)).map((e) => `${from} → ${e.to}`));
     assert.deepEqual(others, [], 'only the lab imports the lab');
   });
 });
@@ -92,8 +103,8 @@ describe('the agent and kgctl do not carry the lab', () => {
 /**
  * What each folder of src/ may import besides itself (a folder, or one file of it). The pure core
  * (net, model, mesh) imports no I/O; the dataplane never decides topology, so it does not import
- * the agent; nothing of the product imports the lab; and no folder imports, through others, one that
- * imports it.
+ * the agent; nothing of the product imports the lab (above); and no folder imports, through others,
+ * one that imports it.
  */
 export const mayImport: Record<string, string[]> = {
   net: [],
@@ -120,36 +131,56 @@ export const mayImport: Record<string, string[]> = {
     'election',
     'agent',
   ],
-  // The node flags of bin/'s #! lines, which the lab passes when it runs kg through node.
-  lab: [
-    'net',
-    'model',
-    'encapsulation',
-    'mesh',
-    'wireguard',
-    'backend',
-    'dataplane',
-    'election',
-    'agent',
-    'scripts/node-flags.mjs',
-  ],
 };
 
+/**
+ * What the lab (packages/lab) may import of the repository besides itself: the product's folders
+ * (it runs agents and kg, and checks their plans), and the node flags of bin/'s #! lines, which it
+ * passes when it runs kg through node.
+ */
+export const labMayImport = [
+  'net',
+  'model',
+  'host',
+  'encapsulation',
+  'mesh',
+  'wireguard',
+  'backend',
+  'dataplane',
+  'election',
+  'agent',
+  'scripts/node-flags.mjs',
+];
+
 test('each folder of src/ imports only what ARCHITECTURE.md allows it', () => {
-  const folders = new Set([...graph.keys()].map(folderOf));
+  const folders = new Set([...graph.keys()].filter((f) => !inLab(f)).map(folderOf));
   assert.deepEqual(
     [...folders].filter((f) => !(f in mayImport)),
     [],
     'every folder has a rule',
   );
   const wrong: string[] = [];
-  for (const [from, edges] of graph)
+  for (const [from, edges] of graph) {
+    if (inLab(from)) continue;
     for (const { to } of edges) {
       const [a, b] = [folderOf(from), folderOf(to)];
       if (a === b || mayImport[a]!.includes(b) || mayImport[a]!.includes(to)) continue;
       if (from === labDoor.from && to === labDoor.to) continue;
       wrong.push(`${from} → ${to}`);
     }
+  }
+  assert.deepEqual(wrong, []);
+});
+
+test(`${labDir} imports of the repository only itself and what its rule allows`, () => {
+  const edges = [...graph].filter(([from]) => inLab(from)).flatMap(([from, e]) => e.map(({ to }) => ({ from, to })));
+  assert.ok(
+    edges.some(({ to }) => folderOf(to) === 'agent'),
+    'the walk sees the lab import the product',
+  );
+  const wrong = edges
+    .filter(({ to }) => !inLab(to) && !labMayImport.includes(folderOf(to)) && !labMayImport.includes(to))
+    .map(({ from, to }) => `${from} → ${to}`);
   assert.deepEqual(wrong, []);
 });
 
@@ -387,10 +418,10 @@ describe('the bundle the image runs', () => {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  test('holds no file of src/lab', () => {
+  test(`holds no file of ${labDir}`, () => {
     assert.ok(Object.keys(meta.inputs).includes('src/mesh/plan.ts'), 'the bundle holds the plan');
     assert.deepEqual(
-      Object.keys(meta.inputs).filter((f) => f.startsWith('src/lab/')),
+      Object.keys(meta.inputs).filter((f) => f.startsWith('packages/lab/')),
       [],
     );
   });

@@ -38,11 +38,11 @@ export function kgProgram(applyHost?: () => ApplyHost): Command {
 
 /**
  * The lab (a test API server and agents in network namespaces) is the repository's demo, not part
- * of the agent: the image leaves dist/lab out, so there `kg lab` says where to find it.
+ * of the agent: the image leaves packages/lab out, so there `kg lab` says where to find it.
  */
 async function loadLab(): Promise<Command> {
   try {
-    const { labCommand } = await import('../lab/command.js');
+    const { labCommand } = await import('../../packages/lab/src/command.js');
     return labCommand();
   } catch (e) {
     const code = (e as { code?: unknown }).code;
@@ -50,7 +50,7 @@ async function loadLab(): Promise<Command> {
     if (
       (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') &&
       e instanceof Error &&
-      e.message.includes('/lab/command.js')
+      e.message.includes('/lab/src/command.js')
     )
       throw new UsageError(
         'the lab is not part of this installation (the image leaves it out): run `kg lab` from a checkout of kilo-ts (npm ci && npm run build && bin/kg lab up; README.md)',

@@ -1,6 +1,6 @@
 /**
  * An Agent wired to fake dataplane pieces (WireGuard device, kernel routes/links, netfilter) and to
- * the real KubernetesSource talking to the fake API server. Tests drive the cluster through the
+ * the real KubernetesSource talking to the test API server. Tests drive the cluster through the
  * API server and read what reached the fake kernel.
  */
 import type { TestContext } from 'node:test';
@@ -17,9 +17,9 @@ import { defaultMeshOptions, type MeshOptions } from '../../src/mesh/options.js'
 import { Annotation } from '../../src/model/annotations.js';
 import { Cidr, IP } from '../../src/net/cidr.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
-import { FakeApiServer, waitUntil } from '../fixtures/apiserver.js';
+import { TestApiServer, waitUntil } from '../fixtures/apiserver.js';
 import { NOW, node, peer } from '../helpers/cluster.js';
-import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
+import { kubeConfigFor } from '../../packages/lab/src/apiserver-kubeconfig.js';
 
 export { waitUntil };
 
@@ -55,7 +55,7 @@ export function bareLocalNode() {
   return node('a', { location: 'eu', key: null, lastSeen: null, podCIDR: '10.42.0.0/24' });
 }
 
-export function seedCluster(api: FakeApiServer): void {
+export function seedCluster(api: TestApiServer): void {
   api.addNode(bareLocalNode());
   api.addNode(
     node('b', {
@@ -72,7 +72,7 @@ export function seedCluster(api: FakeApiServer): void {
 }
 
 export interface Harness {
-  api: FakeApiServer;
+  api: TestApiServer;
   source: KubernetesSource;
   agent: Agent;
   device: FakeWireGuardDevice;
@@ -91,7 +91,7 @@ export interface Harness {
 }
 
 export interface HarnessOptions {
-  seed?: (api: FakeApiServer) => void;
+  seed?: (api: TestApiServer) => void;
   mesh?: Partial<MeshOptions>;
   agent?: Partial<AgentOptions>;
   /** Extra dependencies of the agent (e.g. the --compatibility=cilium lookups). */
@@ -102,7 +102,7 @@ export interface HarnessOptions {
 
 /** Builds everything, starts the agent and waits until the local node is published and planned. */
 export async function startHarness(t: TestContext, o: HarnessOptions = {}): Promise<Harness> {
-  const api = await FakeApiServer.start({ bookmarkIntervalMs: 200 });
+  const api = await TestApiServer.start({ bookmarkIntervalMs: 200 });
   const log = captureLogger();
   const clock = { ms: NOW * 1000 };
   const source = new KubernetesSource({

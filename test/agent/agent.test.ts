@@ -1,5 +1,5 @@
 /**
- * The agent loop end to end over fakes: the real KubernetesSource against the fake API server,
+ * The agent loop end to end over fakes: the real KubernetesSource against the test API server,
  * fake WireGuard device, kernel routes/links and netfilter. What the cluster says must reach
  * the machine, and nothing else may be written.
  */

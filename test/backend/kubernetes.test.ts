@@ -1,5 +1,5 @@
 /**
- * The Kubernetes backend against the fake API server, through the real @kubernetes/client-node
+ * The Kubernetes backend against the test API server, through the real @kubernetes/client-node
  * client: sync, changes, patches, and every way the API server misbehaves (410, outage, stalled
  * watches, 5xx) with short timings.
  */
@@ -10,9 +10,9 @@ import { KubernetesSource, normalizeNode } from '../../src/backend/kubernetes/so
 import type { BackoffOptions } from '../../src/backend/kubernetes/backoff.js';
 import type { ReflectorTimings } from '../../src/backend/kubernetes/reflector.js';
 import { parseCluster, type KubeObject } from '../../src/model/parse.js';
-import { FakeApiServer, waitUntil, type FakeApiServerOptions } from '../fixtures/apiserver.js';
+import { TestApiServer, waitUntil, type TestApiServerOptions } from '../fixtures/apiserver.js';
 import { node, peer } from '../helpers/cluster.js';
-import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
+import { kubeConfigFor } from '../../packages/lab/src/apiserver-kubeconfig.js';
 
 const backoff: BackoffOptions = { initialMs: 50, maxMs: 400, factor: 2, jitter: 0.5 };
 
@@ -27,7 +27,7 @@ const fast: Partial<ReflectorTimings> = {
 };
 
 interface Setup {
-  api: FakeApiServer;
+  api: TestApiServer;
   source: KubernetesSource;
   /** onChange calls so far. */
   changes: () => number;
@@ -37,12 +37,12 @@ async function setup(
   t: TestContext,
   options: {
     timings?: Partial<ReflectorTimings>;
-    server?: FakeApiServerOptions;
-    seed?: (api: FakeApiServer) => void;
+    server?: TestApiServerOptions;
+    seed?: (api: TestApiServer) => void;
     nodeLabels?: readonly string[];
   } = {},
 ): Promise<Setup> {
-  const api = await FakeApiServer.start({ bookmarkIntervalMs: 200, ...options.server });
+  const api = await TestApiServer.start({ bookmarkIntervalMs: 200, ...options.server });
   const source = new KubernetesSource({
     kubeConfig: kubeConfigFor(api),
     timings: { ...fast, ...options.timings },
@@ -61,7 +61,7 @@ async function setup(
   return { api, source, changes: () => changes };
 }
 
-function seedCluster(api: FakeApiServer): void {
+function seedCluster(api: TestApiServer): void {
   api.addNode(
     node('a', { location: 'eu', endpoint: '198.51.100.1:51820', internalIP: '10.0.0.1/24', podCIDR: '10.2.0.0/24' }),
   );
@@ -106,7 +106,7 @@ function maxAttemptsIn(windowMs: number, b: BackoffOptions): number {
   }
 }
 
-describe('KubernetesSource against a fake API server', () => {
+describe('KubernetesSource against the test API server', () => {
   test('initial sync reads every Node and Peer, typed so parseCluster accepts them', async (t) => {
     const { source, api } = await setup(t);
     assert.equal(source.synced(), true);
@@ -342,7 +342,7 @@ describe('KubernetesSource against a fake API server', () => {
   });
 
   test('start() waits for the API server and rejects when stopped first', async (t) => {
-    const api = await FakeApiServer.start();
+    const api = await TestApiServer.start();
     t.after(() => api.close());
     await api.stop();
     const source = new KubernetesSource({ kubeConfig: kubeConfigFor(api), timings: fast });
@@ -354,7 +354,7 @@ describe('KubernetesSource against a fake API server', () => {
   });
 
   test('start() resolves once a late API server answers', async (t) => {
-    const api = await FakeApiServer.start();
+    const api = await TestApiServer.start();
     await api.stop();
     const source = new KubernetesSource({ kubeConfig: kubeConfigFor(api), timings: fast });
     t.after(async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { LeaseConflict, type LeaseApi } from '../../src/backend/leases.js';
 import type { LeaseRecord } from '../../src/backend/leases.js';
-import { waitUntil as until } from '../../src/lab/apiserver.js';
+import { waitUntil as until } from '../../packages/lab/src/apiserver.js';
 
 /** One API server's Leases (memory or the lab API server) and clients of it. */
 export interface LeaseApiHarness {

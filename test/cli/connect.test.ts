@@ -1,5 +1,5 @@
 /**
- * kgctl connect against the fake API server, over fake WireGuard/route/link pieces: the Peer it
+ * kgctl connect against the test API server, over fake WireGuard/route/link pieces: the Peer it
  * registers, the mesh it configures, following changes, and what it removes on exit.
  */
 import assert from 'node:assert/strict';
@@ -12,10 +12,10 @@ import { Cidr } from '../../src/net/cidr.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
 import { Connection, connectConfig, type ConnectOptions } from '../../src/cli/connect.js';
 import { UsageError } from '../../src/model/errors.js';
-import { FakeApiServer, waitUntil } from '../fixtures/apiserver.js';
+import { TestApiServer, waitUntil } from '../fixtures/apiserver.js';
 import { NOW, node, peer, wgKey } from '../helpers/cluster.js';
 import { captureLogger, eventually, fastTimings } from '../agent/agent-harness.js';
-import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
+import { kubeConfigFor } from '../../packages/lab/src/apiserver-kubeconfig.js';
 
 function cluster(lastSeen: number) {
   return [
@@ -87,7 +87,7 @@ describe('kgctl connect: the configuration', () => {
 });
 
 interface Setup {
-  api: FakeApiServer;
+  api: TestApiServer;
   connection: Connection;
   device: FakeWireGuardDevice;
   kernel: FakeKernel;
@@ -96,9 +96,9 @@ interface Setup {
 
 async function connect(
   t: TestContext,
-  o: { cleanUp?: boolean; privateKey?: string; seed?: (api: FakeApiServer) => void } = {},
+  o: { cleanUp?: boolean; privateKey?: string; seed?: (api: TestApiServer) => void } = {},
 ): Promise<Setup> {
-  const api = await FakeApiServer.start({ bookmarkIntervalMs: 200 });
+  const api = await TestApiServer.start({ bookmarkIntervalMs: 200 });
   t.after(() => api.close());
   // Judged against the wall clock (connect runs live): fresh last-seen.
   for (const obj of cluster(Math.floor(Date.now() / 1000))) {

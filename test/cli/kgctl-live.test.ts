@@ -1,6 +1,6 @@
 /**
  * kgctl plan/showconf/graph against a live cluster (--kubeconfig) instead of a snapshot: the
- * built CLI as a separate process, talking to the fake API server in this process.
+ * built CLI as a separate process, talking to the test API server in this process.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -8,14 +8,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { FakeApiServer } from '../fixtures/apiserver.js';
+import { TestApiServer } from '../fixtures/apiserver.js';
 import { node, peer, wgKey } from '../helpers/cluster.js';
 import { leaseName } from '../../src/election/lease-name.js';
 import { Annotation } from '../../src/model/annotations.js';
 import { formatMeshFlags, type MeshFlags } from '../../src/model/mesh-flags.js';
 import { Cidr } from '../../src/net/cidr.js';
 import { ensureBuilt, root, type Run } from './built.js';
-import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
+import { kubeConfigFor } from '../../packages/lab/src/apiserver-kubeconfig.js';
 
 /** Runs the built kgctl without blocking this process (the API server answers from here). */
 function kgctl(...args: string[]): Promise<Run> {
@@ -48,13 +48,13 @@ const defaultAnnounced: MeshFlags = {
   namespace: 'kube-system',
 };
 
-let api: FakeApiServer;
+let api: TestApiServer;
 let dir = '';
 let kubeconfig = '';
 
 before(async () => {
   ensureBuilt();
-  api = await FakeApiServer.start();
+  api = await TestApiServer.start();
   const now = Math.floor(Date.now() / 1000);
   // The nodes announce full granularity: `auto` must pick it up from them.
   api.addNode(

@@ -1,5 +1,5 @@
 /**
- * The real `kg` binary in a network namespace with wireguard-go, against the fake API server in
+ * The real `kg` binary in a network namespace with wireguard-go, against the test API server in
  * this process. A veth pair joins the namespace to the host: the API server listens on the host
  * end (10.250.N.1), kg reaches it from the namespace end (10.250.N.2), which is also its internal
  * IP and endpoint. What the cluster says must reach the machine (`wg show`, `ip route`), survive an
@@ -14,7 +14,7 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Annotation } from '../../src/model/annotations.js';
 import { ensureBuilt, root } from '../cli/built.js';
-import { FakeApiServer } from '../fixtures/apiserver.js';
+import { TestApiServer } from '../fixtures/apiserver.js';
 import { node, peer, wgKey } from '../helpers/cluster.js';
 import { createNamespace, skipNoNetns, type TestNamespace } from '../helpers/netns.js';
 import { nodeArgv } from '../../scripts/node-flags.mjs';
@@ -61,7 +61,7 @@ test(
     const ns = createNamespace('kt-agent');
     const dir = mkdtempSync(join(tmpdir(), 'kt-agent-'));
     let kg: ChildProcess | null = null;
-    let api: FakeApiServer | null = null;
+    let api: TestApiServer | null = null;
     let refresher: NodeJS.Timeout | null = null;
     t.after(async () => {
       if (refresher) clearInterval(refresher);
@@ -93,7 +93,7 @@ test(
       `ip -n ${ns.name} addr add ${nsIP}/30 dev eth0 && ip -n ${ns.name} link set eth0 up && ip -n ${ns.name} route add default via ${hostIP}`,
     );
 
-    api = await FakeApiServer.start({ host: hostIP, bookmarkIntervalMs: 1000 });
+    api = await TestApiServer.start({ host: hostIP, bookmarkIntervalMs: 1000 });
     const kubeconfig = join(dir, 'kubeconfig');
     writeFileSync(kubeconfig, api.kubeconfigYaml());
     assert.match(readFileSync(kubeconfig, 'utf8'), new RegExp(`server: http://${hostIP.replace(/\./g, '\\.')}:`));

@@ -9,8 +9,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { runChaos } from '../../src/lab/chaos/run.js';
-import type { FaultKind } from '../../src/lab/chaos/schedule.js';
+import { runChaos } from '../../packages/lab/src/chaos/run.js';
+import type { FaultKind } from '../../packages/lab/src/chaos/schedule.js';
 import { ensureBuilt } from '../cli/built.js';
 import { skipLab } from './lab-helpers.js';
 

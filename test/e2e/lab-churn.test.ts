@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import type { Lab } from '../../src/lab/lab.js';
-import { peerAllowedIP, peerNs } from '../../src/lab/layout.js';
-import { ping } from '../../src/lab/probe.js';
-import { run } from '../../src/lab/sh.js';
+import type { Lab } from '../../packages/lab/src/lab.js';
+import { peerAllowedIP, peerNs } from '../../packages/lab/src/layout.js';
+import { ping } from '../../packages/lab/src/probe.js';
+import { run } from '../../packages/lab/src/sh.js';
 import { eventually, nodeKey, skipLab, upLab, wgPeers } from './lab-helpers.js';
 
 const peerIP = peerAllowedIP.split('/')[0]!;

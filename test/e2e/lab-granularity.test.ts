@@ -7,10 +7,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { Lab } from '../../src/lab/lab.js';
-import { routerNs } from '../../src/lab/layout.js';
-import { capture, counters, dataplaneFingerprint } from '../../src/lab/observe.js';
-import { formatMatrix, ping } from '../../src/lab/probe.js';
+import type { Lab } from '../../packages/lab/src/lab.js';
+import { routerNs } from '../../packages/lab/src/layout.js';
+import { capture, counters, dataplaneFingerprint } from '../../packages/lab/src/observe.js';
+import { formatMatrix, ping } from '../../packages/lab/src/probe.js';
 import type { Granularity } from '../../src/model/types.js';
 import { eventually, skipLab, upLab } from './lab-helpers.js';
 

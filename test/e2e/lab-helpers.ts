@@ -7,9 +7,9 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { Lab } from '../../src/lab/lab.js';
-import type { LabOptions } from '../../src/lab/layout.js';
-import { inNodeNs, run } from '../../src/lab/sh.js';
+import { Lab } from '../../packages/lab/src/lab.js';
+import type { LabOptions } from '../../packages/lab/src/layout.js';
+import { inNodeNs, run } from '../../packages/lab/src/sh.js';
 import { ensureBuilt } from '../cli/built.js';
 import { skipNoNetns } from '../helpers/netns.js';
 

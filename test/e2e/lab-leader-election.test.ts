@@ -8,8 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { faults, leaseHolder, measureFailover, plannedLeader, repair } from '../../src/lab/failover.js';
-import { sleep } from '../../src/lab/sh.js';
+import { faults, leaseHolder, measureFailover, plannedLeader, repair } from '../../packages/lab/src/failover.js';
+import { sleep } from '../../packages/lab/src/sh.js';
 import { eventually, skipLab, upLab } from './lab-helpers.js';
 
 describe('lab: location leaders elected by Lease fail over', { skip: skipLab, timeout: 900_000 }, () => {

@@ -18,7 +18,7 @@ import { topologyOf } from '../../src/mesh/compute.js';
 import { Annotation } from '../../src/model/annotations.js';
 import type { KubeObject } from '../../src/model/parse.js';
 import { NOW, meshOptions, node, parsed } from '../helpers/cluster.js';
-import { waitUntil as until } from '../../src/lab/apiserver.js';
+import { waitUntil as until } from '../../packages/lab/src/apiserver.js';
 
 const timing = { durationMs: 2_000, renewMs: 100, skewMs: 100 };
 const names = ['eu-1', 'eu-2', 'eu-3'];

@@ -21,11 +21,11 @@ import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { apiAddress, apiPort, type LabOptions } from '../../src/lab/layout.js';
-import type { Lab } from '../../src/lab/lab.js';
-import { killNamespaceProcesses } from '../../src/lab/processes.js';
-import { ipBatch, run } from '../../src/lab/sh.js';
-import { processStart } from '../../src/lab/state.js';
+import { apiAddress, apiPort, type LabOptions } from '../../packages/lab/src/layout.js';
+import type { Lab } from '../../packages/lab/src/lab.js';
+import { killNamespaceProcesses } from '../../packages/lab/src/processes.js';
+import { ipBatch, run } from '../../packages/lab/src/sh.js';
+import { processStart } from '../../packages/lab/src/state.js';
 import { upLab } from '../e2e/lab-helpers.js';
 import { Container, imageConfig, serviceAccountDir, type PodContext } from './kubelet.js';
 
@@ -225,7 +225,9 @@ function checkVersion(pod: Pod): void {
   assert.match(commit, /^[0-9a-f]{40}$/);
   assert.equal(r.stdout, `kg ${version} (commit ${commit})\n`);
   // The lab and its test API server are the repository's demo, not the agent's.
-  assert.ok(!existsSync(join(kg.root, 'app', 'dist', 'lab')), 'the image has no dist/lab');
+  assert.ok(!existsSync(join(kg.root, 'app', 'packages')), 'the image has no packages/ (the lab)');
+  for (const p of ['@kilo-ts/lab', 'fast-json-patch'])
+    assert.ok(!existsSync(join(kg.root, 'app', 'node_modules', p)), `the image has no node_modules/${p}`);
   const lab = spawnSync('chroot', [kg.root, '/app/bin/kg', 'lab', 'up'], {
     encoding: 'utf8',
     env: Object.fromEntries(kg.env),

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { test } from 'node:test';
 import { CoordinationV1Api, CoreV1Api, V1MicroTime, Watch, type V1Lease } from '@kubernetes/client-node';
-import { FakeApiServer, leasesType, waitUntil } from '../../src/lab/apiserver.js';
+import { TestApiServer, leasesType, waitUntil } from '../../packages/lab/src/apiserver.js';
 import { statusCodeOf } from '../../src/backend/kubernetes/errors.js';
-import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
+import { kubeConfigFor } from '../../packages/lab/src/apiserver-kubeconfig.js';
 
 const lease = (name: string, holder: string): V1Lease => ({
   metadata: { name, namespace: 'kube-system' },
@@ -21,7 +21,7 @@ async function code(p: Promise<unknown>): Promise<number | undefined> {
 }
 
 test('the lab API server keeps Leases as kube-apiserver does, through @kubernetes/client-node', async (t) => {
-  const api = await FakeApiServer.start();
+  const api = await TestApiServer.start();
   t.after(() => api.close());
   const client = kubeConfigFor(api).makeApiClient(CoordinationV1Api);
   const namespace = 'kube-system';
@@ -108,7 +108,7 @@ test('Lease watches that time out, are reset or stall on a full buffer while eve
   const onError = (e: unknown) => errors.push(e);
   process.on('uncaughtException', onError);
   t.after(() => process.off('uncaughtException', onError));
-  const api = await FakeApiServer.start({ bookmarkIntervalMs: 5 });
+  const api = await TestApiServer.start({ bookmarkIntervalMs: 5 });
   t.after(() => api.close());
   const client = kubeConfigFor(api).makeApiClient(CoordinationV1Api);
   const namespace = 'kube-system';

@@ -10,16 +10,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { KubernetesSource } from '../../src/backend/kubernetes/source.js';
-import { FakeApiServer } from '../../src/lab/apiserver.js';
-import { loadState, saveState } from '../../src/lab/apiserver-state.js';
+import { TestApiServer } from '../../packages/lab/src/apiserver.js';
+import { loadState, saveState } from '../../packages/lab/src/apiserver-state.js';
 import { waitUntil } from '../fixtures/apiserver.js';
 import { node } from '../helpers/cluster.js';
-import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
+import { kubeConfigFor } from '../../packages/lab/src/apiserver-kubeconfig.js';
 
 test('a restart on the state file keeps objects, resourceVersions, uids and the revision; clients re-list and go on', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'kilo-lab-state-'));
   const file = join(dir, 'cluster.json');
-  let api = await FakeApiServer.start({ bookmarkIntervalMs: 100, onChange: () => saveState(file, api) });
+  let api = await TestApiServer.start({ bookmarkIntervalMs: 100, onChange: () => saveState(file, api) });
   const source = new KubernetesSource({
     kubeConfig: kubeConfigFor(api),
     timings: { watchSilenceMs: 1_500, watchdogIntervalMs: 100, listTimeoutMs: 2_000, healthyWatchMs: 500 },
@@ -40,7 +40,7 @@ test('a restart on the state file keeps objects, resourceVersions, uids and the 
   const saved = loadState(file);
   assert.ok(saved, 'the state file exists');
   assert.equal(saved.revision, revision);
-  api = await FakeApiServer.start({ port, bookmarkIntervalMs: 100, ...saved, onChange: () => saveState(file, api) });
+  api = await TestApiServer.start({ port, bookmarkIntervalMs: 100, ...saved, onChange: () => saveState(file, api) });
   assert.deepEqual(api.allObjects(), before, 'objects with their resourceVersions and uids');
   assert.equal(api.resourceVersion, String(revision));
 

@@ -16,12 +16,12 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { parse } from 'yaml';
-import { FakeApiServer, crdsType } from '../../src/lab/apiserver.js';
+import { TestApiServer, crdsType } from '../../packages/lab/src/apiserver.js';
 import { node, peer } from '../helpers/cluster.js';
-import { kubeConfigFor } from '../../src/lab/apiserver-kubeconfig.js';
+import { kubeConfigFor } from '../../packages/lab/src/apiserver-kubeconfig.js';
 
 async function setup(t: { after: (f: () => Promise<void>) => void }) {
-  const api = await FakeApiServer.start();
+  const api = await TestApiServer.start();
   t.after(() => api.close());
   for (const [name, region, podCIDR] of [
     ['a', 'eu', '10.42.1.0/24'],

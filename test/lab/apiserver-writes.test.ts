@@ -3,13 +3,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { FakeApiServer } from '../../src/lab/apiserver.js';
-import { LabApiClient } from '../../src/lab/client.js';
+import { TestApiServer } from '../../packages/lab/src/apiserver.js';
+import { LabApiClient } from '../../packages/lab/src/client.js';
 
 test('the lab API server takes creates, merge patches and deletes of Nodes and Peers over its Unix socket, and reports each change', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'kilo-lab-api-'));
   let changes = 0;
-  const api = await FakeApiServer.start({ socketPath: join(dir, 'api.sock'), onChange: () => changes++ });
+  const api = await TestApiServer.start({ socketPath: join(dir, 'api.sock'), onChange: () => changes++ });
   t.after(async () => {
     await api.close();
     rmSync(dir, { recursive: true, force: true });
@@ -49,7 +49,7 @@ test('the lab API server takes creates, merge patches and deletes of Nodes and P
 });
 
 test('the lab API server starts with the objects it is given (a restarted lab keeps its cluster)', async (t) => {
-  const api = await FakeApiServer.start({
+  const api = await TestApiServer.start({
     objects: [
       { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n' } },
       { apiVersion: 'kilo.squat.ai/v1alpha1', kind: 'Peer', metadata: { name: 'p' } },

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { faultTable, type FaultRecord } from '../../src/lab/chaos/report.js';
-import { faultKinds, schedule } from '../../src/lab/chaos/schedule.js';
-import { longestLoss } from '../../src/lab/chaos/traffic.js';
+import { faultTable, type FaultRecord } from '../../packages/lab/src/chaos/report.js';
+import { faultKinds, schedule } from '../../packages/lab/src/chaos/schedule.js';
+import { longestLoss } from '../../packages/lab/src/chaos/traffic.js';
 
 const take = <T>(g: Generator<T>, n: number): T[] => Array.from({ length: n }, () => g.next().value as T);
 

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { FakeApiServer } from '../../src/lab/apiserver.js';
+import { TestApiServer } from '../../packages/lab/src/apiserver.js';
 import { wgKey } from '../helpers/cluster.js';
 import { skipUnless } from '../helpers/requirements.js';
 
@@ -25,7 +25,7 @@ test(
   'kubectl works against the lab API server',
   { skip: skipUnless(hasKubectl, 'needs kubectl (Debian: kubernetes-client)') },
   async (t) => {
-    const api = await FakeApiServer.start();
+    const api = await TestApiServer.start();
     const dir = mkdtempSync(join(tmpdir(), 'kilo-kubectl-'));
     t.after(async () => {
       await api.close();

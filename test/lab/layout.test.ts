@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { initialNodes, labNode } from '../../src/lab/layout.js';
+import { initialNodes, labNode } from '../../packages/lab/src/layout.js';
 import { IP } from '../../src/net/cidr.js';
 
 test("the lab's addresses are classified as intended by host discovery: LANs private, public addresses public", () => {

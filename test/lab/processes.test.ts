@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test } from 'node:test';
 import { nodeFlags } from '../../scripts/node-flags.mjs';
-import { cliArgv } from '../../src/lab/processes.js';
+import { cliArgv } from '../../packages/lab/src/processes.js';
 import { ensureBuilt, root } from '../cli/built.js';
 
 // Built first, so cliArgv runs bin/ (as a lab started from the checkout does), not the sources.

@@ -1,8 +1,8 @@
 import { Command } from 'commander';
 import { writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo } from 'node:net';
-import { UsageError } from '../model/errors.js';
-import { parseListen } from '../agent/http.js';
+import { UsageError } from '../../../src/model/errors.js';
+import { parseListen } from '../../../src/agent/http.js';
 
 /**
  * `kg lab apiproxy`: the lab's API server lives in a namespace of its own, out of the host's reach;

@@ -6,7 +6,7 @@
  * the spec: MicroTime with exactly six fractional digits, positive leaseDurationSeconds,
  * non-negative leaseTransitions, a string holderIdentity.
  */
-import type { KubeObject } from '../model/parse.js';
+import type { KubeObject } from '../../../src/model/parse.js';
 import type { ResourceType } from './apiserver-resources.js';
 
 /** metav1.MicroTime as Go's RFC3339Micro parses it: six fractional digits, no fewer. */

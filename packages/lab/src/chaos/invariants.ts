@@ -1,9 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { planOf } from '../../mesh/compute.js';
-import { defaultMeshOptions } from '../../mesh/options.js';
-import type { Plan } from '../../mesh/types.js';
-import { parseCluster } from '../../model/parse.js';
-import { judgeReadiness, type ReadinessMemory } from '../../model/ready.js';
+import { planOf } from '../../../../src/mesh/compute.js';
+import { defaultMeshOptions } from '../../../../src/mesh/options.js';
+import type { Plan } from '../../../../src/mesh/types.js';
+import { parseCluster } from '../../../../src/model/parse.js';
+import { judgeReadiness, type ReadinessMemory } from '../../../../src/model/ready.js';
 import type { Lab } from '../lab.js';
 import { dataplaneFingerprint } from '../observe.js';
 import { locationLabel } from '../layout.js';

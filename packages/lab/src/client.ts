@@ -1,5 +1,5 @@
 import { request } from 'node:http';
-import type { KubeObject } from '../model/parse.js';
+import type { KubeObject } from '../../../src/model/parse.js';
 
 const paths = { nodes: '/api/v1/nodes', peers: '/apis/kilo.squat.ai/v1alpha1/peers' } as const;
 type Resource = keyof typeof paths;

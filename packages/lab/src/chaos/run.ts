@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { ReadinessMemory } from '../../model/ready.js';
+import type { ReadinessMemory } from '../../../../src/model/ready.js';
 import { Lab } from '../lab.js';
 import { peerEndpoint } from '../peer.js';
 import { allPairs, type Pair } from '../probe.js';

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import type { KubeObject } from '../model/parse.js';
-import { generatePrivateKey, publicKeyOf } from '../wireguard/keys.js';
-import { netnsExec } from '../dataplane/exec.js';
+import type { KubeObject } from '../../../src/model/parse.js';
+import { generatePrivateKey, publicKeyOf } from '../../../src/wireguard/keys.js';
+import { netnsExec } from '../../../src/dataplane/exec.js';
 import type { Lab } from './lab.js';
 import { peerAllowedIP, peerKeepaliveSeconds, peerName, peerNs, peerPublicIP } from './layout.js';
 import type { Endpoint } from './probe.js';

@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
-import { leaseName } from '../election/lease-name.js';
+import { leaseName } from '../../../src/election/lease-name.js';
 import type { Lab } from './lab.js';
 import { locationName } from './layout.js';
 import { inNs, ipBatch, run, sleep } from './sh.js';

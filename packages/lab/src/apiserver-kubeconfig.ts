@@ -7,6 +7,6 @@ import { KubeConfig } from '@kubernetes/client-node';
  */
 export function kubeConfigFor(api: { url: string }): KubeConfig {
   const kc = new KubeConfig();
-  kc.loadFromClusterAndUser({ name: 'fake', server: api.url, skipTLSVerify: true }, { name: 'fake' });
+  kc.loadFromClusterAndUser({ name: 'lab', server: api.url, skipTLSVerify: true }, { name: 'lab' });
   return kc;
 }

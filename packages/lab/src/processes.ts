@@ -1,12 +1,11 @@
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readdirSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { nodeArgv, nodeFlags } from '../../scripts/node-flags.mjs';
+import { join } from 'node:path';
+import { nodeArgv, nodeFlags } from '../../../scripts/node-flags.mjs';
+import { repository } from './repository.js';
 import { run, sleep } from './sh.js';
 import { isAlive, processStart, type StateDir } from './state.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
 const fromSource = import.meta.url.endsWith('.ts');
 
 /**
@@ -18,12 +17,13 @@ const fromSource = import.meta.url.endsWith('.ts');
  * under them.
  */
 export function cliArgv(cli: 'kg' | 'kgctl'): string[] {
-  const bin = join(here, '..', '..', 'bin', cli);
+  const bin = join(repository, 'bin', cli);
   if (!fromSource) return [process.execPath, ...nodeArgv(bin)];
-  const src = join(here, '..');
-  if (mtimeOf(join(src, '..', 'dist', 'cli', `${cli}.js`)) >= newestMtime(src))
+  // kg's script holds the lab too (`kg lab`).
+  const sources = [join(repository, 'src'), join(repository, 'packages', 'lab', 'src')];
+  if (mtimeOf(join(repository, 'dist', 'cli', `${cli}.js`)) >= Math.max(...sources.map(newestMtime)))
     return [process.execPath, ...nodeArgv(bin)];
-  const entry = join(src, 'cli', `${cli}.ts`);
+  const entry = join(repository, 'src', 'cli', `${cli}.ts`);
   return [
     process.execPath,
     ...nodeFlags(bin),

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
-import { UsageError } from '../model/errors.js';
-import { parseListen } from '../agent/http.js';
-import { FakeApiServer } from './apiserver.js';
+import { UsageError } from '../../../src/model/errors.js';
+import { parseListen } from '../../../src/agent/http.js';
+import { TestApiServer } from './apiserver.js';
 import { loadState, saveState } from './apiserver-state.js';
 
 /** `kg lab apiserver`: the lab's Kubernetes API server as a process of its own. */
@@ -22,8 +22,8 @@ export function labApiServerCommand(): Command {
       const file = flags.state;
       // Restarted on the same file, it goes on as a real API server does after a restart.
       const saved = file ? loadState(file) : null;
-      let server: FakeApiServer | null = null;
-      server = await FakeApiServer.start({
+      let server: TestApiServer | null = null;
+      server = await TestApiServer.start({
         port: listen.port,
         host: listen.host ?? '0.0.0.0',
         ...(flags.socket ? { socketPath: flags.socket } : {}),

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { UsageError } from '../model/errors.js';
+import { UsageError } from '../../../src/model/errors.js';
 import type { LabNode, LabOptions } from './layout.js';
 
 /**

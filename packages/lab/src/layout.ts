@@ -1,4 +1,4 @@
-import type { Granularity } from '../model/types.js';
+import type { Granularity } from '../../../src/model/types.js';
 
 /**
  * The lab's address plan and names (pure). Every address is chosen so that kilo-ts's discovery

@@ -1,8 +1,8 @@
 import { Command, Option } from 'commander';
 import { spawnSync } from 'node:child_process';
 import { isAbsolute, relative } from 'node:path';
-import { granularities, type Granularity } from '../model/types.js';
-import { UsageError } from '../model/errors.js';
+import { granularities, type Granularity } from '../../../src/model/types.js';
+import { UsageError } from '../../../src/model/errors.js';
 import { labApiProxyCommand } from './apiproxy-command.js';
 import { labApiServerCommand } from './apiserver-command.js';
 import { Lab } from './lab.js';

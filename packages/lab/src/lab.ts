@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import type { KubeObject } from '../model/parse.js';
-import { Annotation } from '../model/annotations.js';
-import type { Granularity } from '../model/types.js';
+import type { KubeObject } from '../../../src/model/parse.js';
+import { Annotation } from '../../../src/model/annotations.js';
+import type { Granularity } from '../../../src/model/types.js';
 import { LabApiClient } from './client.js';
 import {
   apiAddress,

@@ -1,4 +1,4 @@
-import type { Granularity } from '../../model/types.js';
+import type { Granularity } from '../../../../src/model/types.js';
 import type { Lab } from '../lab.js';
 import { gatewayNs } from '../layout.js';
 import { run, runAsync, sleep } from '../sh.js';

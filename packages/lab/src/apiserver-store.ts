@@ -4,7 +4,7 @@
  * it, so a list can be read as it was at an older version), a floor below which history is gone.
  */
 import { randomUUID } from 'node:crypto';
-import type { KubeObject } from '../model/parse.js';
+import type { KubeObject } from '../../../src/model/parse.js';
 import { applyMergePatch } from './apiserver-patch.js';
 import { apiVersionOf, keyOf, type ResourceType } from './apiserver-resources.js';
 import { ApiError, notFound } from './apiserver-status.js';
@@ -52,7 +52,7 @@ export class ObjectStore {
 
   typeOfKind(o: KubeObject): ResourceType {
     const t = this.types.find((x) => x.kind === o.kind && (!o.apiVersion || apiVersionOf(x) === o.apiVersion));
-    if (!t) throw new Error(`fake apiserver: no served type for ${o.apiVersion ?? '?'} ${o.kind ?? '?'}`);
+    if (!t) throw new Error(`test apiserver: no served type for ${o.apiVersion ?? '?'} ${o.kind ?? '?'}`);
     return t;
   }
 

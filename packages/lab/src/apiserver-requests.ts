@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { parse as parseYaml } from 'yaml';
-import type { KubeObject } from '../model/parse.js';
+import type { KubeObject } from '../../../src/model/parse.js';
 import { decodeContinue, encodeContinue, selectorOf } from './apiserver-list.js';
 import { applyPatchBody } from './apiserver-patch.js';
 import { apiVersionOf, type ResourceType } from './apiserver-resources.js';

@@ -4,7 +4,7 @@
  * bookmarks and `timeoutSeconds`; and the faults tests inject (compaction, stalls, resets).
  */
 import type { ServerResponse } from 'node:http';
-import type { KubeObject } from '../model/parse.js';
+import type { KubeObject } from '../../../src/model/parse.js';
 import { selectorOf } from './apiserver-list.js';
 import { apiVersionOf, type ResourceType } from './apiserver-resources.js';
 import { ApiError, status, type Status } from './apiserver-status.js';

@@ -27,7 +27,7 @@
  * through `onChange` (the lab persists the objects).
  *
  * Usage:
- *   const api = await FakeApiServer.start();
+ *   const api = await TestApiServer.start();
  *   api.addNode(node('a', {...}));
  *   const source = new KubernetesSource({ kubeConfig: kubeConfigFor(api) }); // apiserver-kubeconfig.ts
  *   ...
@@ -36,9 +36,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { readFileSync, rmSync } from 'node:fs';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import type { KubeObject } from '../model/parse.js';
+import type { KubeObject } from '../../../src/model/parse.js';
 import { discovery } from './apiserver-discovery.js';
+import { repository } from './repository.js';
 import { leasesType } from './apiserver-leases.js';
 import {
   createRequest,
@@ -106,9 +108,9 @@ export interface ApiRequest {
 }
 
 /** Handles a request it recognises (answering it, or throwing ApiError) and returns true; else false. */
-export type Route = (request: ApiRequest, server: FakeApiServer) => boolean;
+export type Route = (request: ApiRequest, server: TestApiServer) => boolean;
 
-export interface FakeApiServerOptions {
+export interface TestApiServerOptions {
   /** Port to listen on; 0 (default) picks a free one, kept across stop()/restart(). */
   port?: number;
   /** Watch events kept for resuming watches; older resourceVersions get 410. Default 1000. */
@@ -138,14 +140,14 @@ export interface FakeApiServerOptions {
 
 /** The CustomResourceDefinitions of manifests/ (the Peer's), served as a cluster with Kilo installed has them. */
 function manifestCrds(): KubeObject[] {
-  const file = new URL('../../manifests/crds.yaml', import.meta.url);
+  const file = join(repository, 'manifests', 'crds.yaml');
   return parseAllDocuments(readFileSync(file, 'utf8'))
     .map((d) => d.toJS() as KubeObject | null)
     .filter((d): d is KubeObject => d?.kind === 'CustomResourceDefinition');
 }
 
-/** A fake kube-apiserver on 127.0.0.1. Create with `FakeApiServer.start()`. */
-export class FakeApiServer {
+/** A test kube-apiserver, as strict as the real one (see above). Create with `TestApiServer.start()`. */
+export class TestApiServer {
   readonly types: readonly ResourceType[];
   private readonly store: ObjectStore;
   private readonly watches: Watches;
@@ -163,7 +165,7 @@ export class FakeApiServer {
   /** How a watch from a compacted resourceVersion is refused; may be changed between requests. */
   goneAs: 'event' | 'status';
 
-  private constructor(options: FakeApiServerOptions) {
+  private constructor(options: TestApiServerOptions) {
     this.types = [...builtinResources, leasesType, ...(options.resources ?? [])];
     this.store = new ObjectStore(this.types, options.historyLimit ?? 1000);
     this.watches = new Watches(this.store, options.bookmarkIntervalMs ?? 1000);
@@ -187,8 +189,8 @@ export class FakeApiServer {
   }
 
   /** Starts a server and resolves once it listens. */
-  static async start(options: FakeApiServerOptions = {}): Promise<FakeApiServer> {
-    const server = new FakeApiServer(options);
+  static async start(options: TestApiServerOptions = {}): Promise<TestApiServer> {
+    const server = new TestApiServer(options);
     await server.listen();
     return server;
   }
@@ -213,17 +215,17 @@ export class FakeApiServer {
       'apiVersion: v1',
       'kind: Config',
       'clusters:',
-      '- name: fake',
+      '- name: lab',
       '  cluster:',
       `    server: ${this.url}`,
       '    insecure-skip-tls-verify: true',
       'users:',
-      '- name: fake',
+      '- name: lab',
       '  user: {}',
       'contexts:',
-      '- name: fake',
-      '  context: {cluster: fake, user: fake}',
-      'current-context: fake',
+      '- name: lab',
+      '  context: {cluster: lab, user: lab}',
+      'current-context: lab',
       '',
     ].join('\n');
   }
@@ -471,7 +473,7 @@ export class FakeApiServer {
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
-    const url = new URL(req.url ?? '/', 'http://fake');
+    const url = new URL(req.url ?? '/', 'http://test-apiserver');
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
     const target = parsePath(path, this.types);
@@ -492,7 +494,7 @@ export class FakeApiServer {
           throw new ApiError(
             this.failStatus,
             'InternalError',
-            `fake apiserver answers every request with ${this.failStatus}`,
+            `test apiserver answers every request with ${this.failStatus}`,
           );
         for (const route of this.routes) if (route(request, this)) return;
         if (target) return this.serveResource(request, target, watching);
@@ -502,7 +504,7 @@ export class FakeApiServer {
         this.reply(res, 200, doc);
       } catch (e) {
         const error =
-          e instanceof ApiError ? e : new ApiError(500, 'InternalError', `fake apiserver: ${(e as Error).message}`);
+          e instanceof ApiError ? e : new ApiError(500, 'InternalError', `test apiserver: ${(e as Error).message}`);
         if (!res.headersSent) this.reply(res, error.code, error.status);
         else res.end();
       }

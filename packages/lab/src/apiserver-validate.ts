@@ -3,7 +3,7 @@
  * names, label and annotation syntax, immutable fields. Errors list each field as the real server
  * does (`metadata.labels: Invalid value: "x": ...`), values cut to 100 characters.
  */
-import type { KubeObject } from '../model/parse.js';
+import type { KubeObject } from '../../../src/model/parse.js';
 import { ApiError } from './apiserver-status.js';
 import type { ResourceType } from './apiserver-resources.js';
 

@@ -1,9 +1,9 @@
 /**
  * The resource types the lab's API server serves, and how a request path names one. A new type
- * (Leases, say) is one more `ResourceType` passed in `FakeApiServerOptions.resources`: storage,
+ * (Leases, say) is one more `ResourceType` passed in `TestApiServerOptions.resources`: storage,
  * list, watch, get, create, replace, patch, delete and discovery then come with it.
  */
-import type { KubeObject } from '../model/parse.js';
+import type { KubeObject } from '../../../src/model/parse.js';
 
 export interface ResourceType {
   /** The plural, as in the path: `nodes`. */

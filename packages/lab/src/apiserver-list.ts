@@ -3,7 +3,7 @@
  * equality- and set-based forms), and `limit`/`continue` paging with tokens that carry the
  * resourceVersion of the first page.
  */
-import type { KubeObject } from '../model/parse.js';
+import type { KubeObject } from '../../../src/model/parse.js';
 import { ApiError } from './apiserver-status.js';
 import type { ResourceType } from './apiserver-resources.js';
 

@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync } from 'node:fs';
-import type { Granularity } from '../model/types.js';
+import type { Granularity } from '../../../src/model/types.js';
 
 /**
  * Kilo's own agent (Go, `kg`) on a lab node, for mixed clusters. What it needs there (see

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import type { KubeObject } from '../model/parse.js';
-import type { FakeApiServer } from './apiserver.js';
+import type { KubeObject } from '../../../src/model/parse.js';
+import type { TestApiServer } from './apiserver.js';
 
 /**
  * The lab API server's etcd: its objects and revision in one file, a Kubernetes List (so it
@@ -26,7 +26,7 @@ export function loadState(file: string): SavedState | null {
 }
 
 /** Written whole and renamed into place: a crash leaves the old state or the new, never half. */
-export function saveState(file: string, server: FakeApiServer): void {
+export function saveState(file: string, server: TestApiServer): void {
   const list = {
     apiVersion: 'v1',
     kind: 'List',
