@@ -15,6 +15,7 @@ import { linuxDataplane } from '../src/agent/linux-dataplane.js';
 import { netnsExec, type Exec } from '../src/dataplane/exec.js';
 import { reconcile, type Dataplane, type ReconcileResult } from '../src/dataplane/reconcile.js';
 import { renderFamily } from '../src/dataplane/iptables/render.js';
+import { iptablesRulesOf } from '../src/dataplane/iptables/rules.js';
 import { renderOp } from '../src/dataplane/routes/iproute.js';
 import { desiredState } from '../src/dataplane/routes/state.js';
 import type { DeviceNames, ReconcileOptions } from '../src/dataplane/types.js';
@@ -244,7 +245,7 @@ async function measureBaseline(
     };
     t0 = performance.now();
     for (const family of [4, 6] as const) {
-      const { input } = renderFamily(family, plan.firewall, empty);
+      const { input } = renderFamily(family, iptablesRulesOf(plan.firewall), empty);
       if (input)
         await ns.exec.run([family === 4 ? 'iptables-restore' : 'ip6tables-restore', '--noflush', '-w'], {
           input,
@@ -291,7 +292,7 @@ const baseMs = base.ipMs + base.wgMs;
 const baseFirewallMs = median(baseRuns, (r) => r.iptablesMs).iptablesMs;
 
 console.log(
-  `## Dataplane: ${self}, cross, ${a.peers.length} WireGuard peers, ${a.routes.length} routes, ${a.rules.length} rules, ${a.firewall.rules.length} iptables rules\n`,
+  `## Dataplane: ${self}, cross, ${a.peers.length} WireGuard peers, ${a.routes.length} routes, ${a.rules.length} rules, ${iptablesRulesOf(a.firewall).rules.length} iptables rules\n`,
 );
 console.log(
   `wireguard-go in a fresh network namespace; the one-node change drops ${dropped} (another location). Median of ${rounds} rounds.\n`,
@@ -314,7 +315,7 @@ console.log(
   `| baseline: \`ip -batch\` of the same ${base.routes} routes + \`wg setconf\` of the same ${base.peers} peers | ${fmt(baseMs)} (${fmt(base.ipMs)} + ${fmt(base.wgMs)}) | ${base.routes + base.peers} | | | | | | 2 |`,
 );
 console.log(
-  `| for comparison: \`iptables-restore\` of the same ${a.firewall.rules.length} iptables rules (both families) | ${fmt(baseFirewallMs)} | | | | | | | 2 |`,
+  `| for comparison: \`iptables-restore\` of the same ${iptablesRulesOf(a.firewall).rules.length} iptables rules (both families) | ${fmt(baseFirewallMs)} | | | | | | | 2 |`,
 );
 
 const [, first, one, same, oneFull, sameFull] = rows;

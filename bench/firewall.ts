@@ -8,6 +8,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import type { Exec } from '../src/dataplane/exec.js';
 import { netnsExec } from '../src/dataplane/exec.js';
 import { createFakeFirewall } from '../src/dataplane/iptables/fake.js';
+import { iptablesRulesOf } from '../src/dataplane/iptables/rules.js';
 import { LinuxFirewallTables } from '../src/dataplane/iptables/tables.js';
 import { planOf } from '../src/mesh/compute.js';
 import { defaultMeshOptions, type MeshOptions } from '../src/mesh/options.js';
@@ -133,11 +134,10 @@ function print(title: string, rows: Row[]) {
 
 const a = firewall(null);
 const b = firewall(locations); // node-10: a member of node-0's location, so KILO-NAT, KILO-IPIP and FORWARD all change
-const count = (fw: Firewall, f: 4 | 6) => fw.rules.filter((r) => r.family === f).length;
+const count = (fw: Firewall, f?: 4 | 6) =>
+  iptablesRulesOf(fw).rules.filter((r) => f === undefined || r.family === f).length;
 console.log(`# Firewall apply: ${nodes} nodes, ${locations} locations, ${peers} Peers, location granularity, node-0`);
-console.log(
-  `plan: ${a.rules.length} rules (IPv4 ${count(a, 4)}, IPv6 ${count(a, 6)}); after the change ${b.rules.length}`,
-);
+console.log(`plan: ${count(a)} rules (IPv4 ${count(a, 4)}, IPv6 ${count(a, 6)}); after the change ${count(b)}`);
 
 {
   const { netfilter, tables } = createFakeFirewall();

@@ -2,6 +2,7 @@
  * The plan of one node in a generated cross cluster: `node --import tsx bench/plan.ts N`.
  * Prints one JSON line; bench/run.ts runs one process per size so peak memory is per size.
  */
+import { iptablesRulesOf } from '../src/dataplane/iptables/rules.js';
 import { planOf } from '../src/mesh/compute.js';
 import { defaultMeshOptions } from '../src/mesh/options.js';
 import { parseCluster } from '../src/model/parse.js';
@@ -39,7 +40,7 @@ console.log(
     nodes: size,
     peers: plan.peers.length,
     routes: plan.routes.length,
-    firewallRules: plan.firewall.rules.length,
+    firewallRules: iptablesRulesOf(plan.firewall).rules.length,
     parseMs: median(parseTimes),
     computeMs: median(computeTimes),
     peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024),

@@ -26,7 +26,7 @@ import { isNodeReady } from '../model/ready.js';
 import { annotationElection, type LeaderElection } from '../election/leader-election.js';
 import { LeadershipLog } from './leadership.js';
 import { HostEncapsulation } from './encapsulation.js';
-import { encapsulatorOf, type Encapsulator } from '../encapsulation/index.js';
+import { encapsulationOf, type EncapsulationDevice, type Encapsulator } from '../encapsulation/index.js';
 
 export interface AgentOptions {
   hostname: string;
@@ -70,10 +70,12 @@ export interface AgentDeps {
   /** Milliseconds since the epoch. */
   clock?: () => number;
   /**
-   * The encapsulation (its devices, set up on the first pass and after its recheck period; the
-   * address it publishes); by default the one the mesh options name.
+   * The device part of the encapsulation (its devices, set up on the first pass and after its
+   * recheck period; the address it publishes) in place of the chosen one's: tests give a fake
+   * machine's. Which encapsulation it is (none, ipip, flannel, cilium) is always the mesh options'
+   * choice, and the plan is made with that choice's pure part.
    */
-  encapsulator?: Encapsulator;
+  encapsulationDevice?: EncapsulationDevice;
   /**
    * Reports changes to Kilo's routes, rules and interface as the kernel makes them (routing
    * monitor). With it, a reconcile triggered by the cluster trusts the last write and reads
@@ -132,6 +134,8 @@ export class Agent {
   private watch: { stop(): Promise<void> } | null = null;
   private readonly election: LeaderElection;
   private readonly leadership: LeadershipLog;
+  /** The plan's part of the encapsulation; `encapsulation` runs the same choice's device part. */
+  private readonly encapsulator: Encapsulator;
   private readonly encapsulation: HostEncapsulation;
   /** Names of the nodes the last plan was made of: those that were ready. */
   private readyNodes = new Set<string>();
@@ -158,11 +162,9 @@ export class Agent {
     this.clock = deps.clock ?? Date.now;
     this.election = deps.election ?? annotationElection;
     this.leadership = new LeadershipLog(deps.log, deps.leaderTransition ?? (() => {}));
-    this.encapsulation = new HostEncapsulation(
-      deps.encapsulator ?? encapsulatorOf(deps.options.mesh),
-      deps.host,
-      this.clock,
-    );
+    const chosen = encapsulationOf(deps.options.mesh);
+    this.encapsulator = chosen.encapsulator;
+    this.encapsulation = new HostEncapsulation(deps.encapsulationDevice ?? chosen.device, deps.host, this.clock);
   }
 
   async start(): Promise<void> {
@@ -473,7 +475,7 @@ export class Agent {
       return last;
     const leaders = this.election.leaders(ready, ready.find((n) => n.name === options.hostname) ?? null);
     const topology = topologyOf(cluster, options.hostname, options.mesh, readyAt, leaders);
-    const plan = planNode(topology, options.mesh);
+    const plan = planNode(topology, options.mesh, this.encapsulator);
     this.status.plans++;
     this.lastPlan = { ...key, topology, plan };
     return this.lastPlan;

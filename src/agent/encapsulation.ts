@@ -1,5 +1,5 @@
 import type { Host } from '../host/host.js';
-import type { EncapsulationDevices, Encapsulator } from '../encapsulation/index.js';
+import type { EncapsulationDevice, EncapsulationDevices } from '../encapsulation/index.js';
 import type { IP } from '../net/cidr.js';
 
 interface Answer<T> {
@@ -13,29 +13,29 @@ export class HostEncapsulation {
   private addressSeen: Answer<IP | null> | null = null;
 
   constructor(
-    readonly encapsulator: Encapsulator,
+    private readonly device: EncapsulationDevice,
     private readonly host: Host,
     private readonly clock: () => number,
   ) {}
 
   async devices(): Promise<EncapsulationDevices> {
     if (!this.fresh(this.devicesSeen))
-      this.devicesSeen = { at: this.clock(), value: await this.encapsulator.setUp(this.host) };
+      this.devicesSeen = { at: this.clock(), value: await this.device.setUp(this.host) };
     return this.devicesSeen!.value;
   }
 
   async ownAddress(): Promise<IP | null> {
     if (!this.fresh(this.addressSeen))
-      this.addressSeen = { at: this.clock(), value: await this.encapsulator.ownAddress(this.host) };
+      this.addressSeen = { at: this.clock(), value: await this.device.ownAddress(this.host) };
     return this.addressSeen!.value;
   }
 
   cleanUp(): Promise<void> {
-    return this.encapsulator.cleanUp(this.host);
+    return this.device.cleanUp(this.host);
   }
 
   private fresh(seen: Answer<unknown> | null): boolean {
-    const recheck = this.encapsulator.recheckMs;
+    const recheck = this.device.recheckMs;
     return seen !== null && (recheck === null || this.clock() - seen.at < recheck);
   }
 }

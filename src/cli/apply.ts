@@ -13,13 +13,14 @@ import {
 import type { Host, HostAddress } from '../host/host.js';
 import { LinuxHost } from '../dataplane/host/linux.js';
 import { summarizePeerChanges } from '../dataplane/log-summary.js';
-import { planOf } from '../mesh/compute.js';
+import { topologyOf } from '../mesh/compute.js';
+import { planNode } from '../mesh/plan.js';
 import { parseCluster } from '../model/parse.js';
 import { snapshotNow } from '../model/ready.js';
 import { UsageError } from '../model/errors.js';
 import { defaultKeyPath, loadOrCreateKey } from '../wireguard/keys.js';
 import { linuxDataplane, type LinuxDataplaneOptions } from '../agent/linux-dataplane.js';
-import { encapsulatorOf, type EncapsulationDevices, type Encapsulator } from '../encapsulation/index.js';
+import { encapsulationOf, type EncapsulationDevices, type EncapsulationDevice } from '../encapsulation/index.js';
 import { createLogger } from '../agent/log.js';
 import { logs } from '../agent/log-levels.js';
 import { interfaceHolding } from '../agent/discovery.js';
@@ -86,7 +87,7 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
     const mtuFlag = parseMTU(flags.mtu);
     // Measured once, after the first plan: a node missing from the snapshot is the first thing to say.
     let mtu: number | null | undefined;
-    let encapsulator: Encapsulator | undefined;
+    let encapsulation: EncapsulationDevice | undefined;
     let devices: EncapsulationDevices | undefined;
     // The host is read while the snapshot is parsed and planned (each pass of --watch reads anew).
     readAhead(dataplane, flags.interface);
@@ -132,12 +133,15 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
         log.warn({ object: e.object, field: e.field, value: e.value }, `dropping object from the mesh: ${e.reason}`);
       const granularity = resolveGranularity(flags.meshGranularity, cluster.nodes, hostname);
       const options = { ...meshOptionsFrom(flags, granularity), privateKeyPath: flags.keyFile };
-      const plan = planOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
+      // One choice of encapsulation: its pure part plans, its device part sets the devices up.
+      const chosen = encapsulationOf(options);
+      const topology = topologyOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
+      const plan = planNode(topology, options, chosen.encapsulator);
       await nextTurn();
       const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip ?? null;
       mtu ??= await (mtuRead ?? resolveMTU(host, mtuFlag));
-      encapsulator = encapsulatorOf(options);
-      devices ??= await encapsulator.setUp(host);
+      encapsulation = chosen.device;
+      devices ??= await encapsulation.setUp(host);
       const privateInterface =
         devices.private ??
         (internalIP ? interfaceHolding(await (addressesRead ?? host.addresses()), internalIP) : null);
@@ -213,7 +217,7 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
     if (flags.cleanUp) {
       for (const e of await cleanUp(dataplane, { interface: flags.cleanUpInterface }))
         log.error({ err: e.message }, 'clean-up failed');
-      await encapsulator
+      await encapsulation
         ?.cleanUp(host)
         .catch((e: Error) => log.error({ err: e.message }, 'clean-up of the encapsulation failed'));
     } else await (dataplane.device as { detach?: () => Promise<void> }).detach?.();

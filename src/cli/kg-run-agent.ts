@@ -7,7 +7,7 @@ import { loadOrCreateKey } from '../wireguard/keys.js';
 import { Agent } from '../agent/agent.js';
 import { createAgentServer, parseListen } from '../agent/http.js';
 import { linuxDataplane } from '../agent/linux-dataplane.js';
-import { encapsulatorOf } from '../encapsulation/index.js';
+import { encapsulationOf } from '../encapsulation/index.js';
 import { createLogger } from '../agent/log.js';
 import { AgentMetrics } from '../agent/metrics.js';
 import { discoverHost, resolveMTU } from '../agent/startup.js';
@@ -30,7 +30,8 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
     ...meshOptionsFrom(flags, flags.meshGranularity === 'auto' ? 'location' : flags.meshGranularity),
     privateKeyPath: flags.keyFile,
   };
-  const encapsulator = encapsulatorOf(mesh);
+  // Only for the log line: the agent makes the same choice from the same options.
+  const encapsulation = encapsulationOf(mesh);
   const privateKey = loadOrCreateKey(flags.keyFile);
   const facts = await discoverHost(host, {
     interfaceName: flags.interface,
@@ -42,8 +43,8 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
     {
       internalIP: facts.internalIP?.toString() ?? null,
       endpoint: facts.endpointIP?.text ?? null,
-      encapsulation: encapsulator.name,
-      encapsulationAddress: (await encapsulator.ownAddress(host))?.text ?? null,
+      encapsulation: encapsulation.encapsulator.name,
+      encapsulationAddress: (await encapsulation.device.ownAddress(host))?.text ?? null,
     },
     'discovered host addresses',
   );
@@ -88,7 +89,6 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
     metrics,
     ...(election ? { election } : {}),
     leaderTransition: (location) => electionMetrics.transitions.inc({ location }),
-    encapsulator,
     watchRouting: (onEvent) =>
       startRoutingMonitor(
         exec,

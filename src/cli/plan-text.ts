@@ -1,4 +1,5 @@
-import type { FirewallRule, Plan, PlanPeer, PlanRoute, PlanRule } from '../mesh/types.js';
+import type { Plan, PlanPeer, PlanRoute, PlanRule } from '../mesh/types.js';
+import { iptablesRulesOf, type IptablesRule } from '../dataplane/iptables/rules.js';
 import { kiloRouteProtocol, kiloRulePriority } from '../dataplane/routes/constants.js';
 import { interfaceSection, peerSection } from '../wireguard/ini.js';
 
@@ -84,22 +85,25 @@ export function ruleText(r: PlanRule): string {
   return parts.join(' ');
 }
 
-/** iptables-save layout per family and table: Kilo's chains declared, then the rules in plan order. */
+/**
+ * The firewall as the iptables backend renders it, in iptables-save layout per family and table:
+ * Kilo's chains declared, then the rules in order.
+ */
 function firewallText(plan: Plan): string[] {
   const out: string[] = [];
+  const firewall = iptablesRulesOf(plan.firewall);
   for (const family of [4, 6] as const) {
     const tables = (['nat', 'filter'] as const).filter(
       (t) =>
-        plan.firewall.rules.some((r) => r.family === family && r.table === t) ||
-        plan.firewall.chains.some((c) => c.family === family && c.table === t),
+        firewall.rules.some((r) => r.family === family && r.table === t) ||
+        firewall.chains.some((c) => c.family === family && c.table === t),
     );
     if (tables.length === 0) continue;
     out.push(`# ${family === 4 ? 'iptables' : 'ip6tables'}`);
     for (const table of tables) {
       out.push(`*${table}`);
-      for (const c of plan.firewall.chains)
-        if (c.family === family && c.table === table) out.push(`:${c.name} - [0:0]`);
-      for (const r of plan.firewall.rules) if (r.family === family && r.table === table) out.push(ruleLine(r));
+      for (const c of firewall.chains) if (c.family === family && c.table === table) out.push(`:${c.name} - [0:0]`);
+      for (const r of firewall.rules) if (r.family === family && r.table === table) out.push(ruleLine(r));
       out.push('COMMIT');
     }
     out.push('');
@@ -108,7 +112,7 @@ function firewallText(plan: Plan): string[] {
 }
 
 /** `-A`/`-I` then the match, the Kilo comment, then the target, as iptables-save orders them. */
-export function ruleLine(r: FirewallRule): string {
+export function ruleLine(r: IptablesRule): string {
   const jump = r.args.indexOf('-j');
   const match = jump < 0 ? r.args : r.args.slice(0, jump);
   const target = jump < 0 ? [] : r.args.slice(jump);

@@ -7,7 +7,7 @@
 import type { Host } from '../host/host.js';
 import type { Encapsulate, KiloNode } from '../model/types.js';
 import type { IP } from '../net/cidr.js';
-import { encapsulatesTo, internalGateway, type Encapsulator } from './encapsulator.js';
+import { encapsulatesTo, internalGateway, type Encapsulation } from './encapsulator.js';
 import { ipipTunnel } from './ipip.js';
 
 /** Cilium's host-side interface; its IPv4 address is the node's Cilium internal IP. */
@@ -41,28 +41,32 @@ function overlayAddress(n: KiloNode): IP {
   return n.ciliumInternalIP ?? n.podCIDR?.network ?? internalGateway(n);
 }
 
-export function cilium(strategy: Encapsulate, local: boolean): Encapsulator {
+export function cilium(strategy: Encapsulate, local: boolean): Encapsulation {
   return {
-    name: 'cilium',
-    deviceTo: (self, gw) => (encapsulatesTo(strategy, self, gw) ? 'tunnel' : 'private'),
-    mateGateway: internalGateway,
-    segmentGateway: overlayAddress,
-    // Without --local a leader returns its followers' pod traffic the way it came (Kilo's return
-    // path), not as raw packets handed to Cilium.
-    returnsToFollowers: !local && strategy !== 'never',
-    // IPIP runs between a leader and its followers even without --local.
-    acceptsIPIP: strategy !== 'never',
-    // Through Cilium's overlay the outer source is the sender's cilium_host address.
-    ipipSourcesOf: (mate) => [
-      internalGateway(mate).toHostCidr(),
-      ...(mate.ciliumInternalIP ? [mate.ciliumInternalIP.toHostCidr()] : []),
-    ],
-    setUp: async (host) => ({ tunnel: strategy === 'never' ? null : await ciliumTunnel(host) }),
-    // Cilium may start after the agent, give cilium_host its address late, or rename tunl0 to
-    // cilium_tunl while the agent runs.
-    recheckMs: 30_000,
-    ownAddress: ciliumHostIP,
-    // cilium_tunl and cilium_host are Cilium's.
-    cleanUp: async () => {},
+    encapsulator: {
+      name: 'cilium',
+      deviceTo: (self, gw) => (encapsulatesTo(strategy, self, gw) ? 'tunnel' : 'private'),
+      mateGateway: internalGateway,
+      segmentGateway: overlayAddress,
+      // Without --local a leader returns its followers' pod traffic the way it came (Kilo's return
+      // path), not as raw packets handed to Cilium.
+      returnsToFollowers: !local && strategy !== 'never',
+      // IPIP runs between a leader and its followers even without --local.
+      acceptsIPIP: strategy !== 'never',
+      // Through Cilium's overlay the outer source is the sender's cilium_host address.
+      ipipSourcesOf: (mate) => [
+        internalGateway(mate).toHostCidr(),
+        ...(mate.ciliumInternalIP ? [mate.ciliumInternalIP.toHostCidr()] : []),
+      ],
+    },
+    device: {
+      setUp: async (host) => ({ tunnel: strategy === 'never' ? null : await ciliumTunnel(host) }),
+      // Cilium may start after the agent, give cilium_host its address late, or rename tunl0 to
+      // cilium_tunl while the agent runs.
+      recheckMs: 30_000,
+      ownAddress: ciliumHostIP,
+      // cilium_tunl and cilium_host are Cilium's.
+      cleanUp: async () => {},
+    },
   };
 }

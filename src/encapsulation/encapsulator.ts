@@ -1,9 +1,11 @@
 /**
  * The encapsulation seam (Kilo's pkg/encapsulation): how packets reach location mates over the
- * private network, and which devices carry them. The plan asks it for gateways, the device a route
- * leaves by and the IPIP sources to accept (pure); the agent asks it to set the devices up, to name
- * the address it publishes for mates, and to clean up. One module per implementation: none.ts,
- * ipip.ts, flannel.ts, cilium.ts; `encapsulatorOf` picks one from the flags.
+ * private network, and which devices carry them. One choice (`Encapsulation`), in two parts: the
+ * `Encapsulator` the plan receives, which answers gateways, the device a route leaves by and the
+ * IPIP sources to accept (pure); the `EncapsulationDevice` the agent and kg apply use to set the
+ * devices up, to name the address it publishes for mates, and to clean up. One module per
+ * implementation: none.ts, ipip.ts, flannel.ts, cilium.ts; `encapsulationOf` picks one from the
+ * flags, both parts at once, so what is planned and what is programmed cannot differ.
  */
 import type { Host } from '../host/host.js';
 import type { Cidr, IP } from '../net/cidr.js';
@@ -20,10 +22,11 @@ export interface EncapsulationDevices {
   private?: string;
 }
 
-export interface Encapsulator {
-  readonly name: 'none' | 'ipip' | 'flannel' | 'cilium';
+export type EncapsulationName = 'none' | 'ipip' | 'flannel' | 'cilium';
 
-  // The plan's questions: pure.
+/** The plan's part of an encapsulation: pure questions about nodes. */
+export interface Encapsulator {
+  readonly name: EncapsulationName;
   /** The device a packet to a location mate at `gw` leaves by: encapsulated or in the clear. */
   deviceTo(self: KiloNode, gw: IP): 'tunnel' | 'private';
   /** Where a location mate (with an internal IP) is reached over the private network. */
@@ -36,8 +39,10 @@ export interface Encapsulator {
   readonly acceptsIPIP: boolean;
   /** The outer sources of IPIP a group mate sends this node. */
   ipipSourcesOf(mate: KiloNode): Cidr[];
+}
 
-  // The machine's questions, asked by the agent around the dataplane.
+/** The device part of an encapsulation: the machine's questions, asked by the agent around the dataplane. */
+export interface EncapsulationDevice {
   /** Brings the devices up when they are missing or down and names them. */
   setUp(host: Host): Promise<EncapsulationDevices>;
   /** How long `setUp`'s and `ownAddress`'s answers hold (ms); null: the agent's lifetime. */
@@ -46,6 +51,12 @@ export interface Encapsulator {
   ownAddress(host: Host): Promise<IP | null>;
   /** Undoes what `setUp` made; the devices of the kernel and of the CNI stay. */
   cleanUp(host: Host): Promise<void>;
+}
+
+/** One encapsulation, chosen once: the part the plan receives and the part the machine runs. */
+export interface Encapsulation {
+  readonly encapsulator: Encapsulator;
+  readonly device: EncapsulationDevice;
 }
 
 /** What chooses an encapsulator: --compatibility, --encapsulate and --local. */

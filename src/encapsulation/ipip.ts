@@ -6,7 +6,7 @@
 import type { Host } from '../host/host.js';
 import type { Encapsulate, KiloNode } from '../model/types.js';
 import type { IP } from '../net/cidr.js';
-import { encapsulatesTo, internalGateway, type Encapsulator } from './encapsulator.js';
+import { encapsulatesTo, internalGateway, type Encapsulation } from './encapsulator.js';
 
 /** The kernel's IPIP device: it appears when the ipip module is loaded. */
 export const ipipInterface = 'tunl0';
@@ -23,20 +23,24 @@ export async function ipipTunnel(host: Host): Promise<string | null> {
   return ipipInterface;
 }
 
-export function ipip(strategy: Exclude<Encapsulate, 'never'>, local: boolean): Encapsulator {
+export function ipip(strategy: Exclude<Encapsulate, 'never'>, local: boolean): Encapsulation {
   return {
-    name: 'ipip',
-    deviceTo: (self: KiloNode, gw: IP) => (encapsulatesTo(strategy, self, gw) ? 'tunnel' : 'private'),
-    mateGateway: internalGateway,
-    segmentGateway: internalGateway,
-    returnsToFollowers: false,
-    // Without --local nothing inside the location is routed by Kilo, so no mate sends IPIP.
-    acceptsIPIP: local,
-    ipipSourcesOf: (mate) => [internalGateway(mate).toHostCidr()],
-    setUp: async (host) => ({ tunnel: await ipipTunnel(host) }),
-    recheckMs: null,
-    ownAddress: async () => null,
-    // tunl0 is the kernel's (it goes only with the module) and carries no address of ours.
-    cleanUp: async () => {},
+    encapsulator: {
+      name: 'ipip',
+      deviceTo: (self: KiloNode, gw: IP) => (encapsulatesTo(strategy, self, gw) ? 'tunnel' : 'private'),
+      mateGateway: internalGateway,
+      segmentGateway: internalGateway,
+      returnsToFollowers: false,
+      // Without --local nothing inside the location is routed by Kilo, so no mate sends IPIP.
+      acceptsIPIP: local,
+      ipipSourcesOf: (mate) => [internalGateway(mate).toHostCidr()],
+    },
+    device: {
+      setUp: async (host) => ({ tunnel: await ipipTunnel(host) }),
+      recheckMs: null,
+      ownAddress: async () => null,
+      // tunl0 is the kernel's (it goes only with the module) and carries no address of ours.
+      cleanUp: async () => {},
+    },
   };
 }

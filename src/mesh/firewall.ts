@@ -3,134 +3,79 @@ import type { Cidr } from '../net/cidr.js';
 import { encapsulatorOf, type Encapsulator } from '../encapsulation/index.js';
 import type { MeshOptions } from './options.js';
 import { groupSegments, type Topology } from './topology.js';
-import type { Firewall, FirewallRule, IPFamily } from './types.js';
-
-export const natChain = 'KILO-NAT';
-export const ipipChain = 'KILO-IPIP';
+import type { Firewall, MasqueradeException, MasqueradeExceptionReason } from './types.js';
 
 /**
- * Kilo's iptables rules for one node: masquerade what leaves the mesh, never what stays in it;
- * accept IPIP only from the nodes that route to this one in the clear.
+ * Kilo's firewall for one node, as intent: masquerade what leaves the mesh, never what stays in
+ * it; accept IPIP only from the nodes that route to this one in the clear.
  */
 export function planFirewall(t: Topology, options: MeshOptions, enc: Encapsulator = encapsulatorOf(options)): Firewall {
-  const fw: Firewall = {
-    chains: [
-      { family: 4, table: 'nat', name: natChain },
-      { family: 6, table: 'nat', name: natChain },
-    ],
-    rules: [],
-  };
-  const add = (
-    family: IPFamily,
-    table: FirewallRule['table'],
-    chain: string,
-    args: string[],
-    comment: string,
-    position: FirewallRule['position'] = 'append',
-  ) => fw.rules.push({ family, table, chain, args, comment, position });
-  const fam = (c: Cidr): IPFamily => c.family;
   const self = t.local.node;
+  const text = (cs: readonly Cidr[]) => cs.map((c) => c.networkText);
 
-  if (options.cni && self.podCIDR) {
-    add(
-      fam(self.podCIDR),
-      'nat',
-      'POSTROUTING',
-      ['-s', self.podCIDR.networkText, '-j', natChain],
-      'Kilo: jump to KILO-NAT chain',
-      'prepend',
-    );
-  }
-  if (options.cni && options.iptablesForwardRules) {
-    // Some distributions drop forwarded packets by default; a leader forwards for its whole segment.
-    const cidrs = t.local.leader
-      ? groupSegments(t).flatMap((s) => s.nodes.flatMap((n) => (n.podCIDR ? [n.podCIDR] : [])))
-      : self.podCIDR
-        ? [self.podCIDR]
-        : [];
-    for (const c of cidrs) {
-      add(
-        fam(c),
-        'filter',
-        'FORWARD',
-        ['-s', c.networkText, '-j', 'ACCEPT'],
-        'Kilo: forward packets from the pod subnet',
-        'prepend',
-      );
-      add(
-        fam(c),
-        'filter',
-        'FORWARD',
-        ['-d', c.networkText, '-j', 'ACCEPT'],
-        'Kilo: forward packets to the pod subnet',
-        'prepend',
-      );
-    }
-  }
+  // Some distributions drop forwarded packets by default; a leader forwards for its whole segment.
+  const forward =
+    options.cni && options.iptablesForwardRules
+      ? t.local.leader
+        ? groupSegments(t).flatMap((s) => s.nodes.flatMap((n) => (n.podCIDR ? [n.podCIDR] : [])))
+        : self.podCIDR
+          ? [self.podCIDR]
+          : []
+      : [];
+
+  // Replies from an allowed-location network (a printer LAN) must find their way back.
   const ownGroup = t.local.segment.group;
+  const allowedLocationIPs: Cidr[] = [];
   for (let i = 0; i < t.segments.length; i++) {
     const s = t.segments[i]!;
-    // Replies from an allowed-location network (a printer LAN) must find their way back.
-    if (s.group === ownGroup && s.allowedLocationIPs.length > 0) {
-      for (const c of s.allowedLocationIPs) {
-        add(
-          fam(c),
-          'nat',
-          'POSTROUTING',
-          ['-d', c.networkText, '-j', natChain],
-          'Kilo: jump to KILO-NAT chain',
-          'prepend',
-        );
-      }
-    }
+    if (s.group === ownGroup) allowedLocationIPs.push(...s.allowedLocationIPs);
   }
+
   // Every iptables-restore and iptables-save costs time in proportion to the whole table, so sets
   // of sources and destinations go in as their fewest prefixes: contiguous pod CIDRs and WireGuard
   // IPs collapse, and the matched addresses stay exactly the same.
-  for (const c of aggregate(allowedIPsOf(t.peers))) {
-    add(fam(c), 'nat', 'POSTROUTING', ['-s', c.networkText, '-j', natChain], 'Kilo: jump to KILO-NAT chain', 'prepend');
-  }
-  // One group per comment, so `iptables -S` still says why an address is not masqueraded; an
+  // One group per reason, so `iptables -S` still says why an address is not masqueraded; an
   // address an earlier group covers is left out of the later ones (Kilo writes the WireGuard /32
   // twice, as itself and as an allowed IP).
-  const returns: [comment: string, destinations: Cidr[]][] = [
-    ['Kilo: do not NAT packets destined for WireGuard IPs', t.segments.map((s) => s.wireGuardIP.toHostCidr())],
-    ['Kilo: do not NAT packets destined for known IPs', allowedIPsOf(t.segments)],
-    ['Kilo: do not NAT packets destined for peers', allowedIPsOf(t.peers)],
-    ['Kilo: do not NAT packets destined for service CIDRs', options.serviceCIDRs],
+  const groups: [MasqueradeExceptionReason, Cidr[]][] = [
+    ['wireguard-ips', t.segments.map((s) => s.wireGuardIP.toHostCidr())],
+    ['known-ips', allowedIPsOf(t.segments)],
+    ['peers', allowedIPsOf(t.peers)],
+    ['service-cidrs', options.serviceCIDRs],
   ];
   const returned: Cidr[] = [];
-  for (const [comment, destinations] of returns) {
-    const earlier = new PrefixSet(returned);
-    for (const c of aggregate(destinations, earlier)) {
-      add(fam(c), 'nat', natChain, ['-d', c.networkText, '-j', 'RETURN'], comment);
-      returned.push(c);
-    }
-  }
-  add(4, 'nat', natChain, ['-j', 'MASQUERADE'], 'Kilo: NAT remaining packets');
-  add(6, 'nat', natChain, ['-j', 'MASQUERADE'], 'Kilo: NAT remaining packets');
+  const exceptions: MasqueradeException[] = groups.map(([reason, destinations]) => {
+    const kept = aggregate(destinations, new PrefixSet(returned));
+    returned.push(...kept);
+    return { reason, destinations: text(kept) };
+  });
 
+  let ipip: Firewall['ipip'] = null;
   if (enc.acceptsIPIP) {
-    fw.chains.push({ family: 4, table: 'filter', name: ipipChain }, { family: 6, table: 'filter', name: ipipChain });
-    for (const family of [4, 6] as const) {
-      add(family, 'filter', 'INPUT', ['-p', 'ipencap', '-j', ipipChain], 'Kilo: jump to IPIP chain');
-    }
     // Kilo's upstream list is empty in cross mode, which drops all IPIP inside a location:
     // accept exactly the group members that route to this node in the clear.
+    const sources: string[] = [];
     const group = groupSegments(t);
     for (let i = 0; i < group.length; i++) {
       for (let j = 0; j < group[i]!.nodes.length; j++) {
         const n = group[i]!.nodes[j]!;
         if (n === self || !n.internalIP) continue;
-        for (const c of enc.ipipSourcesOf(n))
-          add(fam(c), 'filter', ipipChain, ['-s', c.networkText, '-j', 'ACCEPT'], 'Kilo: allow IPIP traffic');
+        for (const c of enc.ipipSourcesOf(n)) sources.push(c.networkText);
       }
     }
-    for (const family of [4, 6] as const) {
-      add(family, 'filter', 'INPUT', ['-p', 'ipencap', '-j', 'DROP'], 'Kilo: reject other IPIP traffic');
-    }
+    ipip = { sources };
   }
-  return fw;
+
+  return {
+    masquerade: {
+      podCIDR: options.cni && self.podCIDR ? self.podCIDR.networkText : null,
+      allowedLocationIPs: text(allowedLocationIPs),
+      peerAllowedIPs: text(aggregate(allowedIPsOf(t.peers))),
+      exceptions,
+    },
+    forwardPodCIDRs: text(forward),
+    ipip,
+  };
 }
 
 /**

@@ -21,10 +21,13 @@ import {
  * a for-of allocates an iterator result per element.
  */
 
-/** One node's desired state, from the topology as that node sees it. Pure. */
-export function planNode(t: Topology, options: MeshOptions): Plan {
+/**
+ * One node's desired state, from the topology as that node sees it. Pure. `enc` is the plan's part
+ * of the encapsulation the options choose (whoever programs the machine passes the part of the same
+ * choice it runs the devices of).
+ */
+export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = encapsulatorOf(options)): Plan {
   const { node, leader } = t.local;
-  const enc = encapsulatorOf(options);
   const routing = leader ? leaderRoutes(t, options, enc) : followerRoutes(t, options, enc);
   return {
     node: node.name,

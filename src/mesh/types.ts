@@ -1,5 +1,6 @@
 import type { Encapsulate, Granularity } from '../model/types.js';
 import type { LeaderReason } from './leaders.js';
+import type { Firewall } from './firewall-types.js';
 
 /** Interfaces a route can use, by role; the dataplane maps roles to real names (kilo0, eth0, tunl0). */
 export type DeviceRole = 'kilo' | 'private' | 'tunnel';
@@ -49,32 +50,8 @@ export interface PlanPeer {
 }
 
 export type IPFamily = 4 | 6;
-export type FirewallTable = 'nat' | 'filter';
 
-/** A chain Kilo owns; the dataplane replaces it whole. */
-export interface FirewallChain {
-  family: IPFamily;
-  table: FirewallTable;
-  name: string;
-}
-
-/**
- * One iptables rule. Rules in Kilo's chains keep their order; rules in built-in chains
- * (POSTROUTING, INPUT, FORWARD) are jumps placed at the head ("prepend") or tail ("append").
- */
-export interface FirewallRule {
-  family: IPFamily;
-  table: FirewallTable;
-  chain: string;
-  args: string[];
-  comment: string;
-  position: 'prepend' | 'append';
-}
-
-export interface Firewall {
-  chains: FirewallChain[];
-  rules: FirewallRule[];
-}
+export type { Firewall, Masquerade, MasqueradeException, MasqueradeExceptionReason } from './firewall-types.js';
 
 /** Everything the agent on one node programs: the desired state the dataplane converges to. */
 export interface Plan {
@@ -109,5 +86,6 @@ export interface Plan {
   peers: PlanPeer[];
   routes: PlanRoute[];
   rules: PlanRule[];
+  /** The firewall as intent; a backend renders it (iptables today). */
   firewall: Firewall;
 }

@@ -1,14 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import type { FirewallTables } from '../../src/dataplane/types.js';
-import type { Firewall, FirewallRule, FirewallTable, IPFamily } from '../../src/mesh/types.js';
+import { iptablesRulesOf, type IptablesRule, type IptablesTable } from '../../src/dataplane/iptables/rules.js';
+import type { Firewall, IPFamily } from '../../src/mesh/types.js';
 import { planA, planB } from './firewall-plans.js';
 
 /** One machine's netfilter (a fresh namespace or the in-memory model) and a FirewallTables on it. */
 export interface FirewallHarness {
   tables: FirewallTables;
   /** What `iptables-save -t TABLE` (or ip6tables-save) prints. */
-  save(family: IPFamily, table: FirewallTable): Promise<string>;
+  save(family: IPFamily, table: IptablesTable): Promise<string>;
   /** Runs one `iptables`/`ip6tables` command, as another program or an admin would. */
   iptables(family: IPFamily, args: string[]): Promise<void>;
   /** Restore processes that could have changed something, so far. */
@@ -17,13 +18,13 @@ export interface FirewallHarness {
 }
 
 const families: IPFamily[] = [4, 6];
-const tables: FirewallTable[] = ['nat', 'filter'];
+const tables: IptablesTable[] = ['nat', 'filter'];
 
 /** `-p 4` and `-p ipencap` are the same rule; iptables-save prints either, by /etc/protocols. */
 const norm = (line: string) => line.replace(/ -p 4 /, ' -p ipencap ');
 
 /** The line iptables-save prints for a plan rule (plan args are already in iptables-save's order). */
-function expectedLine(r: FirewallRule): string {
+function expectedLine(r: IptablesRule): string {
   const j = r.args.indexOf('-j');
   return norm(
     [
@@ -80,9 +81,10 @@ async function foreignRules(h: FirewallHarness): Promise<Record<string, string[]
 }
 
 /** The machine shows exactly the plan: its chains with their rules, each jump once and in place. */
-async function assertExact(h: FirewallHarness, fw: Firewall): Promise<void> {
+async function assertExact(h: FirewallHarness, intent: Firewall): Promise<void> {
+  const fw = iptablesRulesOf(intent);
   for (const [where, d] of await dumps(h)) {
-    const [f, t] = where.split('/') as [string, FirewallTable];
+    const [f, t] = where.split('/') as [string, IptablesTable];
     const family = Number(f) as IPFamily;
     const mine = fw.rules.filter((r) => r.family === family && r.table === t);
     const chains = fw.chains.filter((c) => c.family === family && c.table === t).map((c) => c.name);
@@ -307,7 +309,7 @@ export function firewallContract(
       const h = await harness(t);
       await plantForeign(h);
       await h.tables.reconcile(planA());
-      const [first] = planA().rules.filter((r) => r.family === 4 && r.chain === 'FORWARD');
+      const [first] = iptablesRulesOf(planA()).rules.filter((r) => r.family === 4 && r.chain === 'FORWARD');
       await h.iptables(4, ['-t', 'filter', '-D', 'FORWARD', '1']);
       await h.iptables(4, [
         '-t',
@@ -383,17 +385,11 @@ export function firewallContract(
     test('a batch iptables refuses changes nothing in that family and names family and line', async (t) => {
       const h = await harness(t);
       const bad = planA();
-      bad.rules.push({
-        family: 4,
-        table: 'filter',
-        chain: 'KILO-IPIP',
-        args: ['-p', 'bogus', '-j', 'DROP'],
-        comment: 'Kilo: broken',
-        position: 'append',
-      });
+      // A mask iptables cannot parse, in the filter table's KILO-IPIP (the nat table changes too).
+      bad.ipip!.sources.push('10.9.0.0/33');
       await assert.rejects(h.tables.reconcile(bad), (e: Error) => {
         assert.match(e.message, /IPv4/);
-        assert.match(e.message, /line \d+ .*-p bogus/);
+        assert.match(e.message, /line \d+ .*-s 10\.9\.0\.0\/33/);
         return true;
       });
       // The nat table came first in the batch; it must not have been committed alone.

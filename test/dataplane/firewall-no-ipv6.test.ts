@@ -17,6 +17,7 @@ import {
 import { reconcile, type Dataplane } from '../../src/dataplane/reconcile.js';
 import { FakeLinks, FakeKernel, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
 import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
+import { iptablesRulesOf } from '../../src/dataplane/iptables/rules.js';
 import type { Firewall, Plan } from '../../src/mesh/types.js';
 import { Cidr } from '../../src/net/cidr.js';
 import { generatePrivateKey } from '../../src/wireguard/keys.js';
@@ -112,7 +113,7 @@ const ipv4Only = (): Firewall =>
 
 describe('which IPv6 rules need IPv6 netfilter', () => {
   test('an IPv4-only cluster: IPv6 holds only KILO-NAT, its MASQUERADE and the IPIP jump and drop, which name no address', () => {
-    const fw = ipv4Only();
+    const fw = iptablesRulesOf(ipv4Only());
     const v6 = fw.rules.filter((r) => r.family === 6);
     assert.ok(v6.length >= 3, 'the plan still declares the IPv6 scaffolding');
     assert.ok(
@@ -123,7 +124,7 @@ describe('which IPv6 rules need IPv6 netfilter', () => {
   });
 
   test('an IPv6 allowed IP of a Peer makes the IPv6 part needed, naming the first rule with an IPv6 address', () => {
-    const fw = planA();
+    const fw = iptablesRulesOf(planA());
     const demand = ipv6Demand(fw);
     assert.ok(demand);
     assert.equal(demand.rules, fw.rules.filter((r) => r.family === 6).length);
@@ -135,7 +136,7 @@ describe('which IPv6 rules need IPv6 netfilter', () => {
       clusterObjects().filter((o) => o.kind === 'Node'),
       { serviceCIDRs: [Cidr.parse('10.43.0.0/16'), Cidr.parse('fd43::/112')] },
     );
-    assert.deepEqual(ipv6Demand(fw)?.first.args, ['-d', 'fd43::/112', '-j', 'RETURN']);
+    assert.deepEqual(ipv6Demand(iptablesRulesOf(fw))?.first.args, ['-d', 'fd43::/112', '-j', 'RETURN']);
   });
 
   test("iptables' messages for a family that cannot work are told apart from a refused rule", () => {
@@ -258,7 +259,7 @@ describe('a host without IPv6 netfilter', () => {
     const tables = new LinuxFirewallTables(h.exec);
     const fw = planA();
     const want = await reference(fw, 'legacy');
-    const count = fw.rules.filter((r) => r.family === 6).length;
+    const count = iptablesRulesOf(fw).rules.filter((r) => r.family === 6).length;
 
     const err = await tables.reconcile(fw).then(
       () => assert.fail('the IPv6 rules cannot be applied'),
@@ -281,7 +282,7 @@ describe('a host without IPv6 netfilter', () => {
     const h = host('ipv6.disable=1');
     const dp = dataplane(new LinuxFirewallTables(h.exec));
     const ipv4Plan = planFor(twoLocations(), 'eu-a', { granularity: 'location' });
-    assert.equal(ipv6Demand(ipv4Plan.firewall), null, 'the helper cluster has no IPv6 address');
+    assert.equal(ipv6Demand(iptablesRulesOf(ipv4Plan.firewall)), null, 'the helper cluster has no IPv6 address');
     const ok = await reconcile(dp, input(ipv4Plan));
     assert.deepEqual(ok.errors, []);
     assert.ok(ok.firewall.writes > 0);

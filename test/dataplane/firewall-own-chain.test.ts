@@ -10,9 +10,9 @@ import { editOwnChain } from '../../src/dataplane/iptables/own-chain.js';
 import { renderFamily } from '../../src/dataplane/iptables/render.js';
 import { parseSave } from '../../src/dataplane/iptables/save.js';
 import { LinuxFirewallTables } from '../../src/dataplane/iptables/tables.js';
-import type { Firewall, FirewallRule } from '../../src/mesh/types.js';
+import type { IptablesRule, IptablesRules } from '../../src/dataplane/iptables/rules.js';
 
-const ret = (dst: string): FirewallRule => ({
+const ret = (dst: string): IptablesRule => ({
   family: 4,
   table: 'nat',
   chain: 'KILO-NAT',
@@ -20,12 +20,12 @@ const ret = (dst: string): FirewallRule => ({
   comment: 'Kilo: do not NAT packets destined for known IPs',
   position: 'append',
 });
-const masquerade: FirewallRule = {
+const masquerade: IptablesRule = {
   ...ret('0.0.0.0/0'),
   args: ['-j', 'MASQUERADE'],
   comment: 'Kilo: NAT remaining packets',
 };
-const jump: FirewallRule = {
+const jump: IptablesRule = {
   family: 4,
   table: 'nat',
   chain: 'POSTROUTING',
@@ -35,7 +35,7 @@ const jump: FirewallRule = {
 };
 
 /** KILO-NAT with a RETURN per node pod CIDR, then MASQUERADE; `without` nodes left out. */
-function plan(nodes: number, without: number[] = [], extra: string[] = []): Firewall {
+function plan(nodes: number, without: number[] = [], extra: string[] = []): IptablesRules {
   const rules = [jump];
   for (let i = 0; i < nodes; i++) if (!without.includes(i)) rules.push(ret(`10.${42 + (i >> 8)}.${i & 255}.0/24`));
   for (const dst of extra) rules.push(ret(dst));
@@ -43,9 +43,9 @@ function plan(nodes: number, without: number[] = [], extra: string[] = []): Fire
   return { chains: [{ family: 4, table: 'nat', name: 'KILO-NAT' }], rules };
 }
 
-async function applied(a: Firewall) {
+async function applied(a: IptablesRules) {
   const { tables, netfilter } = createFakeFirewall();
-  await tables.reconcile(a);
+  await tables.reconcileRules(a);
   return { tables, netfilter };
 }
 
@@ -58,7 +58,7 @@ test('one node leaving and one joining a 2,000-rule KILO-NAT: two restore lines,
     '-D KILO-NAT -d 10.44.188.0/24 -m comment --comment "Kilo: do not NAT packets destined for known IPs" -j RETURN',
     '-I KILO-NAT 2000 -d 10.99.0.0/24 -m comment --comment "Kilo: do not NAT packets destined for known IPs" -j RETURN',
   ]);
-  const ops = await tables.reconcile(b);
+  const ops = await tables.reconcileRules(b);
   assert.equal(ops.writes, 2, 'one write per rule that changed');
   const dst = (args: readonly string[]) => (args.includes('MASQUERADE') ? 'MASQUERADE' : args[1]);
   const after = parseSave(netfilter.save(4, 'nat'), 'nat')
@@ -68,7 +68,7 @@ test('one node leaving and one joining a 2,000-rule KILO-NAT: two restore lines,
     after,
     b.rules.filter((r) => r.chain === 'KILO-NAT').map((r) => dst(r.args)),
   );
-  assert.deepEqual(await tables.reconcile(b), { writes: 0, details: [] });
+  assert.deepEqual(await tables.reconcileRules(b), { writes: 0, details: [] });
 });
 
 test('when most rules change the chain is replaced whole', async () => {
@@ -103,7 +103,7 @@ test('a rule to delete with an identical twin: no rule-by-rule edit (-D would hi
 test('a reconcile reads each family with one iptables-save', async () => {
   const { tables, netfilter } = await applied(plan(5));
   const before = netfilter.runs.length;
-  assert.deepEqual(await tables.reconcile(plan(5)), { writes: 0, details: [] });
+  assert.deepEqual(await tables.reconcileRules(plan(5)), { writes: 0, details: [] });
   const saves = netfilter.runs.slice(before).filter((a) => /save$/.test(a[0]!));
   assert.deepEqual(saves.map((a) => a.join(' ')).sort(), ['ip6tables-nft-save', 'iptables-nft-save']);
 });
@@ -124,7 +124,7 @@ test('a table missing from the full save (never used) reads as its built-in chai
     },
   };
   const tables = new LinuxFirewallTables(exec);
-  const input: FirewallRule = {
+  const input: IptablesRule = {
     family: 4,
     table: 'filter',
     chain: 'INPUT',
@@ -133,7 +133,7 @@ test('a table missing from the full save (never used) reads as its built-in chai
     position: 'append',
   };
   const fw = { ...plan(3), rules: [...plan(3).rules, input] };
-  assert.ok((await tables.reconcile(fw)).writes > 0);
+  assert.ok((await tables.reconcileRules(fw)).writes > 0);
   assert.equal(runs.filter((r) => /save/.test(r)).length, 2, 'one save per family');
   assert.ok(runs.every((r) => !/save -t/.test(r)));
   assert.match(

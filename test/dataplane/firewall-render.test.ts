@@ -5,13 +5,13 @@ import { createFakeFirewall } from '../../src/dataplane/iptables/fake.js';
 import { renderCleanup, renderFamily, type FamilyDump } from '../../src/dataplane/iptables/render.js';
 import { canonicalArgs, joinArgs, quote, tokenize, withComment } from '../../src/dataplane/iptables/syntax.js';
 import { IptablesError, LinuxFirewallTables } from '../../src/dataplane/iptables/tables.js';
-import type { Firewall, FirewallRule } from '../../src/mesh/types.js';
+import type { IptablesRule, IptablesRules } from '../../src/dataplane/iptables/rules.js';
 
 const empty =
   '*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n';
 const emptyFilter = '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n';
 
-const jump = (args: string[], position: FirewallRule['position'] = 'prepend', chain = 'POSTROUTING'): FirewallRule => ({
+const jump = (args: string[], position: IptablesRule['position'] = 'prepend', chain = 'POSTROUTING'): IptablesRule => ({
   family: 4,
   table: 'nat',
   chain,
@@ -19,7 +19,7 @@ const jump = (args: string[], position: FirewallRule['position'] = 'prepend', ch
   comment: 'Kilo: jump to KILO-NAT chain',
   position,
 });
-const natPlan = (rules: FirewallRule[]): Firewall => ({
+const natPlan = (rules: IptablesRule[]): IptablesRules => ({
   chains: [{ family: 4, table: 'nat', name: 'KILO-NAT' }],
   rules,
 });
@@ -59,7 +59,7 @@ test("desired rules take iptables-save's order and spelling", () => {
 });
 
 test('a machine equal to the plan renders nothing; -p 4 and -p ipencap are the same rule', () => {
-  const fw: Firewall = {
+  const fw: IptablesRules = {
     chains: [{ family: 4, table: 'filter', name: 'KILO-IPIP' }],
     rules: [
       {
@@ -120,12 +120,12 @@ test('a stale Kilo chain still jumped to by a foreign rule is flushed but kept, 
 });
 
 test('a plan that jumps to a chain it does not declare is refused, naming the chain', () => {
-  const fw: Firewall = { chains: [], rules: [jump(['-s', '10.42.0.0/24', '-j', 'KILO-NAT'])] };
+  const fw: IptablesRules = { chains: [], rules: [jump(['-s', '10.42.0.0/24', '-j', 'KILO-NAT'])] };
   assert.throws(
     () => renderFamily(4, fw, dump(empty)),
     /IPv4 nat: rule 0 in POSTROUTING jumps to KILO-NAT, which the plan does not declare/,
   );
-  const bad: Firewall = { chains: [{ family: 4, table: 'nat', name: 'MY-NAT' }], rules: [] };
+  const bad: IptablesRules = { chains: [{ family: 4, table: 'nat', name: 'MY-NAT' }], rules: [] };
   assert.throws(() => renderFamily(4, bad, dump(empty)), /chain MY-NAT is not named KILO-/);
 });
 
@@ -169,7 +169,7 @@ test('the backend named by iptables -V picks the binaries of both families', asy
 test('the fake keeps nft and legacy tables apart, as the kernel does', async () => {
   const { netfilter } = createFakeFirewall('nft');
   const tables = new LinuxFirewallTables(netfilter.exec(), { backend: 'legacy' });
-  await tables.reconcile(natPlan([jump(['-s', '10.42.0.0/24', '-j', 'KILO-NAT'])]));
+  await tables.reconcileRules(natPlan([jump(['-s', '10.42.0.0/24', '-j', 'KILO-NAT'])]));
   assert.match(netfilter.save(4, 'nat', 'legacy'), /KILO-NAT/);
   assert.doesNotMatch(netfilter.save(4, 'nat', 'nft'), /KILO-NAT/);
   assert.ok(
@@ -180,7 +180,7 @@ test('the fake keeps nft and legacy tables apart, as the kernel does', async () 
 test('a refused batch is an IptablesError with family, line number and line', async () => {
   const { tables } = createFakeFirewall();
   const fw = natPlan([{ ...jump(['-p', 'bogus', '-j', 'RETURN'], 'append', 'KILO-NAT'), family: 4 }]);
-  const e = await tables.reconcile(fw).then(
+  const e = await tables.reconcileRules(fw).then(
     () => null,
     (x: unknown) => x,
   );
@@ -200,7 +200,7 @@ function postrouting(names: string[]): string {
   );
   return empty.replace('COMMIT', [':KILO-NAT - [0:0]', ...lines, 'COMMIT'].join('\n'));
 }
-const kiloJump = (n: string, position: FirewallRule['position']) =>
+const kiloJump = (n: string, position: IptablesRule['position']) =>
   jump(['-s', `10.42.${n.charCodeAt(0) - 97}.0/24`, '-j', 'KILO-NAT'], position);
 const edits = (have: string[], prepend: string[], append: string[]) =>
   renderFamily(
@@ -241,7 +241,7 @@ test('from any mix of foreign, stale, duplicated and shuffled jumps, one reconci
     const have = Array.from({ length: rnd(12) }, (_, i) => (rnd(3) === 0 ? `F${i}` : letters[rnd(letters.length)]!));
     const { netfilter, tables } = createFakeFirewall();
     netfilter.restore(4, postrouting(have), { noflush: true, test: false });
-    await tables.reconcile(
+    await tables.reconcileRules(
       natPlan([...prepend.map((n) => kiloJump(n, 'prepend')), ...append.map((n) => kiloJump(n, 'append'))]),
     );
     const after = netfilter
@@ -261,7 +261,7 @@ test('from any mix of foreign, stale, duplicated and shuffled jumps, one reconci
     );
     assert.equal(
       (
-        await tables.reconcile(
+        await tables.reconcileRules(
           natPlan([...prepend.map((n) => kiloJump(n, 'prepend')), ...append.map((n) => kiloJump(n, 'append'))]),
         )
       ).writes,

@@ -20,6 +20,7 @@ import {
   type LabNode,
   twoLocationNodes,
 } from './dataplane-lab.js';
+import { iptablesRulesOf } from '../../src/dataplane/iptables/rules.js';
 
 const mesh = ['--mesh-granularity', 'cross', '--encapsulate', 'never'];
 
@@ -113,7 +114,7 @@ test(
     // The cluster must exercise every part: peers, in-group routes over lan0, routes over kilo0, NAT.
     assert.deepEqual(planA.peers.map((p) => p.names.join('+')).sort(), ['laptop', 'us-1', 'us-2']);
     assert.ok(planA.routes.some((r) => r.dev === 'private') && planA.routes.some((r) => r.dev === 'kilo'));
-    assert.ok(planA.firewall.rules.length > 0);
+    assert.ok(iptablesRulesOf(planA.firewall).rules.length > 0);
 
     await t.test(
       'plan A on a fresh namespace: peers, address, routes, rules and firewall are exactly the plan',

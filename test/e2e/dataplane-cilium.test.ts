@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { LinuxHost } from '../../src/dataplane/host/linux.js';
 import { ciliumHostIP, ciliumTunnel } from '../../src/encapsulation/cilium.js';
-import { encapsulatorOf } from '../../src/encapsulation/index.js';
+import { encapsulationOf } from '../../src/encapsulation/index.js';
 import type { Plan } from '../../src/mesh/types.js';
 import { Annotation } from '../../src/model/annotations.js';
 import type { KubeObject } from '../../src/model/parse.js';
@@ -76,8 +76,8 @@ test('--compatibility=cilium on a namespaced node', { skip: skipNoNetns }, async
     const h = await startHarness(st, {
       mesh: options,
       deps: {
-        encapsulator: {
-          ...encapsulatorOf(options),
+        encapsulationDevice: {
+          ...encapsulationOf(options).device,
           setUp: async () => ({ tunnel: 'tunl0' }),
           ownAddress: () => ciliumHostIP(new LinuxHost(eu2.ns.exec)),
         },

@@ -25,6 +25,7 @@ import { ensureBuilt, root } from '../cli/built.js';
 import { node } from '../helpers/cluster.js';
 import { createNamespace, type TestNamespace } from '../helpers/netns.js';
 import { nodeArgv } from '../../scripts/node-flags.mjs';
+import { iptablesRulesOf } from '../../src/dataplane/iptables/rules.js';
 
 const kgBin = join(root, 'bin', 'kg');
 const kgctlBin = join(root, 'bin', 'kgctl');
@@ -516,8 +517,8 @@ export function readKernel(ns: TestNamespace, kilo = 'kilo0'): KernelState {
 export function expectedKernel(plan: Plan, devices: Devices, publicKey: string): KernelState {
   const dev = (role: string) => (devices as unknown as Record<string, string | null>)[role] ?? null;
   const firewall: string[] = [];
-  for (const c of plan.firewall.chains) firewall.push(`${c.family} ${c.table} chain ${c.name} -`);
-  for (const r of plan.firewall.rules)
+  for (const c of iptablesRulesOf(plan.firewall).chains) firewall.push(`${c.family} ${c.table} chain ${c.name} -`);
+  for (const r of iptablesRulesOf(plan.firewall).rules)
     firewall.push(`${r.family} ${r.table} ${r.chain}: ${normaliseRule(r.args, r.comment)}`);
   return {
     wireGuard: {

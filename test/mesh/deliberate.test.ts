@@ -6,6 +6,7 @@ import { granularities } from '../../src/model/types.js';
 import { PrefixSet } from '../../src/net/aggregate.js';
 import { Cidr } from '../../src/net/cidr.js';
 import { peer, peerNames, planFor, routeLines, sorted, topologyFor, twoLocations } from '../helpers/cluster.js';
+import { iptablesRulesOf } from '../../src/dataplane/iptables/rules.js';
 
 const cross = { granularity: 'cross' as const };
 
@@ -71,8 +72,8 @@ describe('cross: a node without an internal IP', () => {
 });
 
 const ipipAccepts = (plan: Plan) =>
-  plan.firewall.rules
-    .filter((r) => r.chain === 'KILO-IPIP' && r.args.at(-1) === 'ACCEPT')
+  iptablesRulesOf(plan.firewall)
+    .rules.filter((r) => r.chain === 'KILO-IPIP' && r.args.at(-1) === 'ACCEPT')
     .map((r) => r.args[r.args.indexOf('-s') + 1] ?? '');
 
 describe('IPIP accept list', () => {
@@ -100,7 +101,7 @@ describe('IPIP accept list', () => {
   });
 
   test('the INPUT jump to KILO-IPIP comes before the DROP of other IPIP', () => {
-    const input = planFor(twoLocations(), 'eu-a', cross).firewall.rules.filter(
+    const input = iptablesRulesOf(planFor(twoLocations(), 'eu-a', cross).firewall).rules.filter(
       (r) => r.chain === 'INPUT' && r.family === 4,
     );
     assert.deepEqual(
@@ -114,7 +115,7 @@ describe('IPIP accept list', () => {
       { encapsulate: 'never' as const, local: true },
       { encapsulate: 'always' as const, local: false },
     ]) {
-      const fw = planFor(twoLocations(), 'eu-a', { ...cross, ...o }).firewall;
+      const fw = iptablesRulesOf(planFor(twoLocations(), 'eu-a', { ...cross, ...o }).firewall);
       assert.ok(!fw.chains.some((c) => c.name === 'KILO-IPIP'), JSON.stringify(o));
       assert.ok(!fw.rules.some((r) => r.chain === 'KILO-IPIP' || r.args.includes('ipencap')), JSON.stringify(o));
     }
@@ -128,13 +129,15 @@ describe('firewall', () => {
     peer('phone', { allowedIPs: ['10.5.0.2/32', 'fd05::2/128'] }),
   ];
   const natReturns = (plan: Plan, family: 4 | 6) =>
-    plan.firewall.rules.filter((r) => r.chain === 'KILO-NAT' && r.family === family).map((r) => `${r.args.join(' ')}`);
+    iptablesRulesOf(plan.firewall)
+      .rules.filter((r) => r.chain === 'KILO-NAT' && r.family === family)
+      .map((r) => `${r.args.join(' ')}`);
 
   test('cross: KILO-NAT returns WireGuard IPs, known IPs, Peer IPs, then services, each aggregated, then masquerades', () => {
     const plan = planFor(objs(), 'eu-a', { ...cross, serviceCIDRs: services });
     const returns = (family: 4 | 6) =>
-      plan.firewall.rules
-        .filter((r) => r.chain === 'KILO-NAT' && r.family === family)
+      iptablesRulesOf(plan.firewall)
+        .rules.filter((r) => r.chain === 'KILO-NAT' && r.family === family)
         .map((r) => `${r.args.join(' ')} # ${r.comment}`);
     const wg = '# Kilo: do not NAT packets destined for WireGuard IPs';
     const known = '# Kilo: do not NAT packets destined for known IPs';
@@ -167,8 +170,8 @@ describe('firewall', () => {
     const follower = planFor(objs(), 'eu-b', { serviceCIDRs: services });
     assert.deepEqual(sorted(natReturns(follower, 4)), sorted(natReturns(leader, 4)));
     const returned = new PrefixSet(
-      follower.firewall.rules
-        .filter((r) => r.chain === 'KILO-NAT' && r.args[0] === '-d')
+      iptablesRulesOf(follower.firewall)
+        .rules.filter((r) => r.chain === 'KILO-NAT' && r.args[0] === '-d')
         .map((r) => Cidr.parse(r.args[1]!)),
     );
     for (const c of ['10.2.9.0/24', '10.8.0.2/32', '10.4.0.2/32', '10.4.0.1/32', '192.168.50.0/24', '10.5.0.2/32']) {
@@ -179,8 +182,8 @@ describe('firewall', () => {
 
   test("POSTROUTING jumps: own pod CIDR (with --cni), Peer sources, own location's allowed-location IPs", () => {
     const jumps = (host: string, cni: boolean) =>
-      planFor(objs(), host, { ...cross, cni })
-        .firewall.rules.filter((r) => r.chain === 'POSTROUTING')
+      iptablesRulesOf(planFor(objs(), host, { ...cross, cni }).firewall)
+        .rules.filter((r) => r.chain === 'POSTROUTING')
         .map((r) => `${r.args.join(' ')}`);
     assert.deepEqual(
       sorted(jumps('eu-a', true)),
@@ -208,8 +211,8 @@ describe('firewall', () => {
           iptablesForwardRules: true,
           cni: true,
         });
-        assert.ok(plan.firewall.rules.length > 0);
-        for (const r of plan.firewall.rules)
+        assert.ok(iptablesRulesOf(plan.firewall).rules.length > 0);
+        for (const r of iptablesRulesOf(plan.firewall).rules)
           assert.match(r.comment, /^Kilo: \S/, `${granularity} ${host}: ${r.chain} ${r.args.join(' ')}`);
       }
     }
@@ -217,7 +220,7 @@ describe('firewall', () => {
 
   test('rules match the family of their addresses', () => {
     const plan = planFor(objs(), 'eu-a', { ...cross, serviceCIDRs: services });
-    for (const r of plan.firewall.rules) {
+    for (const r of iptablesRulesOf(plan.firewall).rules) {
       const addr = r.args.find((a) => a.includes('/'));
       if (addr) assert.equal(Cidr.parse(addr).family, r.family, `${r.chain} ${r.args.join(' ')}`);
     }

@@ -1,12 +1,14 @@
 /** KILO-NAT and the Peer jumps hold their address sets as the fewest prefixes (ARCHITECTURE.md, Decisions). */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { FirewallRule, Plan } from '../../src/mesh/types.js';
+import type { Plan } from '../../src/mesh/types.js';
+import type { IptablesRule } from '../../src/dataplane/iptables/rules.js';
 import type { KubeObject } from '../../src/model/parse.js';
 import { granularities } from '../../src/model/types.js';
 import { PrefixSet } from '../../src/net/aggregate.js';
 import { Cidr } from '../../src/net/cidr.js';
 import { node, peer, planFor, topologyFor, twoLocations } from '../helpers/cluster.js';
+import { iptablesRulesOf } from '../../src/dataplane/iptables/rules.js';
 
 const services = [Cidr.parse('10.43.0.0/16'), Cidr.parse('fd43::/112')];
 const objs = () => [
@@ -15,15 +17,17 @@ const objs = () => [
   peer('office', { allowedIPs: ['10.6.0.0/25', '10.6.0.128/25', '10.6.0.7/32'] }),
 ];
 
-const operand = (r: FirewallRule, flag: '-d' | '-s') => {
+const operand = (r: IptablesRule, flag: '-d' | '-s') => {
   const i = r.args.indexOf(flag);
   return i < 0 ? null : Cidr.parse(r.args[i + 1]!);
 };
 const returned = (plan: Plan) =>
-  plan.firewall.rules.filter((r) => r.chain === 'KILO-NAT' && r.args.at(-1) === 'RETURN').map((r) => operand(r, '-d')!);
+  iptablesRulesOf(plan.firewall)
+    .rules.filter((r) => r.chain === 'KILO-NAT' && r.args.at(-1) === 'RETURN')
+    .map((r) => operand(r, '-d')!);
 const peerSources = (plan: Plan) =>
-  plan.firewall.rules
-    .flatMap((r) => (r.chain === 'POSTROUTING' ? [operand(r, '-s')] : []))
+  iptablesRulesOf(plan.firewall)
+    .rules.flatMap((r) => (r.chain === 'POSTROUTING' ? [operand(r, '-s')] : []))
     .filter((c): c is Cidr => !!c);
 
 /** Both directions: every prefix of each list lies inside the other's addresses. */
@@ -74,7 +78,9 @@ describe('KILO-NAT aggregation', () => {
 
   test('sibling Peer prefixes merge; a prefix inside another is dropped', () => {
     const plan = planFor(objs(), 'eu-a', { granularity: 'cross', cni: false });
-    const peers = plan.firewall.rules.filter((r) => r.comment === 'Kilo: do not NAT packets destined for peers');
+    const peers = iptablesRulesOf(plan.firewall).rules.filter(
+      (r) => r.comment === 'Kilo: do not NAT packets destined for peers',
+    );
     // 10.5.0.1 is twoLocations' own Peer; it and 10.5.0.2/31 are neighbours, not halves of one prefix.
     const expected = ['10.5.0.1/32', '10.5.0.2/31', '10.6.0.0/24', 'fd05::2/127'];
     assert.deepEqual(
@@ -89,8 +95,10 @@ describe('KILO-NAT aggregation', () => {
 
   test('within a comment group rules never overlap and run in address order', () => {
     const plan = planFor(objs(), 'eu-a', { granularity: 'cross', serviceCIDRs: services });
-    const groups = new Map<string, FirewallRule[]>();
-    for (const r of plan.firewall.rules.filter((r) => r.chain === 'KILO-NAT' && r.args.at(-1) === 'RETURN')) {
+    const groups = new Map<string, IptablesRule[]>();
+    for (const r of iptablesRulesOf(plan.firewall).rules.filter(
+      (r) => r.chain === 'KILO-NAT' && r.args.at(-1) === 'RETURN',
+    )) {
       const group = `${r.family} ${r.comment}`;
       groups.set(group, [...(groups.get(group) ?? []), r]);
     }
@@ -114,7 +122,7 @@ describe('KILO-NAT aggregation', () => {
   });
 
   test('consecutive pod CIDRs, internal IPs and WireGuard IPs collapse into a few rules', () => {
-    const nat = planFor(contiguous(), 'n-00', { granularity: 'cross' }).firewall.rules.filter(
+    const nat = iptablesRulesOf(planFor(contiguous(), 'n-00', { granularity: 'cross' }).firewall).rules.filter(
       (r) => r.chain === 'KILO-NAT' && r.family === 4,
     );
     const lines = nat.map((r) => r.args.join(' '));
@@ -127,8 +135,8 @@ describe('KILO-NAT aggregation', () => {
   test('a node leaving changes a handful of rules, not a chain', () => {
     const nat = (objects: KubeObject[]) =>
       new Set(
-        planFor(objects, 'n-00', { granularity: 'cross' })
-          .firewall.rules.filter((r) => r.chain === 'KILO-NAT')
+        iptablesRulesOf(planFor(objects, 'n-00', { granularity: 'cross' }).firewall)
+          .rules.filter((r) => r.chain === 'KILO-NAT')
           .map((r) => `${r.chain} ${r.args.join(' ')}`),
       );
     const before = nat(contiguous());

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { Annotation } from '../../src/model/annotations.js';
 import type { Plan } from '../../src/mesh/types.js';
 import { planFor, routeLines, twoLocations } from '../helpers/cluster.js';
+import { iptablesRulesOf } from '../../src/dataplane/iptables/rules.js';
 
 // twoLocations(): eu-a (leader, 10.1.0.1/24, pods 10.2.1.0/24), eu-b (10.1.0.2, pods 10.2.2.0/24),
 // eu-c (10.1.1.3, pods 10.2.3.0/24); us-a, us-b; a Peer. eu-a and eu-b have published their
@@ -22,8 +23,8 @@ const cilium = {
 };
 
 const ipipRules = (plan: Plan) =>
-  plan.firewall.rules
-    .filter((r) => r.chain === 'KILO-IPIP' || r.args.includes('ipencap'))
+  iptablesRulesOf(plan.firewall)
+    .rules.filter((r) => r.chain === 'KILO-IPIP' || r.args.includes('ipencap'))
     .map((r) => `${r.family} ${r.chain} ${r.args.join(' ')}`);
 
 test("--compatibility=cilium: a non-leader sends everything remote by IPIP to its leader's Cilium internal IP", () => {
@@ -68,7 +69,7 @@ test('--compatibility=cilium: KILO-IPIP accepts location mates at their internal
     '6 INPUT -p ipencap -j DROP',
   ]);
   const plan = planFor(cluster(), 'eu-b', cilium);
-  assert.ok(plan.firewall.chains.some((c) => c.table === 'filter' && c.name === 'KILO-IPIP'));
+  assert.ok(iptablesRulesOf(plan.firewall).chains.some((c) => c.table === 'filter' && c.name === 'KILO-IPIP'));
 });
 
 test('--compatibility=cilium with --encapsulate=never: no IPIP rules and no return routes; the gateway is still the Cilium internal IP, as in Kilo', () => {

@@ -1,4 +1,4 @@
-import type { FirewallRule } from '../../mesh/types.js';
+import type { IptablesRule } from './rules.js';
 import type { SavedChain, SavedRule } from './save.js';
 
 /** A plan rule in restore form. */
@@ -8,7 +8,7 @@ export interface DesiredRule {
   key: string;
   /** The arguments after `-A CHAIN`, as iptables-save prints them. */
   text: string;
-  position: FirewallRule['position'];
+  position: IptablesRule['position'];
 }
 
 /**

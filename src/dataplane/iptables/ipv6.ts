@@ -1,4 +1,4 @@
-import type { Firewall, FirewallRule } from '../../mesh/types.js';
+import type { IptablesRule, IptablesRules } from './rules.js';
 import { Cidr, IP } from '../../net/cidr.js';
 import { ExecError } from '../exec.js';
 import { joinArgs } from './syntax.js';
@@ -58,7 +58,7 @@ export function ipv6Unusable(e: unknown): string | null {
 /** The IPv6 rules of a plan and the first that names an IPv6 address, when one does. */
 export interface IPv6Demand {
   rules: number;
-  first: FirewallRule;
+  first: IptablesRule;
 }
 
 /**
@@ -70,17 +70,17 @@ export interface IPv6Demand {
  * its DROP, guarding IPv6 IPIP that a cluster without IPv6 addresses never tunnels (and a kernel
  * with ipv6.disable=1 never receives). So: null when no IPv6 rule names an IPv6 address.
  */
-export function ipv6Demand(firewall: Firewall): IPv6Demand | null {
+export function ipv6Demand(firewall: IptablesRules): IPv6Demand | null {
   const rules = firewall.rules.filter((r) => r.family === 6);
   const first = rules.find(namesIPv6Address);
   return first ? { rules: rules.length, first } : null;
 }
 
 /** A plan rule as the error names it: `-t nat -A POSTROUTING -s fd00::/64 -j KILO-NAT`. */
-export function describeRule(r: FirewallRule): string {
+export function describeRule(r: IptablesRule): string {
   return `-t ${r.table} -A ${r.chain} ${joinArgs(r.args)}`;
 }
 
 // Lists ("a,b"), ranges ("a-b") and "[addr]:port" are split so each address is seen.
-const namesIPv6Address = (r: FirewallRule) =>
+const namesIPv6Address = (r: IptablesRule) =>
   r.args.some((a) => a.split(/[\s,[\]!-]+/).some((p) => (Cidr.tryParse(p)?.family ?? IP.tryParse(p)?.family) === 6));

@@ -1,6 +1,7 @@
-import type { Firewall, FirewallChain, FirewallRule, FirewallTable, IPFamily } from '../../mesh/types.js';
+import type { IPFamily } from '../../mesh/types.js';
 import { editBuiltin, type DesiredRule } from './builtin.js';
 import { editOwnChain } from './own-chain.js';
+import type { IptablesChain, IptablesRule, IptablesRules, IptablesTable } from './rules.js';
 import { parseSave, type SavedChain, type SavedRule, type SavedTable } from './save.js';
 import {
   canonicalArgs,
@@ -21,10 +22,10 @@ import {
  * "Kilo:" comment is left exactly where it is. Equal already → empty input, nothing to run.
  */
 
-export const firewallTables: readonly FirewallTable[] = ['nat', 'filter'];
+export const firewallTables: readonly IptablesTable[] = ['nat', 'filter'];
 
 /** iptables-save dumps of one family, by table. */
-export type FamilyDump = Record<FirewallTable, string>;
+export type FamilyDump = Record<IptablesTable, string>;
 
 export interface RestoreBatch {
   family: IPFamily;
@@ -40,11 +41,11 @@ export interface RestoreBatch {
 }
 
 /** Parsed iptables-save tables of one family. */
-export type SavedTables = Record<FirewallTable, SavedTable>;
+export type SavedTables = Record<IptablesTable, SavedTable>;
 
 export const familyName = (family: IPFamily) => `IPv${family}`;
 
-export function renderFamily(family: IPFamily, firewall: Firewall, dump: FamilyDump): RestoreBatch {
+export function renderFamily(family: IPFamily, firewall: IptablesRules, dump: FamilyDump): RestoreBatch {
   return renderParsed(family, firewall, {
     nat: parseSave(dump.nat, 'nat'),
     filter: parseSave(dump.filter, 'filter'),
@@ -52,7 +53,7 @@ export function renderFamily(family: IPFamily, firewall: Firewall, dump: FamilyD
 }
 
 /** renderFamily over tables already parsed (or remembered from the last write). */
-export function renderParsed(family: IPFamily, firewall: Firewall, saved: SavedTables): RestoreBatch {
+export function renderParsed(family: IPFamily, firewall: IptablesRules, saved: SavedTables): RestoreBatch {
   const out: string[] = [];
   const changes: string[] = [];
   const after = { ...saved };
@@ -87,12 +88,12 @@ function savedOf(r: DesiredRule): SavedRule {
   };
 }
 
-function desired(rule: FirewallRule): DesiredRule {
+function desired(rule: IptablesRule): DesiredRule {
   const args = canonicalArgs(withComment(rule.args, rule.comment));
   return { chain: rule.chain, args, key: ruleKey(rule.chain, args), text: joinArgs(args), position: rule.position };
 }
 
-function renderTable(where: string, chains: FirewallChain[], rules: FirewallRule[], saved: SavedTable) {
+function renderTable(where: string, chains: IptablesChain[], rules: IptablesRule[], saved: SavedTable) {
   const own = new Set(chains.map((c) => c.name));
   for (const c of own) {
     if (!c.startsWith(kiloChainPrefix))

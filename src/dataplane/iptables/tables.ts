@@ -1,8 +1,9 @@
-import type { Firewall, FirewallTable, IPFamily } from '../../mesh/types.js';
+import type { Firewall, IPFamily } from '../../mesh/types.js';
 import { ExecError, ExecInterrupted, type Exec, type RunOptions } from '../exec.js';
 import type { FirewallTables, Ops, ReconcileOptions } from '../types.js';
 import { describeRule, ipv6Demand, ipv6Unusable, type IPv6Demand } from './ipv6.js';
 import { familyName, renderParsed, type FamilyDump, type RestoreBatch, type SavedTables } from './render.js';
+import { iptablesRulesOf, type IptablesRules, type IptablesTable } from './rules.js';
 import { parseSave } from './save.js';
 
 export type IptablesBackend = 'nft' | 'legacy';
@@ -63,7 +64,7 @@ const families: readonly IPFamily[] = [4, 6];
  * A table no rule has used yet is missing from a full save; `iptables-save -t TABLE` would print
  * just its built-in chains (the same in both families), and restore creates it.
  */
-const absentTable: Record<FirewallTable, string> = {
+const absentTable: Record<IptablesTable, string> = {
   nat: '*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n',
   filter: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n',
 };
@@ -101,7 +102,12 @@ export class LinuxFirewallTables implements FirewallTables {
   }
 
   reconcile(firewall: Firewall, options: ReconcileOptions = {}): Promise<Ops> {
-    return this.serial(() => this.converge(firewall, options.trustLastWrite === true));
+    return this.reconcileRules(iptablesRulesOf(firewall), options);
+  }
+
+  /** reconcile() of a firewall already rendered into iptables rules (rules.ts): this backend's own entry. */
+  reconcileRules(rules: IptablesRules, options: ReconcileOptions = {}): Promise<Ops> {
+    return this.serial(() => this.converge(rules, options.trustLastWrite === true));
   }
 
   cleanup(): Promise<Ops> {
@@ -133,7 +139,7 @@ export class LinuxFirewallTables implements FirewallTables {
   async read(family: IPFamily): Promise<FamilyDump> {
     const tools = await this.backend();
     const all = (await this.run(family, [tools.save[family]], { readOnly: true })).stdout;
-    const has = (t: FirewallTable) => new RegExp(`^\\*${t}$`, 'm').test(all);
+    const has = (t: IptablesTable) => new RegExp(`^\\*${t}$`, 'm').test(all);
     return { nat: has('nat') ? all : absentTable.nat, filter: has('filter') ? all : absentTable.filter };
   }
 
@@ -149,7 +155,7 @@ export class LinuxFirewallTables implements FirewallTables {
    * instead of an iptables-save (which costs as much as the whole table); without, it is read.
    * Whatever goes wrong, the memory of that family is dropped.
    */
-  private async converge(firewall: Firewall, trust: boolean): Promise<Ops> {
+  private async converge(firewall: IptablesRules, trust: boolean): Promise<Ops> {
     const tools = await this.backend();
     const results = await Promise.allSettled(
       families.map((family) => this.convergeFamily(tools, family, firewall, trust)),
@@ -168,7 +174,12 @@ export class LinuxFirewallTables implements FirewallTables {
    * reconcile, each trying again, so a host given IPv6 netfilter later recovers without a restart.
    * Any other failure is not remembered: the next reconcile tries again as before.
    */
-  private async convergeFamily(tools: Tools, family: IPFamily, firewall: Firewall, trust: boolean): Promise<string[]> {
+  private async convergeFamily(
+    tools: Tools,
+    family: IPFamily,
+    firewall: IptablesRules,
+    trust: boolean,
+  ): Promise<string[]> {
     const demand = family === 6 ? ipv6Demand(firewall) : null;
     const remembered = trust ? this.known.get(family) : undefined;
     this.known.delete(family);

@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { iptablesRulesOf } from '../../../../src/dataplane/iptables/rules.js';
 import { planOf } from '../../../../src/mesh/compute.js';
 import { defaultMeshOptions } from '../../../../src/mesh/options.js';
 import type { Plan } from '../../../../src/mesh/types.js';
@@ -94,7 +95,7 @@ function planItems(p: Plan): Set<string> {
   for (const r of p.routes) out.add(`route ${r.table} ${cidr(r.dst)}`);
   for (const r of p.rules) out.add(`rule table ${r.table}`);
   if (p.wireGuardIP && p.interfaceUp) out.add(`addr ${p.wireGuardIP}`);
-  for (const c of p.firewall.chains) if (c.family === 4) out.add(`chain ${c.table} ${c.name}`);
+  for (const c of iptablesRulesOf(p.firewall).chains) if (c.family === 4) out.add(`chain ${c.table} ${c.name}`);
   for (const peer of p.peers) out.add(`peer ${peer.publicKey}`);
   return out;
 }
