@@ -134,7 +134,7 @@ export function applyCommand(machineOf: () => ApplyMachine = thisMachine): Comma
       const options = { ...meshOptionsFrom(flags, granularity), privateKeyPath: flags.keyFile };
       const plan = planOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
       await nextTurn();
-      const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip ?? null;
+      const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIPs[0]?.ip ?? null;
       mtu ??= await (mtuRead ?? resolveMTU(machine, mtuFlag));
       encapsulator = encapsulatorOf(options);
       devices ??= await encapsulator.setUp(machine);

@@ -1,4 +1,5 @@
 import type { FirewallRule, Plan, PlanPeer, PlanRoute, PlanRule } from '../mesh/types.js';
+import { wireGuardAddresses } from '../mesh/plan.js';
 import { kiloRouteProtocol, kiloRulePriority } from '../dataplane/routes/constants.js';
 import { interfaceSection, peerSection } from '../wireguard/ini.js';
 
@@ -45,7 +46,7 @@ function wireGuardText(plan: Plan): string[] {
   const [header, ...rest] = interfaceSection({
     listenPort: plan.listenPort,
     fwMark: plan.fwmark,
-    address: plan.wireGuardIP ? [plan.wireGuardIP] : [],
+    address: wireGuardAddresses(plan),
   });
   const lines = [header!, `PrivateKey = (read from ${plan.privateKey.path})`, ...rest];
   for (const p of plan.peers) lines.push('', ...peerSection(iniPeer(p)));

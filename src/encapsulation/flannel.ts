@@ -9,7 +9,7 @@ import { internalGateway, type Encapsulator } from './encapsulator.js';
 /** flannel's VXLAN device (its VTEP). */
 export const flannelInterface = 'flannel.1';
 
-const vtepOf = (n: Parameters<Encapsulator['mateGateway']>[0]): IP => n.podCIDR?.network ?? internalGateway(n);
+const vtepOf = (n: Parameters<Encapsulator['mateGateway']>[0]): IP => n.podCIDRs[0]?.network ?? internalGateway(n);
 
 export const flannel: Encapsulator = {
   name: 'flannel',

@@ -31,23 +31,21 @@ export function planFirewall(t: Topology, options: MeshOptions, enc: Encapsulato
   const fam = (c: Cidr): IPFamily => c.family;
   const self = t.local.node;
 
-  if (options.cni && self.podCIDR) {
-    add(
-      fam(self.podCIDR),
-      'nat',
-      'POSTROUTING',
-      ['-s', self.podCIDR.networkText, '-j', natChain],
-      'Kilo: jump to KILO-NAT chain',
-      'prepend',
-    );
+  if (options.cni) {
+    for (const pod of self.podCIDRs) {
+      add(
+        fam(pod),
+        'nat',
+        'POSTROUTING',
+        ['-s', pod.networkText, '-j', natChain],
+        'Kilo: jump to KILO-NAT chain',
+        'prepend',
+      );
+    }
   }
   if (options.cni && options.iptablesForwardRules) {
     // Some distributions drop forwarded packets by default; a leader forwards for its whole segment.
-    const cidrs = t.local.leader
-      ? groupSegments(t).flatMap((s) => s.nodes.flatMap((n) => (n.podCIDR ? [n.podCIDR] : [])))
-      : self.podCIDR
-        ? [self.podCIDR]
-        : [];
+    const cidrs = t.local.leader ? groupSegments(t).flatMap((s) => s.nodes.flatMap((n) => n.podCIDRs)) : self.podCIDRs;
     for (const c of cidrs) {
       add(
         fam(c),
@@ -94,7 +92,10 @@ export function planFirewall(t: Topology, options: MeshOptions, enc: Encapsulato
   // address an earlier group covers is left out of the later ones (Kilo writes the WireGuard /32
   // twice, as itself and as an allowed IP).
   const returns: [comment: string, destinations: Cidr[]][] = [
-    ['Kilo: do not NAT packets destined for WireGuard IPs', t.segments.map((s) => s.wireGuardIP.toHostCidr())],
+    [
+      'Kilo: do not NAT packets destined for WireGuard IPs',
+      t.segments.flatMap((s) => s.wireGuardIPs.map((ip) => ip.toHostCidr())),
+    ],
     ['Kilo: do not NAT packets destined for known IPs', allowedIPsOf(t.segments)],
     ['Kilo: do not NAT packets destined for peers', allowedIPsOf(t.peers)],
     ['Kilo: do not NAT packets destined for service CIDRs', options.serviceCIDRs],
@@ -121,7 +122,7 @@ export function planFirewall(t: Topology, options: MeshOptions, enc: Encapsulato
     for (let i = 0; i < group.length; i++) {
       for (let j = 0; j < group[i]!.nodes.length; j++) {
         const n = group[i]!.nodes[j]!;
-        if (n === self || !n.internalIP) continue;
+        if (n === self || n.internalIPs.length === 0) continue;
         for (const c of enc.ipipSourcesOf(n))
           add(fam(c), 'filter', ipipChain, ['-s', c.networkText, '-j', 'ACCEPT'], 'Kilo: allow IPIP traffic');
       }

@@ -197,15 +197,16 @@ describe('parseCluster', () => {
 describe('parseNode accepts good values', () => {
   test('IPv6 internal IP keeps its host bits and mask', () => {
     const n = kiloNode('x', { ...good, internalIP: 'fd00:1::5/64' });
-    assert.equal(n.internalIP?.ip.text, 'fd00:1::5');
-    assert.equal(n.internalIP?.prefix, 64);
-    assert.equal(n.internalIP?.networkText, 'fd00:1::/64');
+    assert.equal(n.internalIPs.length, 1);
+    assert.equal(n.internalIPs[0]?.ip.text, 'fd00:1::5');
+    assert.equal(n.internalIPs[0]?.prefix, 64);
+    assert.equal(n.internalIPs[0]?.networkText, 'fd00:1::/64');
   });
 
   test('IPv4 internal IP keeps its host bits; pod CIDR and allowed-location IPs are masked', () => {
     const n = kiloNode('x', { ...good, podCIDR: '10.2.1.7/24', allowedLocationIPs: ' 192.168.5.9/24 , 10.9.0.0/16,' });
-    assert.equal(n.internalIP?.toString(), '10.1.0.5/24');
-    assert.equal(n.podCIDR?.toString(), '10.2.1.0/24');
+    assert.deepEqual(n.internalIPs.map(String), ['10.1.0.5/24']);
+    assert.deepEqual(n.podCIDRs.map(String), ['10.2.1.0/24']);
     assert.deepEqual(n.allowedLocationIPs.map(String), ['192.168.5.0/24', '10.9.0.0/16']);
   });
 
@@ -235,17 +236,19 @@ describe('parseNode accepts good values', () => {
   });
 
   test('force-internal-ip overrides the detected internal IP', () => {
-    assert.equal(kiloNode('x', { ...good, forceInternalIP: '172.16.0.9/16' }).internalIP?.toString(), '172.16.0.9/16');
+    assert.deepEqual(kiloNode('x', { ...good, forceInternalIP: '172.16.0.9/16' }).internalIPs.map(String), [
+      '172.16.0.9/16',
+    ]);
   });
 
   for (const v of ['', '-']) {
     test(`force-internal-ip ${JSON.stringify(v)} means no internal IP`, () => {
-      assert.equal(kiloNode('x', { ...good, forceInternalIP: v }).internalIP, null);
+      assert.deepEqual(kiloNode('x', { ...good, forceInternalIP: v }).internalIPs, []);
     });
   }
 
   test('empty internal-ip means no internal IP', () => {
-    assert.equal(kiloNode('x', { ...good, internalIP: '' }).internalIP, null);
+    assert.deepEqual(kiloNode('x', { ...good, internalIP: '' }).internalIPs, []);
   });
 
   test('location annotation overrides the topology label, even when empty', () => {
@@ -290,7 +293,7 @@ describe('parseNode accepts good values', () => {
     const n = kiloNode('x', { key: null, lastSeen: null });
     assert.equal(n.key, null);
     assert.equal(n.endpoint, null);
-    assert.equal(n.podCIDR, null);
+    assert.deepEqual(n.podCIDRs, []);
     assert.equal(n.lastSeen, null);
   });
 });
