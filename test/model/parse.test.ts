@@ -194,6 +194,65 @@ describe('parseCluster', () => {
   });
 });
 
+describe('spec.podCIDRs: one pod CIDR per family', () => {
+  const v4 = '10.2.1.0/24';
+  const v6 = 'fd42:1::/64';
+  const podCIDRsOf = (spec: NodeSpec) => kiloNode('x', { ...good, ...spec }).podCIDRs.map(String);
+
+  test('both families, IPv4 first whichever Kubernetes lists first', () => {
+    assert.deepEqual(podCIDRsOf({ podCIDR: v4, podCIDRs: [v4, v6] }), [v4, v6]);
+    assert.deepEqual(podCIDRsOf({ podCIDR: v6, podCIDRs: [v6, v4] }), [v4, v6]);
+    assert.deepEqual(podCIDRsOf({ podCIDR: undefined, podCIDRs: [v6, v4] }), [v4, v6]);
+  });
+
+  test('podCIDR alone, or podCIDRs of one, is one pod CIDR', () => {
+    assert.deepEqual(podCIDRsOf({ podCIDR: v4 }), [v4]);
+    assert.deepEqual(podCIDRsOf({ podCIDR: v6 }), [v6]);
+    assert.deepEqual(podCIDRsOf({ podCIDR: v4, podCIDRs: [v4] }), [v4]);
+    assert.deepEqual(podCIDRsOf({ podCIDR: v4, podCIDRs: [] }), [v4]);
+    assert.deepEqual(podCIDRsOf({ podCIDR: undefined, podCIDRs: [v6] }), [v6]);
+    // The same prefix written with host bits agrees (both are masked).
+    assert.deepEqual(podCIDRsOf({ podCIDR: '10.2.1.7/24', podCIDRs: [v4] }), [v4]);
+  });
+
+  test('a podCIDR that contradicts podCIDRs[0] drops the node, naming the field and value', () => {
+    const e = rejectedNode({ podCIDR: '10.2.9.0/24', podCIDRs: [v4, v6] }, 'spec.podCIDR', '10.2.9.0/24');
+    assert.equal(e.field, 'spec.podCIDR');
+    assert.match(e.message, /spec\.podCIDRs\[0\] "10\.2\.1\.0\/24"/);
+    // The first of podCIDRs is what podCIDR must be, not any of them.
+    rejectNode({ podCIDR: v6, podCIDRs: [v4, v6] }, 'spec.podCIDR', v6);
+  });
+
+  test('a bad second pod CIDR, or two of one family, drops the node naming spec.podCIDRs[1]', () => {
+    for (const bad of ['fd42:1::/129', 'nonsense', '::/0', '10.3.0.0/16']) {
+      const e = rejectedNode({ podCIDR: v4, podCIDRs: [v4, bad] }, 'spec.podCIDRs[1]', bad);
+      assert.equal(e.field, 'spec.podCIDRs[1]');
+    }
+    rejectNode({ podCIDR: v6, podCIDRs: [v6, 'fd43::/64'] }, 'spec.podCIDRs[1]', 'fd43::/64');
+  });
+
+  test('a bad first pod CIDR, three of them, or not a list of strings drops the node', () => {
+    rejectNode({ podCIDR: undefined, podCIDRs: ['10.2.1.0/33', v6] }, 'spec.podCIDRs[0]', '10.2.1.0/33');
+    rejectNode({ podCIDR: v4, podCIDRs: [v4, v6, 'fd43::/64'] }, 'spec.podCIDRs', [v4, v6, 'fd43::/64']);
+    const p = parseNode(node('x', { ...good, podCIDRs: [v4, 7] }));
+    assert.equal(p.ok, false);
+    if (!p.ok) assert.match(p.errors[0]!.message, /podCIDRs/);
+  });
+
+  test('the node with a contradiction drops out; the rest of the cluster stays', () => {
+    const c = parseCluster([
+      node('a', { ...good, podCIDR: '10.2.1.0/24', podCIDRs: ['10.2.2.0/24'] }),
+      node('b', { ...good, podCIDR: '10.2.3.0/24', podCIDRs: ['10.2.3.0/24', 'fd42:3::/64'] }),
+    ]);
+    assert.deepEqual(
+      c.nodes.map((n) => [n.name, n.podCIDRs.map(String)]),
+      [['b', ['10.2.3.0/24', 'fd42:3::/64']]],
+    );
+    assert.equal(c.errors.length, 1);
+    assert.equal(c.errors[0]!.object, 'Node "a"');
+  });
+});
+
 describe('parseNode accepts good values', () => {
   test('IPv6 internal IP keeps its host bits and mask', () => {
     const n = kiloNode('x', { ...good, internalIP: 'fd00:1::5/64' });
