@@ -355,7 +355,7 @@ export class Agent {
       }
       lap('parseMs');
       if (checkInOnly && (await this.checkInOnly(cluster.nodes, took))) return;
-      const cniError = await this.syncCNI(cluster.nodes.find((n) => n.name === options.hostname)?.podCIDR ?? null);
+      const cniError = await this.syncCNI(cluster.nodes.find((n) => n.name === options.hostname)?.podCIDRs[0] ?? null);
       const nowSeconds = Math.floor(this.clock() / 1000);
       // Without a monitor nothing tells foreign changes apart, so every pass reads.
       const trustLastWrite = !this.fullReadDue && this.watch !== null;

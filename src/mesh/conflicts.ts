@@ -198,11 +198,13 @@ function withoutConflicts(nodes: readonly KiloNode[], peers: readonly KiloPeer[]
       if (keys.has(node.key)) return null;
       keys.add(node.key);
     }
-    if (node.podCIDR && !add(node.podCIDR, node.podCIDR.prefix)) return null;
+    // At most one IPv4 value of each (ByFamily), so two slots per node suffice until an IPv6 one ends this.
+    for (let k = 0; k < node.podCIDRs.length; k++) if (!add(node.podCIDRs[k]!, node.podCIDRs[k]!.prefix)) return null;
     // The internal IP's own address (its host prefix), as resolveInOrder claims it.
-    if (node.internalIP) {
-      if (node.internalIP.family !== 4) return null;
-      prefixes[n++] = (node.internalIP.ip.v4 >>> 0) * 64 + 32;
+    for (let k = 0; k < node.internalIPs.length; k++) {
+      const internal = node.internalIPs[k]!;
+      if (internal.family !== 4) return null;
+      prefixes[n++] = (internal.ip.v4 >>> 0) * 64 + 32;
     }
   }
   for (let i = 0; i < peers.length; i++) {
@@ -228,6 +230,40 @@ function withoutConflicts(nodes: readonly KiloNode[], peers: readonly KiloPeer[]
   return { nodes: inNameOrder(nodes).slice(), peers: inNameOrder(peers).slice(), conflicts: [] };
 }
 
+/**
+ * Claims the addresses a node holds in the mesh (routed to it, so nobody else may claim them), or
+ * drops the node, naming the first address already held, and claims none.
+ */
+function claimNode(n: KiloNode, claims: PrefixClaims<Holder>, conflicts: ValidationError[]): boolean {
+  const pods = n.podCIDRs;
+  const podField = pods.length > 1 ? 'spec.podCIDRs' : 'spec.podCIDR';
+  for (let k = 0; k < n.internalIPs.length; k++) {
+    const internal = n.internalIPs[k]!.ip.toHostCidr();
+    for (let j = 0; j < pods.length; j++) {
+      // The same address would be a pod and the host: two routes and allowed IPs for one destination.
+      if (!pods[j]!.overlaps(internal)) continue;
+      dropNode(conflicts, n, internalIPField, internal.networkText, `its own pod CIDR ${pods[j]!.networkText}`);
+      return false;
+    }
+  }
+  for (let j = 0; j < pods.length; j++) {
+    const holder = claims.find(pods[j]!);
+    if (holder === null) continue;
+    dropNode(conflicts, n, podField, pods[j]!.networkText, holder);
+    return false;
+  }
+  for (let k = 0; k < n.internalIPs.length; k++) {
+    const internal = n.internalIPs[k]!.ip.toHostCidr();
+    const holder = claims.find(internal);
+    if (holder === null) continue;
+    dropNode(conflicts, n, internalIPField, internal.networkText, holder);
+    return false;
+  }
+  for (let j = 0; j < pods.length; j++) claims.claim(pods[j]!, n);
+  for (let k = 0; k < n.internalIPs.length; k++) claims.claim(n.internalIPs[k]!.ip.toHostCidr(), n);
+  return true;
+}
+
 /** resolveConflicts claim by claim, in the documented order: what it answers whatever the input. */
 export function resolveInOrder(nodes: readonly KiloNode[], peers: readonly KiloPeer[], subnet: Cidr): Resolved {
   const conflicts: ValidationError[] = [];
@@ -246,26 +282,7 @@ export function resolveInOrder(nodes: readonly KiloNode[], peers: readonly KiloP
       dropNode(conflicts, n, keyField, n.key!, keyHolder);
       continue;
     }
-    // The addresses a node holds in the mesh: routed to it, so nobody else may claim them.
-    const pod = n.podCIDR;
-    const internal = n.internalIP ? n.internalIP.ip.toHostCidr() : null;
-    if (pod && internal && pod.overlaps(internal)) {
-      // The same address would be a pod and the host: two routes and allowed IPs for one destination.
-      dropNode(conflicts, n, internalIPField, internal.networkText, `its own pod CIDR ${pod.networkText}`);
-      continue;
-    }
-    const podHolder = pod ? claims.find(pod) : null;
-    if (podHolder !== null) {
-      dropNode(conflicts, n, 'spec.podCIDR', pod!.networkText, podHolder);
-      continue;
-    }
-    const internalHolder = internal ? claims.find(internal) : null;
-    if (internalHolder !== null) {
-      dropNode(conflicts, n, internalIPField, internal!.networkText, internalHolder);
-      continue;
-    }
-    if (pod) claims.claim(pod, n);
-    if (internal) claims.claim(internal, n);
+    if (!claimNode(n, claims, conflicts)) continue;
     if (n.key) keys.set(n.key, n);
     keptNodes.push(n);
   }
