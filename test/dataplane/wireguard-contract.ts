@@ -7,8 +7,10 @@ import type {
   WireGuardConfig,
   WireGuardDevice,
   WireGuardState,
+  WireGuardWritten,
 } from '../../src/dataplane/types.js';
 import { uapiHolds } from '../../src/dataplane/wireguard/once.js';
+import { lastWrite } from './last-write.js';
 import type { PlanPeer } from '../../src/mesh/types.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
 
@@ -178,16 +180,17 @@ export function wireGuardContract(
     });
 
     await t.test('trusting the last write: the same changes as a read, and a read afterwards agrees', async () => {
-      const trust = { trustLastWrite: true };
+      const m = lastWrite<WireGuardWritten>();
+      assert.deepEqual(await d.configure(configB, m.keep()), noChanges);
       const all = [p1.publicKey, p2.publicKey];
       assert.deepEqual(
-        await d.configure(configA, trust),
+        await d.configure(configA, m.trust()),
         changes({ added: [p3.publicKey], removed: [p4.publicKey], updated: all }),
       );
       assert.deepEqual(await d.configure(configA), noChanges);
-      assert.deepEqual(await d.configure(configA, trust), noChanges);
+      assert.deepEqual(await d.configure(configA, m.trust()), noChanges);
       assert.deepEqual(
-        await d.configure(configB, trust),
+        await d.configure(configB, m.trust()),
         changes({ added: [p4.publicKey], removed: [p3.publicKey], updated: all }),
       );
       assert.deepEqual(await d.configure(configB), noChanges);

@@ -5,7 +5,16 @@ import { join } from 'node:path';
 import { IP } from '../../net/cidr.js';
 import { parseDump, type ParsedDump } from '../../wireguard/dump.js';
 import { ExecError, type Exec } from '../exec.js';
-import type { Ops, PeerChanges, ReconcileOptions, WireGuardConfig, WireGuardDevice, WireGuardState } from '../types.js';
+import type {
+  DiffAgainst,
+  Ops,
+  PeerChanges,
+  ReconcileOptions,
+  WireGuardConfig,
+  WireGuardDevice,
+  WireGuardState,
+  WireGuardWritten,
+} from '../types.js';
 import {
   describeDiff,
   diffWireGuard,
@@ -82,8 +91,6 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private stopping = false;
   private restartDelayMs = 500;
   private lastConfig: WireGuardConfig | null = null;
-  /** The device as the last successful configure left it; null when only a read can tell. */
-  private known: ReturnType<typeof stateAfter> | null = null;
   /** A read whose caller configures next (read's `keep`); any other step drops it. */
   private kept: ParsedDump | null = null;
   private queue: Promise<unknown> = Promise.resolve();
@@ -128,16 +135,12 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return next;
   }
 
-  ensure(options: ReconcileOptions = {}): Promise<void> {
+  ensure(): Promise<void> {
     const ahead = this.ensuredAhead;
     if (ahead) {
       this.ensuredAhead = null;
       return ahead.then(() => {});
     }
-    // Trusting the last write, an interface we already run or adopted is taken to be there still
-    // (the routing monitor reports it if it goes); wireguard-go's exit is seen anyway.
-    if (options.trustLastWrite && this.kind !== null && (this.kind !== 'userspace' || this.child))
-      return Promise.resolve();
     return this.ensureSerially().then(() => {});
   }
 
@@ -287,8 +290,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       exited = true;
       if (this.child !== child) return;
       this.child = null;
-      // A new wireguard-go starts empty: nothing the old one held may be assumed.
-      this.known = null;
+      // A new wireguard-go starts empty: a read of the old one says nothing of it.
       this.kept = null;
       // A start that failed is reported by ensure(); only a running one is restarted.
       if (this.stopping || !running) return;
@@ -368,8 +370,11 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return parseDump(stdout);
   }
 
-  configure(config: WireGuardConfig, options: ReconcileOptions = {}): Promise<PeerChanges> {
-    return this.serial(() => this.configureNow(config, options.trustLastWrite === true, options.once === true));
+  configure(
+    config: WireGuardConfig,
+    options: ReconcileOptions & DiffAgainst<WireGuardWritten> = {},
+  ): Promise<PeerChanges> {
+    return this.serial(() => this.configureNow(config, options));
   }
 
   private async resolveEndpoints(config: WireGuardConfig): Promise<WireGuardConfig> {
@@ -403,16 +408,21 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return { ...config, peers };
   }
 
-  /** `once`: no later configure trusts this one (see ReconcileOptions), so what it left is not kept. */
-  private async configureNow(config: WireGuardConfig, trust = false, once = false): Promise<PeerChanges> {
+  /**
+   * `current`: diffed against instead of a read (see DiffAgainst); `wrote`: told what the write left.
+   * `once` (kg apply): wireguard-go's answer is compared on its text first.
+   */
+  private async configureNow(
+    config: WireGuardConfig,
+    options: ReconcileOptions & DiffAgainst<WireGuardWritten> = {},
+  ): Promise<PeerChanges> {
     const resolved = await this.resolveEndpoints(config);
-    const remembered = trust ? this.known : null;
+    const remembered = options.current ?? null;
     const kept = this.kept;
-    this.known = null;
     this.kept = null;
     // A read for kg apply compares the device's own text with the config first (most applies change nothing).
-    const read = remembered ?? kept ?? (await this.readNow(once ? resolved : undefined));
-    // A read ahead that memory made unnecessary is older than this write: no later read takes it.
+    const read = remembered ?? kept ?? (await this.readNow(options.once ? resolved : undefined));
+    // A read ahead that `current` made unnecessary is older than this write: no later read takes it.
     this.ahead = null;
     if (read === null) {
       this.lastConfig = config;
@@ -426,7 +436,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     this.lastConfig = config;
     if (isEmptyDiff(diff)) {
       this.lastOps = { writes: 0, details: [] };
-      this.known = once ? null : (remembered ?? stateAfter(state, presharedKeyDigests, resolved, diff));
+      if (!desired) options.wrote?.(remembered ?? stateAfter(state, presharedKeyDigests, resolved, diff));
       return peerChangesOf(diff);
     }
     if (this.hasSocket && uapiCanSet(diff)) {
@@ -441,7 +451,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     this.lastOps = opsDescribedOnRead(writesOf(diff), () => describeDiff(this.name, diff));
     if (this.options.log || this.debug)
       logDetails(`wireguard ${this.name}`, this.lastOps.details, this.log, this.debug);
-    this.known = once ? null : stateAfter(state, presharedKeyDigests, resolved, diff);
+    // A once read that left only part of the device to diff says nothing of the rest: no state after.
+    if (!desired) options.wrote?.(stateAfter(state, presharedKeyDigests, resolved, diff));
     return peerChangesOf(diff);
   }
 
@@ -471,7 +482,6 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       const kind = this.kind;
       this.kind = null;
       this.lastConfig = null;
-      this.known = null;
       this.kept = null;
       if (kind === 'adopted' || kind === null) return;
       if (this.child) {

@@ -2,6 +2,7 @@ import { presharedKeyDigest } from '../../wireguard/dump.js';
 import { publicKeyOf } from '../../wireguard/keys.js';
 import { newPeerState } from '../../wireguard/state.js';
 import type {
+  DiffAgainst,
   Ops,
   PeerChanges,
   ReconcileOptions,
@@ -9,6 +10,7 @@ import type {
   WireGuardDevice,
   WireGuardPeerState,
   WireGuardState,
+  WireGuardWritten,
 } from '../types.js';
 import {
   describeDiff,
@@ -16,6 +18,7 @@ import {
   isEmptyDiff,
   normalizeEndpoint,
   peerChangesOf,
+  stateAfter,
   type WireGuardDiff,
 } from './diff.js';
 import { uapiHolds } from './once.js';
@@ -84,22 +87,30 @@ export class FakeWireGuardDevice implements WireGuardDevice {
     return clone(this.state);
   }
 
-  async configure(config: WireGuardConfig, options: ReconcileOptions = {}): Promise<PeerChanges> {
+  async configure(
+    config: WireGuardConfig,
+    options: ReconcileOptions & DiffAgainst<WireGuardWritten> = {},
+  ): Promise<PeerChanges> {
     this.need();
     // As the real device with wireguard-go: kg apply compares the device's answer as text first.
-    if (options.once && uapiHolds(this.uapiText(), config)) {
+    if (!options.current && options.once && uapiHolds(this.uapiText(), config)) {
       this.lastOps = { writes: 0, details: [] };
       return { added: [], removed: [], updated: [] };
     }
-    const diff = diffWireGuard(this.state, config, this.digests);
+    // Diffed against `current` when given, as the real device: the write then goes to what is here.
+    const current = options.current ?? { state: clone(this.state), presharedKeyDigests: new Map(this.digests) };
+    const diff = diffWireGuard(current.state, config, current.presharedKeyDigests);
+    const wrote = () => options.wrote?.(stateAfter(current.state, current.presharedKeyDigests, config, diff));
     if (isEmptyDiff(diff)) {
       this.lastOps = { writes: 0, details: [] };
+      wrote();
       return peerChangesOf(diff);
     }
     this.apply(diff);
     const details = describeDiff(this.name, diff);
     this.history.push(...details);
     this.lastOps = { writes: details.length, details };
+    wrote();
     return peerChangesOf(diff);
   }
 
