@@ -133,10 +133,7 @@ export interface FirewallTables {
 
 export interface Links {
   /** Sets the interface's only address to `cidr` (or none), up/down and MTU; returns writes. */
-  reconcile(
-    device: string,
-    state: { address: string | null; up: boolean; mtu: number | null },
-  ): Promise<Ops>;
+  reconcile(device: string, state: { address: string | null; up: boolean; mtu: number | null }): Promise<Ops>;
   /** Starts reading `device` now; the next reconcile of it that would read uses this read. */
   readAhead?(device: string): void;
 }

@@ -197,7 +197,8 @@ export class KiloRoutingTables implements RoutingTables {
     if (ops.length === 0 && desired.problems.length === 0) this.clean = { desired, actual };
     // Reached only when every change took effect; with problems, routes under protected keys are
     // whatever the kernel had, so only a read knows them.
-    if (desired.problems.length === 0) options.wrote?.({ routes: desired.routes, rules: desired.rules, byKey: desired.byKey });
+    if (desired.problems.length === 0)
+      options.wrote?.({ routes: desired.routes, rules: desired.rules, byKey: desired.byKey });
     return done;
   }
 
