@@ -23,7 +23,7 @@ export interface Ops {
 export interface ReconcileOptions {
   /**
    * No later reconcile diffs against this one's writes (kg apply reads the machine on every pass): a
-   * part may then compare in the machine's own terms (the kernel's or wireguard-go's text).
+   * part may then compare in the machine's own terms (the routes, in the kernel's text).
    */
   once?: boolean;
 }

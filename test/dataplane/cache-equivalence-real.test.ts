@@ -206,7 +206,7 @@ test(
       n = realNode('ktce');
       const memory = new DataplaneMemory();
       const input = { plan: planA, privateKey, mtu: 1420, devices };
-      await reconcile(n.dp, input, { memory });
+      assert.deepEqual((await reconcile(n.dp, input, { memory })).errors, []);
       const before = await stateOf(n);
       await run(n, ['iptables', '-w', '-t', 'nat', '-D', 'KILO-NAT', '1']);
       await reconcile(n.dp, input, { memory });

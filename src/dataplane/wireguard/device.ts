@@ -24,7 +24,6 @@ import {
   writesOf,
   type WireGuardDiff,
 } from './diff.js';
-import { uapiUnsettled } from './once.js';
 import { parseUapiGet, UapiError, uapiCanSet, uapiRequest, uapiSetRequest } from './uapi.js';
 import { defaultArgvBudget, wgSetCommands } from './wg-set.js';
 import { logDetails, opsDescribedOnRead } from '../log-summary.js';
@@ -350,22 +349,10 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return this.options.socket !== false && this.kind !== 'kernel' && existsSync(this.socketPath);
   }
 
-  /**
-   * `against`: wireguard-go's answer is first compared with that config on its text (uapiUnsettled):
-   * null when the device holds it (nothing parsed), else only what is left, with the config to diff it
-   * against.
-   */
-  private readNow(): Promise<ParsedDump>;
-  private readNow(against?: WireGuardConfig): Promise<(ParsedDump & { desired?: WireGuardConfig }) | null>;
-  private async readNow(against?: WireGuardConfig): Promise<(ParsedDump & { desired?: WireGuardConfig }) | null> {
+  private async readNow(): Promise<ParsedDump> {
     const ahead = this.ahead;
     this.ahead = null;
-    if (this.hasSocket) {
-      const text = await (ahead ?? uapiRequest(this.socketPath, this.name, 'get=1\n\n'));
-      if (!against) return parseUapiGet(text);
-      const left = uapiUnsettled(text, against);
-      return left && { ...parseUapiGet(left.text), desired: left.config };
-    }
+    if (this.hasSocket) return parseUapiGet(await (ahead ?? uapiRequest(this.socketPath, this.name, 'get=1\n\n')));
     const { stdout } = await this.exec.run(['wg', 'show', this.name, 'dump'], { readOnly: true });
     return parseDump(stdout);
   }
@@ -408,10 +395,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return { ...config, peers };
   }
 
-  /**
-   * `current`: diffed against instead of a read (see DiffAgainst); `wrote`: told what the write left.
-   * `once` (kg apply): wireguard-go's answer is compared on its text first.
-   */
+  /** `current`: diffed against instead of a read (see DiffAgainst); `wrote`: told what the write left. */
   private async configureNow(
     config: WireGuardConfig,
     options: ReconcileOptions & DiffAgainst<WireGuardWritten> = {},
@@ -420,23 +404,14 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     const remembered = options.current ?? null;
     const kept = this.kept;
     this.kept = null;
-    // A read for kg apply compares the device's own text with the config first (most applies change nothing).
-    const read = remembered ?? kept ?? (await this.readNow(options.once ? resolved : undefined));
+    const { state, presharedKeyDigests } = remembered ?? kept ?? (await this.readNow());
     // A read ahead that `current` made unnecessary is older than this write: no later read takes it.
     this.ahead = null;
-    if (read === null) {
-      this.lastConfig = config;
-      this.lastOps = { writes: 0, details: [] };
-      return { added: [], removed: [], updated: [] };
-    }
-    const { state, presharedKeyDigests, desired } = read as ParsedDump & { desired?: WireGuardConfig };
-    // What a once read left to diff has the same diff as the whole device and config (uapiUnsettled);
-    // no stateAfter is made of it (`once` keeps none).
-    const diff = diffWireGuard(state, desired ?? resolved, presharedKeyDigests);
+    const diff = diffWireGuard(state, resolved, presharedKeyDigests);
     this.lastConfig = config;
     if (isEmptyDiff(diff)) {
       this.lastOps = { writes: 0, details: [] };
-      if (!desired) options.wrote?.(remembered ?? stateAfter(state, presharedKeyDigests, resolved, diff));
+      options.wrote?.(remembered ?? stateAfter(state, presharedKeyDigests, resolved, diff));
       return peerChangesOf(diff);
     }
     if (this.hasSocket && uapiCanSet(diff)) {
@@ -451,8 +426,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     this.lastOps = opsDescribedOnRead(writesOf(diff), () => describeDiff(this.name, diff));
     if (this.options.log || this.debug)
       logDetails(`wireguard ${this.name}`, this.lastOps.details, this.log, this.debug);
-    // A once read that left only part of the device to diff says nothing of the rest: no state after.
-    if (!desired) options.wrote?.(stateAfter(state, presharedKeyDigests, resolved, diff));
+    options.wrote?.(stateAfter(state, presharedKeyDigests, resolved, diff));
     return peerChangesOf(diff);
   }
 
