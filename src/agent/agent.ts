@@ -3,6 +3,7 @@ import type { Host } from '../host/host.js';
 import { reconcile, cleanUp, type Dataplane, type ReconcileResult } from '../dataplane/reconcile.js';
 import type { RoutingEvent } from '../dataplane/monitor.js';
 import { summarizePeerChanges } from '../dataplane/log-summary.js';
+import { DataplaneMemory } from '../dataplane/cache.js';
 import { kiloRouteProtocol } from '../dataplane/routes/constants.js';
 import type { DeviceNames, WireGuardState } from '../dataplane/types.js';
 import { planNode } from '../mesh/plan.js';
@@ -129,6 +130,8 @@ export class Agent {
   private privateIface: { ip: string; name: string | null } | null = null;
   /** The next reconcile reads the whole machine: at start, on the resync timer, after errors or foreign changes. */
   private fullReadDue = true;
+  /** What the last pass wrote, diffed against by a pass that trusts it (see dataplane/cache.ts). */
+  private readonly memory = new DataplaneMemory();
   /** Routing events that arrived during a reconcile, judged once its write is remembered. */
   private heldEvents: RoutingEvent[] = [];
   private watch: { stop(): Promise<void> } | null = null;
@@ -245,7 +248,7 @@ export class Agent {
         type: e.type,
         protocol: kiloRouteProtocol,
       };
-      if (this.deps.dataplane.routes.agrees?.({ deleted: e.deleted, route }) ?? false) return;
+      if (this.memory.accounts({ deleted: e.deleted, route })) return;
     }
     if (!this.fullReadDue) this.deps.log.info({ change: e }, 'routing changed outside kilo: reading the machine again');
     this.resync();
@@ -360,6 +363,7 @@ export class Agent {
       // Without a monitor nothing tells foreign changes apart, so every pass reads.
       const trustLastWrite = !this.fullReadDue && this.watch !== null;
       this.fullReadDue = false;
+      if (!trustLastWrite) this.memory.forget();
       // Only a full pass reads WireGuard (5,000 peers take ~100 ms), once: configure diffs against
       // the same read. A pass trusting the last write takes the roaming peers (their learned
       // endpoints, their sessions live or not) as the last read saw them, judged when it was taken:
@@ -423,7 +427,7 @@ export class Agent {
           privateKey: this.deps.privateKey,
           mtu: options.mtu,
         },
-        { trustLastWrite },
+        { memory: this.memory },
       );
       this.status.lastResult = result;
       metrics.writes.inc(result.writes);
