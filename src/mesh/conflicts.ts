@@ -28,7 +28,8 @@ const bits = Array.from({ length: 256 }, (_, b) => b.toString(2).padStart(8, '0'
 
 /**
  * Claimed prefixes of one family by length: the key of a prefix within its length is its masked
- * address (a 32-bit integer for IPv4, which V8 hashes cheaply; the string of its bits for IPv6).
+ * address (a 32-bit integer for IPv4, the string of its bits for IPv6;
+ * docs/performance.md#address-arithmetic).
  */
 class ByLength<K, O> {
   private readonly maps: Map<K, O>[] = [];
@@ -54,7 +55,7 @@ class ByLength<K, O> {
   }
 }
 
-/** The IPv4 address masked to `len` bits, as a signed 32-bit integer (a small integer to V8). */
+/** The IPv4 address masked to `len` bits, as a signed 32-bit integer (docs/performance.md#address-arithmetic). */
 const mask4 = (v: number, len: number) => (len === 0 ? 0 : v & (-1 << (32 - len)));
 
 /**
@@ -67,8 +68,8 @@ export class PrefixClaims<O = string> {
   private readonly exact4 = new ByLength<number, O>();
   /**
    * IPv4 claims' ancestors, only at the lengths `find` has asked about (a few: pod CIDRs, host
-   * addresses, Peers' prefixes), each the first claimant inside: marking all 32 lengths was ~15
-   * map entries per node, the most of a 5,000-node resolve and its garbage.
+   * addresses, Peers' prefixes), each the first claimant inside, not at all 32
+   * (docs/performance.md#address-arithmetic).
    */
   private readonly inside4: (Map<number, O> | undefined)[] = [];
   private readonly insideLengths4: number[] = [];
@@ -176,8 +177,8 @@ const size4 = Array.from({ length: 33 }, (_, prefix) => 2 ** (32 - prefix));
  * The answer when nothing conflicts, which is every healthy cluster: every key once, and no two of
  * all the prefixes claimed (the subnet, pod CIDRs, internal IPs, Peers' allowed IPs) overlapping.
  * Then resolveInOrder would keep every object as it is, and this finds that out with one native
- * sort of numbers instead of thousands of claims and look-ups (a tenth of a 5,000-node plan, and
- * its garbage). Null when anything might conflict, or a prefix is IPv6: resolveInOrder decides then.
+ * sort of numbers instead of thousands of claims and look-ups (docs/performance.md#address-arithmetic).
+ * Null when anything might conflict, or a prefix is IPv6: resolveInOrder decides then.
  */
 function withoutConflicts(nodes: readonly KiloNode[], peers: readonly KiloPeer[], subnet: Cidr): Resolved | null {
   let count = 1 + 2 * nodes.length;
@@ -273,8 +274,7 @@ export function resolveInOrder(nodes: readonly KiloNode[], peers: readonly KiloP
 
   const keptNodes: KiloNode[] = [];
   const ordered = inNameOrder(nodes);
-  // Index loops here and in find: thousands of nodes, once per process, mostly before V8
-  // optimises them, where a for-of allocates an iterator result per element.
+  // Index loops here and in find: cold code over thousands of nodes (docs/performance.md#cold-code).
   for (let i = 0; i < ordered.length; i++) {
     const n = ordered[i]!;
     const keyHolder = n.key ? keys.get(n.key) : undefined;

@@ -77,8 +77,8 @@ export function planFirewall(t: Topology, options: MeshOptions, enc: Encapsulato
 }
 
 /**
- * Every allowed IP of the segments or Peers, in order. Not flatMap, nor for-of: once per process
- * over thousands of segments, before V8 optimises it, both cost an allocation or more per element.
+ * Every allowed IP of the segments or Peers, in order. An index loop, not flatMap nor for-of: cold
+ * code over thousands of segments (docs/performance.md#cold-code).
  */
 function allowedIPsOf(list: readonly { allowedIPs: readonly Cidr[] }[]): Cidr[] {
   const out: Cidr[] = [];

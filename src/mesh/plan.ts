@@ -16,11 +16,7 @@ import {
   type PlanRule,
 } from './types.js';
 
-/*
- * The loops over segments and their nodes are index loops: a plan runs them once per process over
- * thousands of segments (kgctl, each pass of the agent), mostly before V8 optimises them, and there
- * a for-of allocates an iterator result per element.
- */
+// The loops over segments and their nodes are index loops: cold code (docs/performance.md#cold-code).
 
 /**
  * One node's desired state, from the topology as that node sees it. Pure. `enc` is the plan's part

@@ -235,8 +235,8 @@ export function buildTopology(
  * if it overlaps a claim still standing in another segment — earlier segments are already
  * filtered, later ones not yet — so of overlapping claims the one of the last segment (by key)
  * stands. An earlier claim overlapping a prefix was itself dropped for it, so "still standing"
- * reduces to "claimed by a later segment"; with two prefix indexes, 10,000 segments cost
- * O(n log n), not O(n²). In mixed clusters agreement with Kilo beats symmetry.
+ * reduces to "claimed by a later segment"; with two prefix indexes it costs O(n log n), not O(n²)
+ * (docs/performance.md#allowed-location-ips). In mixed clusters agreement with Kilo beats symmetry.
  */
 function filterAllowedLocationIPs(segments: Segment[], peers: readonly KiloPeer[]): void {
   // Most clusters have none: then there is nothing to index.
