@@ -10,6 +10,8 @@ import { DataplaneMemory } from '../../src/dataplane/cache.js';
 import { createFakeFirewall, type FakeNetfilter } from '../../src/dataplane/iptables/fake.js';
 import { reconcile, type Dataplane } from '../../src/dataplane/reconcile.js';
 import { FakeLinks, FakeKernel, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
+import type { KiloRoutingTables } from '../../src/dataplane/routes/reconciler.js';
+import { ReadAhead } from '../../src/dataplane/read-ahead.js';
 import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
 import type { Plan } from '../../src/mesh/types.js';
 import { generatePrivateKey } from '../../src/wireguard/keys.js';
@@ -139,4 +141,64 @@ test('without telling the memory, a fault by hand is not repaired by a trusting 
   cached.memory.forget();
   await reconcile(cached.node.dp, input, { memory: cached.memory });
   assert.deepEqual(await stateOf(cached.node), before, 'after forget(): read and repaired');
+});
+
+test('the same plans and faults, each pass reading ahead (kg apply) and reading in its steps, leave the same machine', async () => {
+  const ahead = fakeNode();
+  const plain = fakeNode();
+  const devices = { kilo: 'kilo0', private: 'eth0', tunnel: null };
+  for (const [name, plan, fault] of steps) {
+    await fault?.(ahead, null);
+    await fault?.(plain, null);
+    const input = { plan, privateKey, mtu: 1420, devices };
+    const layer = new ReadAhead(ahead.dp, 'kilo0');
+    layer.start();
+    void layer.ensure();
+    const early = await reconcile(ahead.dp, input, { once: true, ahead: layer });
+    const read = await reconcile(plain.dp, input, { once: true });
+    assert.deepEqual(early.errors, [], `${name}: ${early.errors.join('; ')}`);
+    assert.deepEqual(await stateOf(ahead), await stateOf(plain), name);
+    assert.equal(early.writes, read.writes, `${name}: the same writes`);
+  }
+});
+
+test('a first apply read ahead diffs its routes against the empty read it took, not a second read (974d355)', async () => {
+  const n = fakeNode();
+  const routes = n.dp.routes as KiloRoutingTables;
+  let reads = 0;
+  const readUnparsed = routes.readUnparsed.bind(routes);
+  routes.readUnparsed = () => (reads++, readUnparsed());
+  const kernelRead = (routes as unknown as { kernel: { read: (...a: unknown[]) => unknown } }).kernel;
+  const inner = kernelRead.read.bind(kernelRead);
+  let kernelReads = 0;
+  kernelRead.read = (...a: unknown[]) => (kernelReads++, inner(...a));
+  const layer = new ReadAhead(n.dp, 'kilo0');
+  layer.start();
+  assert.equal(await layer.ensure(), true, 'the interface is created ahead');
+  const input = { plan: planA, privateKey, mtu: 1420, devices: { kilo: 'kilo0', private: 'eth0', tunnel: null } };
+  const result = await reconcile(n.dp, input, { once: true, ahead: layer });
+  assert.deepEqual(result.errors, []);
+  assert.ok(result.routes.writes > 0);
+  assert.equal(reads, 1, 'the routes were read once, ahead');
+  assert.equal(kernelReads, 1, 'and not again by the routes step');
+});
+
+test('a read ahead is taken by one reconcile only: a later pass reads, and the jumps are inserted once (55b618b)', async () => {
+  const n = fakeNode();
+  const plain = fakeNode();
+  const input = { plan: planA, privateKey, mtu: 1420, devices: { kilo: 'kilo0', private: 'eth0', tunnel: null } };
+  const layer = new ReadAhead(n.dp, 'kilo0');
+  layer.start();
+  // The reconcile begins before the interface is created ahead (a small plan made quickly).
+  const first = reconcile(n.dp, input, { once: true, ahead: layer });
+  void layer.ensure();
+  assert.deepEqual((await first).errors, []);
+  const taken = layer.take();
+  assert.equal(await taken.firewall, undefined, 'nothing is left for a later pass');
+  assert.equal(await taken.routes, undefined);
+  // The next pass (--watch) reads: a firewall read of before the first pass would insert the jumps again.
+  await reconcile(n.dp, input, { once: true, ahead: layer });
+  await reconcile(plain.dp, input, { once: true });
+  await reconcile(plain.dp, input, { once: true });
+  assert.deepEqual(await stateOf(n), await stateOf(plain));
 });
