@@ -45,6 +45,12 @@ describe('kg', () => {
     userError(kg('--hostname', 'n1', 'lab', 'show'), /^kg: "lab" after agent flags: .*put them after it: kg lab/);
   });
 
+  test("the command-line library's errors start with kg:, in subcommands too", () => {
+    userError(kg('--nosuch'), /^kg: unknown option '--nosuch'$/m);
+    userError(kg('lab', 'show', '--log-level', 'loud'), /^kg: option '--log-level <level>' argument 'loud' is invalid/);
+    userError(kg('lab', 'frobnicate'), /^kg: unknown command 'frobnicate'$/m);
+  });
+
   test("--log-level before a command reaches the command (the lab's debug advice works both ways)", () => {
     const dir = join(tmpdir(), `kg-no-lab-${process.pid}`);
     for (const args of [
