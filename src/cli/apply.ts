@@ -155,7 +155,7 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
           { once: true, ...(readAhead ? { ahead: readAhead } : {}) },
         );
       } finally {
-        // Said in order once written: the logger's first line loads pino (~8 ms), not between plan and writes.
+        // Said in order once written: the logger's first line loads pino (docs/performance.md#lazy-loading).
         for (const l of held ?? []) log.info({}, l);
         held = null;
       }

@@ -18,9 +18,8 @@ export class IprouteRoutes implements RouteKernel {
   /** Whether this reader's reads are the memo's passes (a shared memo's are its owner's). */
   private readonly ownsMemo: boolean;
   /**
-   * The last read and the texts iproute2 printed for it. A resync finds the same texts every 30 s
-   * (thousands of routes, a megabyte of JSON at 5,000 nodes): the same texts are the same read, the
-   * very object, which the reconciler knows it has diffed.
+   * The last read and the texts iproute2 printed for it: the same texts are the same read, the very
+   * object, which the reconciler knows it has diffed (docs/performance.md#the-dataplane).
    */
   private last: {
     owner: Ownership;
@@ -128,7 +127,7 @@ export class IprouteRoutes implements RouteKernel {
 
 /** Kilo's routes and rules on the machine `exec` runs on. */
 export function linuxRoutingTables(exec: Exec, owner: Ownership = defaultOwnership): KiloRoutingTables {
-  // One memo for the plan's texts and the kernel's, which are the same: at 5,000 nodes two were ~11 MB.
+  // One memo for the plan's texts and the kernel's, which are the same: docs/performance.md#address-memos.
   const addresses = new AddressMemo();
   return new KiloRoutingTables(new IprouteRoutes(exec, addresses), owner, addresses);
 }

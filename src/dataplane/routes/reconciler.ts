@@ -66,8 +66,7 @@ function objectOf(op: RouteOp): string {
 
 /**
  * The plan's routes in kernel form as they would be if every text in the plan were canonical, without
- * parsing one (a one-shot kg apply at 5,000 nodes spent ~40 ms of cold code parsing ~10,000 routes
- * that were all on the machine already). Only a guess for comparing against a read: a route the
+ * parsing one (docs/performance.md#the-dataplane). Only a guess for comparing against a read: a route the
  * kernel prints exactly so proves its texts. null when some route could not be installed as planned
  * (a role without an interface, two routes at one key): then the whole desired state says why.
  */
@@ -119,7 +118,7 @@ function sameRoutes(routes: readonly KernelRoute[], byKey: ReadonlyMap<string, K
 export class KiloRoutingTables implements RoutingTables {
   /**
    * The last desired state and what it was built from: a resync whose plan was reused (only
-   * heartbeats since) hands over the same arrays, and 5,000 nodes' routes need not be built again.
+   * heartbeats since) hands over the same arrays: no routes built again (docs/performance.md#heartbeats-and-passes).
    */
   private desired: {
     routes: readonly PlanRoute[];

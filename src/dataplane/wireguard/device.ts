@@ -297,7 +297,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   }
 
   private async resolveEndpoints(config: WireGuardConfig): Promise<WireGuardConfig> {
-    // The resolver is loaded when an endpoint is a name: most plans have none, and kg apply starts faster.
+    // The resolver (node:dns) is loaded only for an endpoint that is a name: docs/performance.md#lazy-loading.
     const resolve =
       this.options.resolve ??
       (async (host: string) => (await (await import('node:dns/promises')).lookup(host)).address);
@@ -349,8 +349,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
         throw e;
       });
     } else await this.wgSet(diff);
-    // Described only when read or logged: the new key's line names its public half, and deriving
-    // it (node:crypto) is most of what a first apply's peers cost after their write.
+    // Described only when read or logged: the new key's line names its public half, costly to derive
+    // (docs/performance.md#wireguard).
     this.lastOps = opsDescribedOnRead(writesOf(diff), () => describeDiff(this.name, diff));
     if (this.options.log || this.debug)
       logDetails(`wireguard ${this.name}`, this.lastOps.details, this.log, this.debug);
