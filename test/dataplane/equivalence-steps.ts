@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import type { DataplaneMemory } from '../../src/dataplane/cache.js';
 import type { ReconcileInput, ReconcileResult } from '../../src/dataplane/reconcile.js';
 import type { Plan } from '../../src/mesh/types.js';
+import { Cidr } from '../../src/net/cidr.js';
 import { generatePrivateKey } from '../../src/wireguard/keys.js';
 import { planFor, twoLocations } from '../helpers/cluster.js';
 
@@ -18,6 +19,17 @@ const objects = twoLocations();
 export const planA = planFor(objects, 'eu-a', { granularity: 'location', encapsulate: 'never' });
 export const planB = planFor(objects, 'eu-a', { granularity: 'full', encapsulate: 'never' });
 export const planC = planFor(objects.slice(0, 4), 'eu-a', { granularity: 'full', encapsulate: 'never' });
+/**
+ * A with the mesh's subnet narrowed to 10.4.0.0/24: the same routes, peers and firewall, the
+ * interface's address given again with the new prefix. Its only IPv4 address taken away, the kernel
+ * drops every route through the interface (and tells no routing monitor): a reconcile must not diff
+ * against a read of before its link step.
+ */
+export const planNarrowed = planFor(objects, 'eu-a', {
+  granularity: 'location',
+  encapsulate: 'never',
+  subnet: Cidr.parse('10.4.0.0/24'),
+});
 /**
  * eu-b made the leader of eu: this node follows, its interface without address and down (which takes
  * the routes through it away), its routes through eu-b over the private network.
@@ -71,6 +83,7 @@ export const steps: readonly Step[] = [
   { name: 'B (a cluster event)', plan: planB },
   { name: 'B again', plan: planB },
   { name: 'A', plan: planA },
+  { name: 'A in a narrower subnet (the address given again, the routes through kilo0 gone)', plan: planNarrowed },
   { name: 'a route deleted by hand, then A', plan: planA, fault: 'routeDeleted' },
   { name: 'C', plan: planC },
   { name: 'a firewall rule deleted by hand, then C at the resync', plan: planC, fault: 'firewallRuleDeleted' },
