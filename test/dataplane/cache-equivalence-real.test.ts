@@ -172,27 +172,40 @@ const agentFaults: Faults<Node> = {
   },
 };
 
+/** Two machines made by `make`, given to `body`, and torn down by `retire` whatever happens. */
+async function onTwo<M>(
+  make: () => M,
+  retire: (m: M | undefined) => Promise<void>,
+  body: (cached: M, plain: M) => Promise<void>,
+): Promise<void> {
+  let cached: M | undefined;
+  let plain: M | undefined;
+  try {
+    cached = make();
+    plain = make();
+    await body(cached, plain);
+  } finally {
+    await Promise.all([retire(cached), retire(plain)]);
+  }
+}
+
 test(
   'the same plans and faults, trusting the last write and reading every time, leave the same kernel state',
   { skip: skipNoNetns },
-  async () => {
-    let cached: Node | undefined;
-    let plain: Node | undefined;
-    try {
-      cached = realNode('ktce');
-      plain = realNode('ktce');
-      const memory = new DataplaneMemory();
-      const [c, p] = [cached, plain];
-      await runSteps(
-        agentFaults,
-        stateOf,
-        { node: c, memory, pass: (input) => reconcile(c.dp, input, { memory }) },
-        { node: p, pass: (input) => reconcile(p.dp, input) },
-      );
-    } finally {
-      await Promise.all([destroy(cached), destroy(plain)]);
-    }
-  },
+  () =>
+    onTwo(
+      () => realNode('ktce'),
+      destroy,
+      async (cached, plain) => {
+        const memory = new DataplaneMemory();
+        await runSteps(
+          agentFaults,
+          stateOf,
+          { node: cached, memory, pass: (input) => reconcile(cached.dp, input, { memory }) },
+          { node: plain, pass: (input) => reconcile(plain.dp, input) },
+        );
+      },
+    ),
 );
 
 /**
@@ -286,23 +299,18 @@ const applyFaults: Faults<ApplyMachine> = {
 test(
   'the same plans and faults, each kg apply reading ahead or reading in its steps, leave the same kernel state',
   { skip: skipNoNetns },
-  async () => {
-    let ahead: ApplyMachine | undefined;
-    let plain: ApplyMachine | undefined;
-    try {
-      ahead = applyMachine('ktra');
-      plain = applyMachine('ktra');
-      const [a, p] = [ahead, plain];
-      await runSteps(
-        applyFaults,
-        stateOf,
-        { node: a, pass: (input, step) => apply(a, input, step, true) },
-        { node: p, pass: (input, step) => apply(p, input, step, false) },
-      );
-    } finally {
-      await Promise.all([retire(ahead), retire(plain)]);
-    }
-  },
+  () =>
+    onTwo(
+      () => applyMachine('ktra'),
+      retire,
+      (ahead, plain) =>
+        runSteps(
+          applyFaults,
+          stateOf,
+          { node: ahead, pass: (input, step) => apply(ahead, input, step, true) },
+          { node: plain, pass: (input, step) => apply(plain, input, step, false) },
+        ),
+    ),
 );
 
 test(
