@@ -143,7 +143,8 @@ export async function reconcile(
   const routesDone = step(
     'routes',
     async () => {
-      const routing = { ...options, ...memory?.forRoutes() };
+      const remembered = memory?.forRoutes();
+      const routing = { ...options, ...remembered };
       if (await fromNothing)
         return dp.routes.reconcile(plan.routes, plan.rules, input.devices, {
           ...routing,
@@ -151,6 +152,10 @@ export async function reconcile(
           after: linksDone,
         });
       const read = await routesAfterLinks();
+      // A link write may have removed routes, and the kernel tells no monitor of those (the last IPv4
+      // address taken away, the link down): the last write is no longer what the machine holds.
+      const links = await linksDone;
+      if (remembered?.current && (links.error || (links.value?.writes ?? 0) > 0)) delete routing.current;
       await nextTurn();
       return dp.routes.reconcile(plan.routes, plan.rules, input.devices, { ...routing, ...(read ? { read } : {}) });
     },

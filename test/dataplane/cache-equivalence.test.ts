@@ -13,9 +13,7 @@ import { FakeLinks, FakeKernel, fakeRoutingTables } from '../../src/dataplane/ro
 import type { KiloRoutingTables } from '../../src/dataplane/routes/reconciler.js';
 import { ReadAhead } from '../../src/dataplane/read-ahead.js';
 import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
-import type { Plan } from '../../src/mesh/types.js';
-import { generatePrivateKey } from '../../src/wireguard/keys.js';
-import { planFor, twoLocations } from '../helpers/cluster.js';
+import { inputOf, planA, privateKey, runSteps, type Faults, type Side } from './equivalence-steps.js';
 
 interface Node {
   dp: Dataplane;
@@ -55,84 +53,67 @@ async function stateOf(n: Node): Promise<unknown> {
   };
 }
 
-type Fault = (n: Node, memory: DataplaneMemory | null) => Promise<void> | void;
-
-const privateKey = generatePrivateKey();
-const objects = twoLocations();
-const planA = planFor(objects, 'eu-a', { granularity: 'location', encapsulate: 'never' });
-const planB = planFor(objects, 'eu-a', { granularity: 'full', encapsulate: 'never' });
-const planC = planFor(objects.slice(0, 4), 'eu-a', { granularity: 'full', encapsulate: 'never' });
-
-/** A route of Kilo's deleted by hand; the monitor reports it (the agent forgets what disagrees). */
-const routeDeleted: Fault = (n, memory) => {
-  const route = n.kernel.routes.find((r) => r.protocol === 107)!;
-  n.kernel.routeDel(route);
-  if (memory) assert.equal(memory.accounts({ deleted: true, route }), false, 'a deletion by hand is not ours');
-};
-/** A Kilo rule deleted from KILO-NAT by hand: no monitor tells; the agent's resync timer reads. */
-const firewallRuleDeleted: Fault = (n, memory) => {
-  n.netfilter.command(4, ['-t', 'nat', '-D', 'KILO-NAT', '1']);
-  memory?.forget();
-};
-/** A WireGuard peer removed by hand (wg set … remove): found by the next resync. */
-const peerRemoved: Fault = async (n, memory) => {
-  const [first] = (await n.device.read()).peers;
-  const current = await n.device.read();
-  // The fake is written the way `wg set` is: a diff to a config without that peer.
-  await n.device.configure({
-    privateKey,
-    listenPort: current.listenPort,
-    fwmark: current.fwmark,
-    peers: planA.peers.filter((p) => p.publicKey !== first!.publicKey),
-  });
-  memory?.forget();
-};
-/** The WireGuard interface deleted and created again, empty and down: the monitor reports the link. */
-const interfaceRecreated: Fault = async (n, memory) => {
-  await n.device.destroy();
-  n.kernel.deleteLink('kilo0');
-  n.kernel.addLink('kilo0', { mtu: 1500, up: false });
-  memory?.forget();
+const faults: Faults<Node> = {
+  routeDeleted: (n, memory) => {
+    const route = n.kernel.routes.find((r) => r.protocol === 107)!;
+    n.kernel.routeDel(route);
+    if (memory) assert.equal(memory.accounts({ deleted: true, route }), false, 'a deletion by hand is not ours');
+  },
+  firewallRuleDeleted: (n, memory) => {
+    n.netfilter.command(4, ['-t', 'nat', '-D', 'KILO-NAT', '1']);
+    memory?.forget();
+  },
+  peerRemoved: async (n, memory) => {
+    const [first] = (await n.device.read()).peers;
+    const current = await n.device.read();
+    // The fake is written the way `wg set` is: a diff to a config without that peer.
+    await n.device.configure({
+      privateKey,
+      listenPort: current.listenPort,
+      fwmark: current.fwmark,
+      peers: planA.peers.filter((p) => p.publicKey !== first!.publicKey),
+    });
+    memory?.forget();
+  },
+  /** Deleted and created again, empty and down: the monitor reports the link. */
+  interfaceDeleted: async (n, memory) => {
+    await n.device.destroy();
+    n.kernel.deleteLink('kilo0');
+    n.kernel.addLink('kilo0', { mtu: 1500, up: false });
+    memory?.forget();
+  },
 };
 
-const steps: [string, Plan, Fault?][] = [
-  ['A on an empty machine', planA],
-  ['B (a cluster event)', planB],
-  ['B again', planB],
-  ['A', planA],
-  ['a route deleted by hand, then A', planA, routeDeleted],
-  ['C', planC],
-  ['a firewall rule deleted by hand, then C at the resync', planC, firewallRuleDeleted],
-  ['B', planB],
-  ['a peer removed by hand, then A at the resync', planA, peerRemoved],
-  ['the interface deleted and recreated, then A', planA, interfaceRecreated],
-  ['C', planC],
-  ['A', planA],
-];
+/** A machine each pass of which reads in its steps (with `once`, as kg apply's passes are). */
+const readingEveryTime = (n: Node, once = false): Side<Node> => ({
+  node: n,
+  pass: (input) => reconcile(n.dp, input, once ? { once } : {}),
+});
 
 test('the same plans and faults, trusting the last write and reading every time, leave the same machine', async () => {
-  const cached = { node: fakeNode(), memory: new DataplaneMemory() };
-  const plain = fakeNode();
-  const devices = { kilo: 'kilo0', private: 'eth0', tunnel: null };
-  for (const [name, plan, fault] of steps) {
-    await fault?.(cached.node, cached.memory);
-    await fault?.(plain, null);
-    const input = { plan, privateKey, mtu: 1420, devices };
-    const trusted = await reconcile(cached.node.dp, input, { memory: cached.memory });
-    const read = await reconcile(plain.dp, input);
-    assert.deepEqual(trusted.errors, [], `${name}: ${trusted.errors.join('; ')}`);
-    assert.deepEqual(read.errors, [], `${name}: ${read.errors.join('; ')}`);
-    assert.deepEqual(await stateOf(cached.node), await stateOf(plain), name);
-    assert.equal(trusted.writes, read.writes, `${name}: the same writes`);
-    // The echo of our own write is ours.
-    const mine = cached.node.kernel.routes.find((r) => r.protocol === 107);
-    if (mine) assert.equal(cached.memory.accounts({ deleted: false, route: mine }), true, name);
-  }
+  const memory = new DataplaneMemory();
+  const cached = fakeNode();
+  await runSteps(
+    faults,
+    stateOf,
+    {
+      node: cached,
+      memory,
+      pass: async (input, step) => {
+        const trusted = await reconcile(cached.dp, input, { memory });
+        // The echo of our own write is ours.
+        const mine = cached.kernel.routes.find((r) => r.protocol === 107);
+        if (mine) assert.equal(memory.accounts({ deleted: false, route: mine }), true, step.name);
+        return trusted;
+      },
+    },
+    readingEveryTime(fakeNode()),
+  );
 });
 
 test('without telling the memory, a fault by hand is not repaired by a trusting pass (the test can fail)', async () => {
   const cached = { node: fakeNode(), memory: new DataplaneMemory() };
-  const input = { plan: planA, privateKey, mtu: 1420, devices: { kilo: 'kilo0', private: 'eth0', tunnel: null } };
+  const input = inputOf(planA);
   await reconcile(cached.node.dp, input, { memory: cached.memory });
   const before = await stateOf(cached.node);
   cached.node.netfilter.command(4, ['-t', 'nat', '-D', 'KILO-NAT', '1']);
@@ -145,21 +126,20 @@ test('without telling the memory, a fault by hand is not repaired by a trusting 
 
 test('the same plans and faults, each pass reading ahead (kg apply) and reading in its steps, leave the same machine', async () => {
   const ahead = fakeNode();
-  const plain = fakeNode();
-  const devices = { kilo: 'kilo0', private: 'eth0', tunnel: null };
-  for (const [name, plan, fault] of steps) {
-    await fault?.(ahead, null);
-    await fault?.(plain, null);
-    const input = { plan, privateKey, mtu: 1420, devices };
-    const layer = new ReadAhead(ahead.dp, 'kilo0');
-    layer.start();
-    void layer.ensure();
-    const early = await reconcile(ahead.dp, input, { once: true, ahead: layer });
-    const read = await reconcile(plain.dp, input, { once: true });
-    assert.deepEqual(early.errors, [], `${name}: ${early.errors.join('; ')}`);
-    assert.deepEqual(await stateOf(ahead), await stateOf(plain), name);
-    assert.equal(early.writes, read.writes, `${name}: the same writes`);
-  }
+  await runSteps(
+    faults,
+    stateOf,
+    {
+      node: ahead,
+      pass: async (input) => {
+        const layer = new ReadAhead(ahead.dp, 'kilo0');
+        layer.start();
+        void layer.ensure();
+        return reconcile(ahead.dp, input, { once: true, ahead: layer });
+      },
+    },
+    readingEveryTime(fakeNode(), true),
+  );
 });
 
 test('a first apply read ahead diffs its routes against the empty read it took, not a second read (974d355)', async () => {
@@ -175,7 +155,7 @@ test('a first apply read ahead diffs its routes against the empty read it took, 
   const layer = new ReadAhead(n.dp, 'kilo0');
   layer.start();
   assert.equal(await layer.ensure(), true, 'the interface is created ahead');
-  const input = { plan: planA, privateKey, mtu: 1420, devices: { kilo: 'kilo0', private: 'eth0', tunnel: null } };
+  const input = inputOf(planA);
   const result = await reconcile(n.dp, input, { once: true, ahead: layer });
   assert.deepEqual(result.errors, []);
   assert.ok(result.routes.writes > 0);
@@ -186,7 +166,7 @@ test('a first apply read ahead diffs its routes against the empty read it took, 
 test('a read ahead is taken by one reconcile only: a later pass reads, and the jumps are inserted once (55b618b)', async () => {
   const n = fakeNode();
   const plain = fakeNode();
-  const input = { plan: planA, privateKey, mtu: 1420, devices: { kilo: 'kilo0', private: 'eth0', tunnel: null } };
+  const input = inputOf(planA);
   const layer = new ReadAhead(n.dp, 'kilo0');
   layer.start();
   // The reconcile begins before the interface is created ahead (a small plan made quickly).
