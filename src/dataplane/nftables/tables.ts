@@ -1,0 +1,155 @@
+import type { Firewall } from '../../mesh/types.js';
+import { ExecError, ExecInterrupted, type Exec } from '../exec.js';
+import type { FirewallTables, Ops, ReconcileOptions } from '../types.js';
+import { IptablesSide } from './iptables-side.js';
+import { parseTable } from './json.js';
+import { nftFamily, nftRulesetOf, nftTable, type NftRuleset } from './ruleset.js';
+import { nftScript } from './script.js';
+
+/** nft refused a transaction, or the table cannot be Kilo's; nothing of that transaction was applied. */
+export class NftablesError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NftablesError';
+  }
+}
+
+/** This host cannot run the nftables backend: no `nft`, or a kernel without nf_tables. */
+export class NftablesUnavailableError extends NftablesError {
+  constructor(readonly reason: string) {
+    super(`nftables is not usable on this host: ${reason}; run with --firewall=iptables`);
+    this.name = 'NftablesUnavailableError';
+  }
+}
+
+/** A table `inet kilo` exists that Kilo did not write: Kilo neither changes nor removes it. */
+export class ForeignTableError extends NftablesError {
+  constructor(readonly reason: string) {
+    super(
+      `the nftables table ${nftFamily} ${nftTable} is not Kilo's (${reason}): remove or rename it, or run with --firewall=iptables`,
+    );
+    this.name = 'ForeignTableError';
+  }
+}
+
+/** What `nft` printed, in one line, without its caret lines. */
+function said(e: ExecError): string {
+  return (
+    (e.stderr || e.stdout)
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !/^[\s^~]+$/.test(l))
+      .join('; ') || `exited with ${e.code}`
+  );
+}
+
+/** An nft failure that says this host cannot run nftables at all; null for any other. */
+export function nftUnusable(e: unknown): string | null {
+  if (!(e instanceof ExecError) || e instanceof ExecInterrupted) return null;
+  if (e.code === null || e.code === 127) return 'the nft command is not installed';
+  const text = said(e);
+  if (/Operation not supported|Protocol not supported|Address family not supported/i.test(text))
+    return `the kernel has no nf_tables (nft said: ${text})`;
+  return null;
+}
+
+/**
+ * Kilo's table as the machine has it: null when there is none. @throws ForeignTableError when a
+ * table of that name is someone else's, NftablesUnavailableError when nft cannot run here.
+ */
+export async function readKiloTable(exec: Exec): Promise<NftRuleset | null> {
+  let text: string;
+  try {
+    text = (await exec.run(['nft', '-j', 'list', 'table', nftFamily, nftTable], { readOnly: true })).stdout;
+  } catch (e) {
+    const unusable = nftUnusable(e);
+    if (unusable !== null) throw new NftablesUnavailableError(unusable);
+    if (e instanceof ExecError && /No such file or directory/.test(said(e))) return null;
+    throw e instanceof ExecError ? new NftablesError(`nft -j list table ${nftFamily} ${nftTable}: ${said(e)}`) : e;
+  }
+  const read = parseTable(text);
+  if (read.foreign !== null) throw new ForeignTableError(read.foreign);
+  return read.ruleset;
+}
+
+/** Runs one `nft -f` transaction. */
+async function runScript(exec: Exec, text: string): Promise<void> {
+  try {
+    await exec.run(['nft', '-f', '-'], { input: text, keepsRoutes: true });
+  } catch (e) {
+    const unusable = nftUnusable(e);
+    if (unusable !== null) throw new NftablesUnavailableError(unusable);
+    if (!(e instanceof ExecError)) throw e;
+    throw new NftablesError(`nftables transaction refused, nothing of it applied: ${said(e)}`);
+  }
+}
+
+/** Removes Kilo's table whole, if there is one; a foreign table of that name is left alone. */
+export async function removeKiloTable(exec: Exec): Promise<string[]> {
+  const table = await readKiloTable(exec);
+  if (table === null) return [];
+  await runScript(exec, `delete table ${nftFamily} ${nftTable}\n`);
+  return [`nftables: remove table ${nftFamily} ${nftTable}`];
+}
+
+/**
+ * Kilo's firewall in its own nftables table: read with `nft -j list table`, diffed, written as one
+ * `nft -f` transaction, nothing run when the table already equals the plan; removed whole on
+ * clean-up. Kilo's iptables are kept to what the host's iptables policies call for (IptablesSide).
+ */
+export class LinuxNftablesTables implements FirewallTables {
+  private queue: Promise<unknown> = Promise.resolve();
+  /** The table as the last exactly-known write left it; dropped on any doubt. */
+  private known: NftRuleset | null = null;
+  private readonly iptables: IptablesSide | null;
+
+  constructor(
+    private readonly exec: Exec,
+    options: {
+      log?: (line: string) => void;
+      /** false: leave iptables alone (tests of the nftables part only). */
+      iptables?: boolean;
+    } = {},
+  ) {
+    this.iptables = options.iptables === false ? null : new IptablesSide(exec, options.log);
+  }
+
+  reconcile(firewall: Firewall, options: ReconcileOptions = {}): Promise<Ops> {
+    return this.serial(async () => {
+      const trust = options.trustLastWrite === true;
+      const [nft, ipt] = await Promise.allSettled([
+        this.converge(firewall, trust),
+        this.iptables?.reconcile(firewall, trust) ?? Promise.resolve([]),
+      ]);
+      if (nft.status === 'rejected') throw nft.reason;
+      if (ipt.status === 'rejected') throw ipt.reason;
+      const details = [...nft.value, ...ipt.value];
+      return { writes: details.length, details };
+    });
+  }
+
+  cleanup(): Promise<Ops> {
+    return this.serial(async () => {
+      this.known = null;
+      const details = [...(await removeKiloTable(this.exec)), ...((await this.iptables?.cleanup()) ?? [])];
+      return { writes: details.length, details };
+    });
+  }
+
+  private async converge(firewall: Firewall, trust: boolean): Promise<string[]> {
+    const remembered = trust ? this.known : null;
+    this.known = null;
+    const want = nftRulesetOf(firewall);
+    const current = remembered ?? (await readKiloTable(this.exec));
+    const script = nftScript(want, current);
+    if (script.text !== '') await runScript(this.exec, script.text);
+    this.known = want;
+    return script.changes;
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => {});
+    return next;
+  }
+}
