@@ -80,8 +80,9 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
     const firewall: FirewallChoice = chooseOn
       ? await chooseOn(flags.firewall)
       : { backend: flags.firewall === 'nftables' ? 'nftables' : 'iptables', reason: 'given', nftablesInUse: false };
-    if (flags.firewall === 'auto' && logs(flags.logLevel, 'info'))
-      log.info({ firewall: firewall.backend, reason: firewall.reason }, 'firewall backend');
+    // At debug: a pass's first lines are the user's errors, if any (the agent says it at info).
+    if (logs(flags.logLevel, 'debug'))
+      log.debug({ firewall: firewall.backend, reason: firewall.reason }, 'firewall backend');
     // A wireguard-go restarted after a crash gets its peers back, but its new interface has no
     // address or routes: with --watch that calls for a reconcile now, not at the next file change.
     let reapply = () => {};
