@@ -14,11 +14,12 @@ import { join } from 'node:path';
 import { linuxDataplane } from '../src/agent/linux-dataplane.js';
 import { netnsExec, type Exec } from '../src/dataplane/exec.js';
 import { reconcile, type Dataplane, type ReconcileResult } from '../src/dataplane/reconcile.js';
+import { DataplaneMemory } from '../src/dataplane/cache.js';
 import { renderFamily } from '../src/dataplane/iptables/render.js';
 import { iptablesRulesOf } from '../src/dataplane/iptables/rules.js';
 import { renderOp } from '../src/dataplane/routes/iproute.js';
 import { desiredState } from '../src/dataplane/routes/state.js';
-import type { DeviceNames, ReconcileOptions } from '../src/dataplane/types.js';
+import type { DeviceNames } from '../src/dataplane/types.js';
 import { createWireGuardDevice } from '../src/dataplane/wireguard/device.js';
 import { planOf } from '../src/mesh/compute.js';
 import { defaultMeshOptions } from '../src/mesh/options.js';
@@ -141,11 +142,11 @@ function timedParts(dp: Dataplane, areas: Record<string, number>): Dataplane {
     };
   return {
     device: Object.assign(Object.create(dp.device) as typeof dp.device, {
-      ensure: (o?: ReconcileOptions) => time('wg', () => dp.device.ensure(o))(),
-      configure: (c: Parameters<typeof dp.device.configure>[0], o?: ReconcileOptions) =>
+      ensure: () => time('wg', () => dp.device.ensure())(),
+      configure: (c: Parameters<typeof dp.device.configure>[0], o?: Parameters<typeof dp.device.configure>[1]) =>
         time('wg', () => dp.device.configure(c, o))(),
     }),
-    links: { reconcile: (d, s, o) => time('links', () => dp.links.reconcile(d, s, o))() },
+    links: { reconcile: (d, s) => time('links', () => dp.links.reconcile(d, s))() },
     routes: {
       reconcile: (r, u, d, o) => time('routes', () => dp.routes.reconcile(r, u, d, o))(),
       cleanup: () => dp.routes.cleanup(),
@@ -186,13 +187,15 @@ async function measureLibrary(a: Plan, b: Plan, privateKey: string): Promise<Row
       ['plan differing by one node (full read, as on resync; median of 3)', [a, b, a], false],
       ['same plan again (full read, as on resync; median of 3)', [a, a, a], false],
     ];
+    const memory = new DataplaneMemory();
     for (const [step, plans, trustLastWrite] of steps) {
       const samples: Row[] = [];
       for (const plan of plans) {
         reset();
         const areas: Record<string, number> = {};
         t0 = performance.now();
-        const result = await reconcile(timedParts(dp, areas), { plan, privateKey, mtu, devices }, { trustLastWrite });
+        if (!trustLastWrite) memory.forget();
+        const result = await reconcile(timedParts(dp, areas), { plan, privateKey, mtu, devices }, { memory });
         const ms = performance.now() - t0;
         if (result.errors.length > 0) throw new Error(`${step}: ${result.errors.map((e) => e.message).join('; ')}`);
         samples.push({ step, ms, result, processes: m.processes, profile: profileOf(m), areas });

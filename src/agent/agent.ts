@@ -3,6 +3,7 @@ import type { Host } from '../host/host.js';
 import { reconcile, cleanUp, type Dataplane, type ReconcileResult } from '../dataplane/reconcile.js';
 import type { RoutingEvent } from '../dataplane/monitor.js';
 import { summarizePeerChanges } from '../dataplane/log-summary.js';
+import { DataplaneMemory } from '../dataplane/cache.js';
 import { kiloRouteProtocol } from '../dataplane/routes/constants.js';
 import type { DeviceNames, WireGuardState } from '../dataplane/types.js';
 import { planNode } from '../mesh/plan.js';
@@ -129,6 +130,8 @@ export class Agent {
   private privateIface: { ip: string; name: string | null } | null = null;
   /** The next reconcile reads the whole machine: at start, on the resync timer, after errors or foreign changes. */
   private fullReadDue = true;
+  /** What the last pass wrote, diffed against by a pass that trusts it (see dataplane/cache.ts). */
+  private readonly memory = new DataplaneMemory();
   /** Routing events that arrived during a reconcile, judged once its write is remembered. */
   private heldEvents: RoutingEvent[] = [];
   private watch: { stop(): Promise<void> } | null = null;
@@ -150,7 +153,7 @@ export class Agent {
   /** The roaming peers as the last read of WireGuard saw them, and when (seconds). */
   private roaming: { state: WireGuardState; at: number } | null = null;
   private roamingOf: { topology: Topology; keys: ReadonlySet<string> } | null = null;
-  /** Each cached object's parse: a pass parses only what changed since the last (5,000 nodes took ~250 ms). */
+  /** Each cached object's parse: a pass parses only what changed since the last (docs/performance.md#parsing). */
   private readonly parsed = new WeakMap<object, ParsedObject>();
   /** Cluster changes that may change the plan: every one but a ready node's heartbeat. */
   private clusterChanges = 0;
@@ -245,7 +248,7 @@ export class Agent {
         type: e.type,
         protocol: kiloRouteProtocol,
       };
-      if (this.deps.dataplane.routes.agrees?.({ deleted: e.deleted, route }) ?? false) return;
+      if (this.memory.accounts({ deleted: e.deleted, route })) return;
     }
     if (!this.fullReadDue) this.deps.log.info({ change: e }, 'routing changed outside kilo: reading the machine again');
     this.resync();
@@ -332,7 +335,7 @@ export class Agent {
    * One pass: publish, plan, apply. Never throws: failures land in status, logs and metrics.
    * `checkInOnly`: nothing but the check-in timer asked for it, so when the last pass went well and
    * no node's readiness has changed since, the plan is the last one: the pass only publishes the
-   * local node's check-in (at 5,000 nodes a plan and its diff cost about a second of CPU).
+   * local node's check-in (docs/performance.md#heartbeats-and-passes).
    */
   async reconcileOnce(checkInOnly = false): Promise<void> {
     const { options, log, metrics, source } = this.deps;
@@ -355,12 +358,13 @@ export class Agent {
       }
       lap('parseMs');
       if (checkInOnly && (await this.checkInOnly(cluster.nodes, took))) return;
-      const cniError = await this.syncCNI(cluster.nodes.find((n) => n.name === options.hostname)?.podCIDR ?? null);
+      const cniError = await this.syncCNI(cluster.nodes.find((n) => n.name === options.hostname)?.podCIDRs[0] ?? null);
       const nowSeconds = Math.floor(this.clock() / 1000);
       // Without a monitor nothing tells foreign changes apart, so every pass reads.
       const trustLastWrite = !this.fullReadDue && this.watch !== null;
       this.fullReadDue = false;
-      // Only a full pass reads WireGuard (5,000 peers take ~100 ms), once: configure diffs against
+      if (!trustLastWrite) this.memory.forget();
+      // Only a full pass reads WireGuard (docs/performance.md#heartbeats-and-passes), once: configure diffs against
       // the same read. A pass trusting the last write takes the roaming peers (their learned
       // endpoints, their sessions live or not) as the last read saw them, judged when it was taken:
       // it writes against the last write, so a session that started since leaves nothing to undo.
@@ -423,7 +427,7 @@ export class Agent {
           privateKey: this.deps.privateKey,
           mtu: options.mtu,
         },
-        { trustLastWrite },
+        { memory: this.memory },
       );
       this.status.lastResult = result;
       metrics.writes.inc(result.writes);
@@ -461,7 +465,8 @@ export class Agent {
    * the time they are judged at), the leaders and the fixed flags and host facts: with annotation
    * election the leaders follow from the ready nodes, and the objects are the same when no change
    * but a ready node's heartbeat (only last-seen moved) came since. Then the last plan is the plan:
-   * the resync pass still reads the machine and applies it, without a plan's ~second at 5,000 nodes.
+   * the resync pass still reads the machine and applies it, without planning
+   * (docs/performance.md#heartbeats-and-passes).
    */
   private planned(
     cluster: ParsedCluster,

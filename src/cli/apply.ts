@@ -155,7 +155,7 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
       const topology = topologyOf(cluster, hostname, options, flags.now ?? snapshotNow(cluster.nodes));
       const plan = planNode(topology, options, chosen.encapsulator);
       await nextTurn();
-      const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIP?.ip ?? null;
+      const internalIP = cluster.nodes.find((n) => n.name === hostname)?.internalIPs[0]?.ip ?? null;
       mtu ??= await (mtuRead ?? resolveMTU(host, mtuFlag));
       encapsulation = chosen.device;
       devices ??= await encapsulation.setUp(host);

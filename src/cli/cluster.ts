@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { Option, type Command } from 'commander';
 import { loadSnapshot } from '../backend/snapshot.js';
 import { UsageError } from '../model/errors.js';
@@ -14,6 +16,7 @@ import type { LeaseRecord } from '../backend/leases.js';
 import { defaultElectionTiming } from '../election/types.js';
 import type { ElectedLeaders } from '../mesh/leaders.js';
 import { announcedFlags, explicitFlags, withAnnounced } from './announced-flags.js';
+import { logLevels } from '../agent/log-levels.js';
 
 export interface LoadedCluster {
   /** The flags in effect: the user's, and for the rest what the agents announce. */
@@ -36,7 +39,20 @@ export type ClusterFlags = MeshFlagValues &
     explicitFlags?: ReadonlySet<string>;
   };
 
-/** --kubeconfig and --master: read the cluster live instead of from a --cluster snapshot; --now. */
+/** As Kilo's kgctl: $KUBECONFIG, else ~/.kube/config where it exists (else none: --cluster or --master). */
+function defaultKubeconfig(): string | undefined {
+  const env = process.env['KUBECONFIG'];
+  if (env) return env;
+  const home = process.env['HOME'];
+  const file = home ? join(home, '.kube', 'config') : undefined;
+  return file && existsSync(file) ? file : undefined;
+}
+
+/**
+ * --kubeconfig and --master: read the cluster live instead of from a --cluster snapshot; --now;
+ * Kilo's --backend (kubernetes, its only one); --log-level (runProgram reads it: at debug an internal
+ * error prints its stack trace; connect logs at it).
+ */
 export function addLiveFlags(cmd: Command): Command {
   cmd.hook('preAction', (_self, action) => {
     action.setOptionValue('explicitFlags', explicitFlags(action));
@@ -44,8 +60,8 @@ export function addLiveFlags(cmd: Command): Command {
   return cmd
     .addOption(
       new Option('--kubeconfig <path>', 'read Nodes and Peers from this cluster (instead of --cluster)').default(
-        process.env['KUBECONFIG'] || undefined,
-        '$KUBECONFIG',
+        defaultKubeconfig(),
+        '$KUBECONFIG, else ~/.kube/config',
       ),
     )
     .addOption(new Option('--master <url>', 'API server address (overrides the kubeconfig)'))
@@ -57,7 +73,13 @@ export function addLiveFlags(cmd: Command): Command {
     )
     .addOption(
       new Option('--namespace <name>', 'the namespace of the Leases (--leader-election=lease)').default('kube-system'),
-    );
+    )
+    .addOption(
+      new Option('--backend <backend>', "where Nodes and Peers live: kubernetes (Kilo's only backend)")
+        .choices(['kubernetes'])
+        .default('kubernetes'),
+    )
+    .addOption(new Option('--log-level <level>', 'how much to log').choices(logLevels).default('info'));
 }
 
 /**

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
 import { Command, Option } from 'commander';
-import { logLevels, type LogLevel } from '../agent/log-levels.js';
+import type { LogLevel } from '../agent/log-levels.js';
 import { UsageError } from '../model/errors.js';
 import { Cidr } from '../net/cidr.js';
 import { generatePrivateKey, isKey, publicKeyOf } from '../wireguard/keys.js';
@@ -76,7 +76,6 @@ export function connectCommand(): Command {
         .argParser(parseIntFlag('persistent-keepalive', 0, 65535))
         .default(10),
     )
-    .addOption(new Option('--log-level <level>', 'how much to log').choices(logLevels).default('info'))
     .addOption(
       new Option('--wireguard <implementation>', 'kilo-ts: kernel, userspace (wireguard-go) or auto')
         .choices(['auto', 'kernel', 'userspace'])

@@ -35,7 +35,10 @@ export function boolOption(name: string, description: string, def: boolean): Opt
   return o;
 }
 
-/** `args` with each bare bool flag of `cmd` spelled `--name=true`. @throws UsageError for `--name false`. */
+/**
+ * `args` with each bare bool flag of `cmd` spelled `--name=true`, and `-x=value` as `-x value`.
+ * @throws UsageError for `--name false`.
+ */
 function spellBoolFlags(cmd: Command, args: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
@@ -43,6 +46,12 @@ function spellBoolFlags(cmd: Command, args: readonly string[]): string[] {
     if (arg === '--') {
       out.push(...args.slice(i));
       break;
+    }
+    // Go's pflag also reads `-o=yaml` as `-o yaml`; commander would take "=yaml" as the value.
+    const short = /^(-[^-])=(.*)$/s.exec(arg);
+    if (short && cmd.options.some((o) => o.short === short[1] && o.required)) {
+      out.push(short[1]!, short[2]!);
+      continue;
     }
     const option = cmd.options.find((o) => o.long === arg || o.short === arg);
     if (option && boolOptions.has(option)) {

@@ -1,23 +1,24 @@
-import { Command, Option } from 'commander';
-import { logLevels } from '../agent/log-levels.js';
+import { Command } from 'commander';
 import { connectCommand } from './connect-command.js';
 import { goBoolFlags } from './flags.js';
 import { withVersion } from './version.js';
 import { graphCommand } from './graph.js';
 import { planCommand } from './plan.js';
 import { runProgram } from './run.js';
+import { inheritSharedFlags, kgctlGlobalFlags, shareFlags } from './shared-flags.js';
 import { showconfCommand } from './showconf.js';
 
 export function kgctlProgram(): Command {
+  const plan = planCommand();
+  const program = withVersion(new Command('kgctl'))
+    .description('inspect a Kilo mesh (plans, WireGuard configs, graphs) and connect to it as a Peer')
+    .usage('[global flags] <command> [flags]');
+  // Kilo's root flags go before the subcommand too: `kgctl --kubeconfig K showconf node N`.
+  shareFlags(program, plan, kgctlGlobalFlags)
+    .hook('preAction', (_self, action) => inheritSharedFlags(action))
+    .addHelpText('after', "\nThe options above go before or after the command (as Kilo's); a command's own follow it.");
   return goBoolFlags(
-    withVersion(new Command('kgctl'))
-      .description('inspect a Kilo mesh (plans, WireGuard configs, graphs) and connect to it as a Peer')
-      // Read by runProgram: at debug, an internal error prints its stack trace.
-      .addOption(new Option('--log-level <level>', 'how much to log').choices(logLevels).default('info'))
-      .addCommand(planCommand())
-      .addCommand(showconfCommand())
-      .addCommand(graphCommand())
-      .addCommand(connectCommand()),
+    program.addCommand(plan).addCommand(showconfCommand()).addCommand(graphCommand()).addCommand(connectCommand()),
   );
 }
 

@@ -1,5 +1,6 @@
 import type { Plan, PlanPeer, PlanRoute, PlanRule } from '../mesh/types.js';
 import { iptablesRulesOf, type IptablesRule } from '../dataplane/iptables/rules.js';
+import { wireGuardAddresses } from '../mesh/plan.js';
 import { kiloRouteProtocol, kiloRulePriority } from '../dataplane/routes/constants.js';
 import { nftRulesetOf, nftRulesetText } from '../dataplane/nftables/ruleset.js';
 import { interfaceSection, peerSection } from '../wireguard/ini.js';
@@ -47,7 +48,7 @@ function wireGuardText(plan: Plan): string[] {
   const [header, ...rest] = interfaceSection({
     listenPort: plan.listenPort,
     fwMark: plan.fwmark,
-    address: plan.wireGuardIP ? [plan.wireGuardIP] : [],
+    address: wireGuardAddresses(plan),
   });
   const lines = [header!, `PrivateKey = (read from ${plan.privateKey.path})`, ...rest];
   for (const p of plan.peers) lines.push('', ...peerSection(iniPeer(p)));

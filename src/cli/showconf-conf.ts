@@ -2,6 +2,7 @@ import type { Cidr } from '../net/cidr.js';
 import { formatEndpoint } from '../model/parse.js';
 import type { Endpoint, KiloPeer } from '../model/types.js';
 import { effectiveEndpoint, TopologyError, type Segment, type Topology } from '../mesh/topology.js';
+import { wireGuardAddresses } from '../mesh/plan.js';
 import type { Plan } from '../mesh/types.js';
 import type { IniConfig, IniPeer } from '../wireguard/ini.js';
 
@@ -34,7 +35,7 @@ export function requireLeader(t: Topology): void {
 /** The node's WireGuard device as the agent sets it, without the private key. */
 export function nodeConfig(plan: Plan): IniConfig {
   return {
-    interface: { listenPort: plan.listenPort, address: plan.wireGuardIP ? [plan.wireGuardIP] : [] },
+    interface: { listenPort: plan.listenPort, address: wireGuardAddresses(plan) },
     peers: plan.peers.map((p) => ({
       comment: p.kind === 'peer' ? `${p.names.join(', ')} (Peer)` : p.names.join(', '),
       publicKey: p.publicKey,

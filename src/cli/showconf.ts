@@ -7,7 +7,8 @@ import { topologyOf } from '../mesh/compute.js';
 import { planNode } from '../mesh/plan.js';
 import { renderIni, type IniConfig } from '../wireguard/ini.js';
 import { addLiveFlags, loadCluster, type LoadedCluster } from './cluster.js';
-import { addMeshFlags, type MeshFlagValues } from './flags.js';
+import { addMeshFlags, boolOption, type MeshFlagValues } from './flags.js';
+import { kgctlGlobalFlags, shareFlags, showconfFlags } from './shared-flags.js';
 import {
   asPeerIni,
   nodeAsPeer,
@@ -46,8 +47,14 @@ function subcommand(name: 'node' | 'peer', description: string): Command {
     .description(description)
     .argument('<name>', `the ${name} name`)
     .option('--cluster <file>', 'cluster snapshot (Kubernetes List or multi-document YAML)')
-    // A plain switch, unlike the mesh flags' `--flag [bool]`: `showconf node --as-peer NAME` must keep NAME.
-    .option('--as-peer', `show the ${name} as a [Peer] someone else adds (with -o json|yaml: a Peer object)`, false)
+    // A Go bool flag: `--as-peer=false` reads, and `showconf node --as-peer NAME` keeps NAME.
+    .addOption(
+      boolOption(
+        'as-peer',
+        'show the node or peer as a [Peer] someone else adds (with -o json|yaml: a Peer object)',
+        false,
+      ),
+    )
     .addOption(
       new Option('-o, --output <format>', 'wireguard, json or yaml')
         .choices(['wireguard', 'json', 'yaml'])
@@ -86,8 +93,11 @@ export function showconfCommand(): Command {
       );
     },
   );
-  return new Command('showconf')
+  const showconf = new Command('showconf')
     .description('print WireGuard configuration (wg-quick INI) for a node or a Peer')
+    .usage('[flags] (node|peer) <name> [flags]');
+  // As in Kilo, showconf's flags and the global ones go before `node`/`peer` too.
+  return shareFlags(showconf, node, [...kgctlGlobalFlags, ...showconfFlags])
     .addCommand(node)
     .addCommand(peer);
 }

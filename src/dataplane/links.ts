@@ -3,7 +3,7 @@ import { ExecError, type Exec } from './exec.js';
 import { runBatch, type BatchFailure } from './routes/batch.js';
 import { PartialApplyError, type ApplyFailure } from './routes/errors.js';
 import { isDeviceName } from './routes/state.js';
-import type { Links, Ops, ReconcileOptions } from './types.js';
+import type { Links, Ops } from './types.js';
 
 /** An interface as Links sees it. */
 export interface LinkState {
@@ -102,9 +102,6 @@ async function addrShow(exec: Exec, device: string): Promise<IpAddrJson[]> {
 
 /** Links through iproute2: one `ip -j addr show dev X` to read, one `ip -batch` to write. */
 export class LinuxLinks implements Links {
-  /** Per device, the state the last successful reconcile left. */
-  private readonly known = new Map<string, DesiredLink>();
-
   constructor(private readonly exec: Exec) {}
 
   /** Starts the read of the next reconcile of `device` now (see Exec.readAhead). */
@@ -122,25 +119,12 @@ export class LinuxLinks implements Links {
     return linkStateOf(entry);
   }
 
-  async reconcile(device: string, state: DesiredLink, options: ReconcileOptions = {}): Promise<Ops> {
+  async reconcile(device: string, state: DesiredLink): Promise<Ops> {
     checkDesired(device, state);
-    const remembered = options.trustLastWrite ? this.known.get(device) : undefined;
-    this.known.delete(device);
-    if (
-      remembered &&
-      remembered.address === state.address &&
-      remembered.up === state.up &&
-      remembered.mtu === state.mtu
-    ) {
-      this.known.set(device, remembered);
-      return { writes: 0, details: [] };
-    }
     const ops = diffLink(await this.read(device), state);
     const lines = ops.map((op) => describeLinkOp(device, op));
     const result = await runBatch(this.exec, lines, [], { keepsRoutes: ops.every(keepsRoutes) });
-    const done = opsOrThrow(lines, result.failures);
-    this.known.set(device, { ...state });
-    return done;
+    return opsOrThrow(lines, result.failures);
   }
 }
 

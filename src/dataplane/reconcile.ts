@@ -1,4 +1,5 @@
 import type { Plan } from '../mesh/types.js';
+import type { DataplaneMemory } from './cache.js';
 import { PartialApplyError } from './routes/errors.js';
 import type {
   DeviceNames,
@@ -39,6 +40,15 @@ export interface ReconcileResult {
   errors: Error[];
 }
 
+/**
+ * `memory`: what the last write left, diffed against instead of reading the machine (the agent's
+ * passes between resyncs, see cache.ts); each step's outcome is kept in it, and a pass with an error
+ * forgets it all. Without it every step reads.
+ */
+export interface ReconcileRun extends ReconcileOptions {
+  memory?: DataplaneMemory;
+}
+
 const noChanges = (): PeerChanges => ({ added: [], removed: [], updated: [] });
 const noOps = (): Ops => ({ writes: 0, details: [] });
 
@@ -51,9 +61,10 @@ const noOps = (): Ops => ({ writes: 0, details: [] });
 export async function reconcile(
   dp: Dataplane,
   input: ReconcileInput,
-  options: ReconcileOptions = {},
+  run: ReconcileRun = {},
 ): Promise<ReconcileResult> {
   const { plan } = input;
+  const { memory, ...options } = run;
   const result: ReconcileResult = {
     wireGuard: noChanges(),
     links: noOps(),
@@ -90,20 +101,21 @@ export async function reconcile(
     dp.routes.prepare?.(plan.routes, plan.rules, input.devices, options) ?? Promise.resolve(false)
   ).catch(() => false);
   // The firewall needs no interface: it is on its way before anything else.
-  const firewallDone = step('iptables', () => dp.firewall.reconcile(plan.firewall, options));
-  const deviceReady = report(await step('WireGuard interface', () => dp.device.ensure(options))) !== null;
-  const linksDone = deviceReady
-    ? step(
-        `interface ${input.devices.kilo}`,
-        () =>
-          dp.links.reconcile(
-            input.devices.kilo,
-            { address: plan.wireGuardIP, up: plan.interfaceUp, mtu: input.mtu },
-            options,
-          ),
-        written,
-      )
-    : Promise.resolve({ value: noOps() });
+  const firewallDone = step('iptables', () => dp.firewall.reconcile(plan.firewall, memory?.forFirewall() ?? {}));
+  // An interface the last pass configured is taken to be there still (the routing monitor reports it
+  // if it goes, wireguard-go's exit is seen anyway).
+  const ensured = memory?.hasDevice === true;
+  const deviceReady = ensured || report(await step('WireGuard interface', () => dp.device.ensure())) !== null;
+  const link = { address: plan.wireGuardIP, up: plan.interfaceUp, mtu: input.mtu };
+  const kilo = input.devices.kilo;
+  const linksDone = !deviceReady
+    ? Promise.resolve({ value: noOps() })
+    : memory?.linkHolds(kilo, link)
+      ? Promise.resolve({ value: noOps() })
+      : step(`interface ${kilo}`, () => dp.links.reconcile(kilo, link), written).then((r) => {
+          memory?.linkWrote(kilo, r.error ? null : link);
+          return r;
+        });
   // The routes need the interface's address. Unprepared, their diff (CPU) waits a turn, so that the
   // other steps' writes are out first.
   const routesDone = step(
@@ -112,7 +124,9 @@ export async function reconcile(
       linksDone
         .then(() => prepared)
         .then((ready) => (ready ? undefined : nextTurn()))
-        .then(() => dp.routes.reconcile(plan.routes, plan.rules, input.devices, options)),
+        .then(() =>
+          dp.routes.reconcile(plan.routes, plan.rules, input.devices, { ...options, ...memory?.forRoutes() }),
+        ),
     written,
   );
   // The peers need only the interface. A first apply's routes (prepared) are the longest writes
@@ -129,7 +143,7 @@ export async function reconcile(
                 fwmark: plan.fwmark ?? 0,
                 peers: plan.peers,
               },
-              options,
+              { ...options, ...memory?.forDevice() },
             ),
           ),
       )
@@ -147,6 +161,8 @@ export async function reconcile(
     wg.added.length +
     wg.removed.length +
     wg.updated.length;
+  // What a failed step left is not known: the next pass reads every part.
+  if (result.errors.length > 0) memory?.forget();
   return result;
 }
 

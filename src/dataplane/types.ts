@@ -1,6 +1,10 @@
 import type { Firewall, PlanPeer, PlanRoute, PlanRule } from '../mesh/types.js';
 import type { WireGuardPeerState, WireGuardState } from '../wireguard/state.js';
+import type { ParsedDump } from '../wireguard/dump.js';
+import type { KiloRouting } from './routes/reconciler.js';
 import type { KernelRoute } from './routes/state.js';
+import type { SavedTables } from './iptables/render.js';
+import type { NftRuleset } from './nftables/ruleset.js';
 
 export type { WireGuardPeerState, WireGuardState };
 
@@ -16,21 +20,44 @@ export interface Ops {
   details: string[];
 }
 
-/**
- * How a reconcile learns the machine's current state. By default every part reads it (ip, wg,
- * iptables-save). With `trustLastWrite`, a part that remembers exactly what its last successful
- * write left diffs against that memory and reads nothing: the agent's fast path for cluster
- * events, safe because it still reads everything on its resync timer, after any error, and
- * whenever the routing monitor reports a change it did not make.
- */
+/** How a reconcile compares (kg apply's one-shot passes; see ReconcileOptions.once). */
 export interface ReconcileOptions {
-  trustLastWrite?: boolean;
   /**
-   * No later reconcile trusts this one's writes (kg apply reads the machine on every pass): a part
-   * may then compare in the machine's own terms and keep no memory of what it left.
+   * No later reconcile diffs against this one's writes (kg apply reads the machine on every pass): a
+   * part may then compare in the machine's own terms (the routes, in the kernel's text).
    */
   once?: boolean;
 }
+
+/**
+ * What a step diffs against, and what it is told its write left. A seam knows nothing of where
+ * `current` came from: the dataplane's memory (cache.ts) decides when a step may diff against what
+ * the last write left instead of reading the machine.
+ */
+export interface DiffAgainst<S> {
+  /** The machine's state to diff against; absent: the step reads the machine. */
+  current?: S;
+  /** Told the state the step's write left, when the whole step succeeded. */
+  wrote?: (after: S) => void;
+}
+
+/** The WireGuard device as a configure left it (its peers' states and preshared-key digests). */
+export type WireGuardWritten = ParsedDump;
+/** Kilo's routes (also by routeKey) and rules as a reconcile left them. */
+export type RoutingWritten = KiloRouting & { byKey: ReadonlyMap<string, KernelRoute> };
+/** Per family, the iptables tables as a restore left them (the iptables backend's state). */
+export type IptablesWritten = ReadonlyMap<4 | 6, SavedTables>;
+/** The nftables backend's: Kilo's table as its transaction left it, and what it wrote into iptables. */
+export interface NftablesWritten {
+  readonly table: NftRuleset;
+  /** null: the host has no iptables. */
+  readonly iptables: IptablesWritten | null;
+}
+/**
+ * What the last write of a firewall backend left. Each backend diffs only against its own kind and
+ * reads the machine when handed the other's (the memory never mixes them: a node runs one backend).
+ */
+export type FirewallWritten = IptablesWritten | NftablesWritten;
 
 /** Real interface names behind the plan's device roles. */
 export interface DeviceNames {
@@ -59,14 +86,14 @@ export interface PeerChanges {
 export interface WireGuardDevice {
   readonly name: string;
   /** Makes sure the interface exists: creates it (kernel), starts wireguard-go, or adopts it. */
-  ensure(options?: ReconcileOptions): Promise<void>;
+  ensure(): Promise<void>;
   /**
    * `keep`: the caller configures next, at once: that configure (not trusting the last write)
    * diffs against this read instead of reading the device a second time.
    */
   read(options?: { keep?: boolean }): Promise<WireGuardState>;
   /** Applies only the difference: an unchanged peer keeps its session. */
-  configure(config: WireGuardConfig, options?: ReconcileOptions): Promise<PeerChanges>;
+  configure(config: WireGuardConfig, options?: ReconcileOptions & DiffAgainst<WireGuardWritten>): Promise<PeerChanges>;
   /** Removes the interface (and stops wireguard-go when we started it). */
   destroy(): Promise<void>;
   /** Starts the reads of the next ensure and configure now; they use them (once). */
@@ -87,15 +114,10 @@ export interface RoutingTables {
     routes: readonly PlanRoute[],
     rules: readonly PlanRule[],
     devices: DeviceNames,
-    options?: ReconcileOptions,
+    options?: ReconcileOptions & DiffAgainst<RoutingWritten>,
   ): Promise<Ops>;
   /** Removes every route and rule that is Kilo's. */
   cleanup(): Promise<Ops>;
-  /**
-   * Whether a change the kernel reported to one of Kilo's routes is accounted for by the last
-   * write (see ReconcileOptions); absent = never (every reported change calls for a read).
-   */
-  agrees?(change: { deleted: boolean; route: KernelRoute }): boolean;
   /** Starts reading the machine now; the next reconcile that would read uses this read (see readAhead). */
   readAhead?(): void;
   /**
@@ -115,7 +137,7 @@ export interface RoutingTables {
 
 export interface FirewallTables {
   /** Makes Kilo's chains and jumps equal to the plan's, atomically per family. */
-  reconcile(firewall: Firewall, options?: ReconcileOptions): Promise<Ops>;
+  reconcile(firewall: Firewall, options?: DiffAgainst<FirewallWritten>): Promise<Ops>;
   cleanup(): Promise<Ops>;
   /** Starts reading the machine now; the next reconcile that would read uses this read (see readAhead). */
   readAhead?(): void;
@@ -123,11 +145,7 @@ export interface FirewallTables {
 
 export interface Links {
   /** Sets the interface's only address to `cidr` (or none), up/down and MTU; returns writes. */
-  reconcile(
-    device: string,
-    state: { address: string | null; up: boolean; mtu: number | null },
-    options?: ReconcileOptions,
-  ): Promise<Ops>;
+  reconcile(device: string, state: { address: string | null; up: boolean; mtu: number | null }): Promise<Ops>;
   /** Starts reading `device` now; the next reconcile of it that would read uses this read. */
   readAhead?(device: string): void;
 }

@@ -11,7 +11,7 @@ import type { ElectionTiming } from './types.js';
 
 /** The nodes of a location that share its segment (those without an internal IP stand alone). */
 export function locationMembers(nodes: readonly KiloNode[], location: string): KiloNode[] {
-  return nodes.filter((n) => n.location === location && n.internalIP !== null);
+  return nodes.filter((n) => n.location === location && n.internalIPs.length > 0);
 }
 
 /**
@@ -94,7 +94,7 @@ export function electedLeaders(
   self?: { name: string; location: string; leads: boolean; apiStale?: boolean },
 ): Map<string, ElectedLeader> {
   const out = new Map<string, ElectedLeader>();
-  const locations = new Set(nodes.filter((n) => n.internalIP !== null).map((n) => n.location));
+  const locations = new Set(nodes.filter((n) => n.internalIPs.length > 0).map((n) => n.location));
   for (const location of locations) {
     const members = locationMembers(nodes, location);
     const lease = leases.get(location) ?? null;

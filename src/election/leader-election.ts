@@ -128,7 +128,7 @@ export class LeaseElection implements LeaderElection {
   }
 
   leaders(readyNodes: readonly KiloNode[], self: KiloNode | null): ElectedLeaders {
-    const inSegment = self !== null && self.internalIP !== null;
+    const inSegment = self !== null && self.internalIPs.length > 0;
     this.elector.observe(readyNodes, inSegment ? self.location : null);
     const out = this.elector.leaders(readyNodes);
     this.ready = readyNodes;

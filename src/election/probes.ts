@@ -19,11 +19,11 @@ export function probeTargets(t: Topology): ProbeTarget[] {
   const out: ProbeTarget[] = [];
   for (const s of groupSegments(t))
     for (const n of s.nodes)
-      if (n !== t.local.node && n.podCIDR)
-        out.push({ kind: 'follower', node: n.name, address: n.podCIDR.nth(1)!.text });
+      if (n !== t.local.node && n.podCIDRs.length > 0)
+        out.push({ kind: 'follower', node: n.name, address: n.podCIDRs[0]!.nth(1)!.text });
   for (const s of remoteSegments(t))
-    if (s.leader.podCIDR)
-      out.push({ kind: 'remote-leader', node: s.leader.name, address: s.leader.podCIDR.nth(1)!.text });
+    if (s.leader.podCIDRs.length > 0)
+      out.push({ kind: 'remote-leader', node: s.leader.name, address: s.leader.podCIDRs[0]!.nth(1)!.text });
   return out;
 }
 

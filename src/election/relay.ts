@@ -29,14 +29,14 @@ export function relayTerm(t: Topology | null, lease: LeaseRecord | null): Leader
  */
 export function relayTargets(t: Topology): ProbeTarget[] {
   if (t.granularity !== 'location' || t.local.leader) return [];
-  const remote = remoteSegments(t).filter((s) => s.leader.podCIDR);
+  const remote = remoteSegments(t).filter((s) => s.leader.podCIDRs.length > 0);
   if (remote.length <= maxRelayTargets) return remote.map(target);
   const start = [...t.local.node.name].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7) % remote.length;
   return Array.from({ length: maxRelayTargets }, (_, i) => target(remote[(start + i) % remote.length]!));
 }
 
 function target(s: { leader: KiloNode }): ProbeTarget {
-  return { kind: 'relay', node: s.leader.name, address: s.leader.podCIDR!.nth(1)!.text };
+  return { kind: 'relay', node: s.leader.name, address: s.leader.podCIDRs[0]!.nth(1)!.text };
 }
 
 /** The annotation value of a report (RFC 3339 term, readable and exact to the millisecond). */
@@ -95,7 +95,7 @@ export function forwardingComplaints(
   answering: ReadonlySet<string> | null,
 ): { complaining: string[]; counted: number } {
   const followers = nodes.filter(
-    (n) => n.location === location && n.internalIP !== null && n.name !== me && (answering?.has(n.name) ?? true),
+    (n) => n.location === location && n.internalIPs.length > 0 && n.name !== me && (answering?.has(n.name) ?? true),
   );
   const complaining = followers
     .filter((n) => n.leaderHealth?.leader === me && n.leaderHealth.term === term)

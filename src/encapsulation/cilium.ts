@@ -38,7 +38,7 @@ export async function ciliumTunnel(host: Host): Promise<string | null> {
 
 /** Where IPIP to a node goes through Cilium's overlay. */
 function overlayAddress(n: KiloNode): IP {
-  return n.ciliumInternalIP ?? n.podCIDR?.network ?? internalGateway(n);
+  return n.ciliumInternalIP ?? n.podCIDRs[0]?.network ?? internalGateway(n);
 }
 
 export function cilium(strategy: Encapsulate, local: boolean): Encapsulation {

@@ -9,6 +9,7 @@
  */
 import type { Host } from '../host/host.js';
 import type { Cidr, IP } from '../net/cidr.js';
+import { ofFamily } from '../net/family.js';
 import type { Encapsulate, KiloNode } from '../model/types.js';
 
 /** --compatibility: the CNI kilo-ts runs beside; null when kilo-ts routes inside locations itself. */
@@ -69,11 +70,11 @@ export interface EncapsulationOptions {
 /** Whether traffic to `gw` crosses subnets: encapsulated under --encapsulate=crosssubnet. */
 export function encapsulatesTo(strategy: Encapsulate, self: KiloNode, gw: IP): boolean {
   if (strategy === 'always') return true;
-  if (strategy === 'crosssubnet') return !self.internalIP || !self.internalIP.contains(gw);
+  if (strategy === 'crosssubnet') return !ofFamily(self.internalIPs, gw.family)?.contains(gw);
   return false;
 }
 
 /** A mate's internal IP: where it is reached in the clear without a CNI in between. */
 export function internalGateway(mate: KiloNode): IP {
-  return mate.internalIP!.ip;
+  return mate.internalIPs[0]!.ip;
 }

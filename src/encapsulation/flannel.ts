@@ -9,7 +9,7 @@ import { internalGateway, type Encapsulation, type Encapsulator } from './encaps
 /** flannel's VXLAN device (its VTEP). */
 export const flannelInterface = 'flannel.1';
 
-const vtepOf = (n: Parameters<Encapsulator['mateGateway']>[0]): IP => n.podCIDR?.network ?? internalGateway(n);
+const vtepOf = (n: Parameters<Encapsulator['mateGateway']>[0]): IP => n.podCIDRs[0]?.network ?? internalGateway(n);
 
 export const flannel: Encapsulation = {
   encapsulator: {

@@ -12,7 +12,7 @@ import { resolveConflicts, type Resolved } from './conflicts.js';
 export function notReadyReason(node: KiloNode, now: number): string | null {
   if (!node.endpoint) return 'it has no endpoint';
   if (!node.key) return 'it has no WireGuard key';
-  if (!node.podCIDR) return 'it has no pod CIDR (spec.podCIDR)';
+  if (node.podCIDRs.length === 0) return 'it has no pod CIDR (spec.podCIDR)';
   if (node.lastSeen === null) return 'it has never checked in (no last-seen)';
   if (!isNodeReady(node, now)) return `its last-seen ${node.lastSeen} is more than 60 s older than now (${now})`;
   return null;

@@ -28,7 +28,8 @@ const bits = Array.from({ length: 256 }, (_, b) => b.toString(2).padStart(8, '0'
 
 /**
  * Claimed prefixes of one family by length: the key of a prefix within its length is its masked
- * address (a 32-bit integer for IPv4, which V8 hashes cheaply; the string of its bits for IPv6).
+ * address (a 32-bit integer for IPv4, the string of its bits for IPv6;
+ * docs/performance.md#address-arithmetic).
  */
 class ByLength<K, O> {
   private readonly maps: Map<K, O>[] = [];
@@ -54,7 +55,7 @@ class ByLength<K, O> {
   }
 }
 
-/** The IPv4 address masked to `len` bits, as a signed 32-bit integer (a small integer to V8). */
+/** The IPv4 address masked to `len` bits, as a signed 32-bit integer (docs/performance.md#address-arithmetic). */
 const mask4 = (v: number, len: number) => (len === 0 ? 0 : v & (-1 << (32 - len)));
 
 /**
@@ -67,8 +68,8 @@ export class PrefixClaims<O = string> {
   private readonly exact4 = new ByLength<number, O>();
   /**
    * IPv4 claims' ancestors, only at the lengths `find` has asked about (a few: pod CIDRs, host
-   * addresses, Peers' prefixes), each the first claimant inside: marking all 32 lengths was ~15
-   * map entries per node, the most of a 5,000-node resolve and its garbage.
+   * addresses, Peers' prefixes), each the first claimant inside, not at all 32
+   * (docs/performance.md#address-arithmetic).
    */
   private readonly inside4: (Map<number, O> | undefined)[] = [];
   private readonly insideLengths4: number[] = [];
@@ -176,8 +177,8 @@ const size4 = Array.from({ length: 33 }, (_, prefix) => 2 ** (32 - prefix));
  * The answer when nothing conflicts, which is every healthy cluster: every key once, and no two of
  * all the prefixes claimed (the subnet, pod CIDRs, internal IPs, Peers' allowed IPs) overlapping.
  * Then resolveInOrder would keep every object as it is, and this finds that out with one native
- * sort of numbers instead of thousands of claims and look-ups (a tenth of a 5,000-node plan, and
- * its garbage). Null when anything might conflict, or a prefix is IPv6: resolveInOrder decides then.
+ * sort of numbers instead of thousands of claims and look-ups (docs/performance.md#address-arithmetic).
+ * Null when anything might conflict, or a prefix is IPv6: resolveInOrder decides then.
  */
 function withoutConflicts(nodes: readonly KiloNode[], peers: readonly KiloPeer[], subnet: Cidr): Resolved | null {
   let count = 1 + 2 * nodes.length;
@@ -198,11 +199,13 @@ function withoutConflicts(nodes: readonly KiloNode[], peers: readonly KiloPeer[]
       if (keys.has(node.key)) return null;
       keys.add(node.key);
     }
-    if (node.podCIDR && !add(node.podCIDR, node.podCIDR.prefix)) return null;
+    // At most one IPv4 value of each (ByFamily), so two slots per node suffice until an IPv6 one ends this.
+    for (let k = 0; k < node.podCIDRs.length; k++) if (!add(node.podCIDRs[k]!, node.podCIDRs[k]!.prefix)) return null;
     // The internal IP's own address (its host prefix), as resolveInOrder claims it.
-    if (node.internalIP) {
-      if (node.internalIP.family !== 4) return null;
-      prefixes[n++] = (node.internalIP.ip.v4 >>> 0) * 64 + 32;
+    for (let k = 0; k < node.internalIPs.length; k++) {
+      const internal = node.internalIPs[k]!;
+      if (internal.family !== 4) return null;
+      prefixes[n++] = (internal.ip.v4 >>> 0) * 64 + 32;
     }
   }
   for (let i = 0; i < peers.length; i++) {
@@ -228,6 +231,40 @@ function withoutConflicts(nodes: readonly KiloNode[], peers: readonly KiloPeer[]
   return { nodes: inNameOrder(nodes).slice(), peers: inNameOrder(peers).slice(), conflicts: [] };
 }
 
+/**
+ * Claims the addresses a node holds in the mesh (routed to it, so nobody else may claim them), or
+ * drops the node, naming the first address already held, and claims none.
+ */
+function claimNode(n: KiloNode, claims: PrefixClaims<Holder>, conflicts: ValidationError[]): boolean {
+  const pods = n.podCIDRs;
+  const podField = pods.length > 1 ? 'spec.podCIDRs' : 'spec.podCIDR';
+  for (let k = 0; k < n.internalIPs.length; k++) {
+    const internal = n.internalIPs[k]!.ip.toHostCidr();
+    for (let j = 0; j < pods.length; j++) {
+      // The same address would be a pod and the host: two routes and allowed IPs for one destination.
+      if (!pods[j]!.overlaps(internal)) continue;
+      dropNode(conflicts, n, internalIPField, internal.networkText, `its own pod CIDR ${pods[j]!.networkText}`);
+      return false;
+    }
+  }
+  for (let j = 0; j < pods.length; j++) {
+    const holder = claims.find(pods[j]!);
+    if (holder === null) continue;
+    dropNode(conflicts, n, podField, pods[j]!.networkText, holder);
+    return false;
+  }
+  for (let k = 0; k < n.internalIPs.length; k++) {
+    const internal = n.internalIPs[k]!.ip.toHostCidr();
+    const holder = claims.find(internal);
+    if (holder === null) continue;
+    dropNode(conflicts, n, internalIPField, internal.networkText, holder);
+    return false;
+  }
+  for (let j = 0; j < pods.length; j++) claims.claim(pods[j]!, n);
+  for (let k = 0; k < n.internalIPs.length; k++) claims.claim(n.internalIPs[k]!.ip.toHostCidr(), n);
+  return true;
+}
+
 /** resolveConflicts claim by claim, in the documented order: what it answers whatever the input. */
 export function resolveInOrder(nodes: readonly KiloNode[], peers: readonly KiloPeer[], subnet: Cidr): Resolved {
   const conflicts: ValidationError[] = [];
@@ -237,8 +274,7 @@ export function resolveInOrder(nodes: readonly KiloNode[], peers: readonly KiloP
 
   const keptNodes: KiloNode[] = [];
   const ordered = inNameOrder(nodes);
-  // Index loops here and in find: thousands of nodes, once per process, mostly before V8
-  // optimises them, where a for-of allocates an iterator result per element.
+  // Index loops here and in find: cold code over thousands of nodes (docs/performance.md#cold-code).
   for (let i = 0; i < ordered.length; i++) {
     const n = ordered[i]!;
     const keyHolder = n.key ? keys.get(n.key) : undefined;
@@ -246,26 +282,7 @@ export function resolveInOrder(nodes: readonly KiloNode[], peers: readonly KiloP
       dropNode(conflicts, n, keyField, n.key!, keyHolder);
       continue;
     }
-    // The addresses a node holds in the mesh: routed to it, so nobody else may claim them.
-    const pod = n.podCIDR;
-    const internal = n.internalIP ? n.internalIP.ip.toHostCidr() : null;
-    if (pod && internal && pod.overlaps(internal)) {
-      // The same address would be a pod and the host: two routes and allowed IPs for one destination.
-      dropNode(conflicts, n, internalIPField, internal.networkText, `its own pod CIDR ${pod.networkText}`);
-      continue;
-    }
-    const podHolder = pod ? claims.find(pod) : null;
-    if (podHolder !== null) {
-      dropNode(conflicts, n, 'spec.podCIDR', pod!.networkText, podHolder);
-      continue;
-    }
-    const internalHolder = internal ? claims.find(internal) : null;
-    if (internalHolder !== null) {
-      dropNode(conflicts, n, internalIPField, internal!.networkText, internalHolder);
-      continue;
-    }
-    if (pod) claims.claim(pod, n);
-    if (internal) claims.claim(internal, n);
+    if (!claimNode(n, claims, conflicts)) continue;
     if (n.key) keys.set(n.key, n);
     keptNodes.push(n);
   }

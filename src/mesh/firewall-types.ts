@@ -22,12 +22,12 @@ export interface Firewall {
 
 /**
  * Pod traffic that leaves the mesh is masqueraded, never what stays in it. A packet is considered
- * when it comes from `podCIDR` or a Peer's allowed IP, or goes to an allowed location IP; it is
+ * when it comes from one of `podCIDRs` or a Peer's allowed IP, or goes to an allowed location IP; it is
  * then masqueraded unless its destination is in one of the `exceptions`.
  */
 export interface Masquerade {
-  /** The node's pod CIDR, when Kilo manages the CNI (--cni); null otherwise. */
-  podCIDR: string | null;
+  /** The node's pod CIDRs (one per family), when Kilo manages the CNI (--cni); empty otherwise. */
+  podCIDRs: string[];
   /**
    * The allowed location IPs of the node's location (a printer LAN): traffic to them is
    * masqueraded, so that their replies find their way back. In the order the segments list them.

@@ -17,10 +17,8 @@ export function planFirewall(t: Topology, options: MeshOptions, enc: Encapsulato
   const forward =
     options.cni && options.iptablesForwardRules
       ? t.local.leader
-        ? groupSegments(t).flatMap((s) => s.nodes.flatMap((n) => (n.podCIDR ? [n.podCIDR] : [])))
-        : self.podCIDR
-          ? [self.podCIDR]
-          : []
+        ? groupSegments(t).flatMap((s) => s.nodes.flatMap((n) => n.podCIDRs))
+        : self.podCIDRs
       : [];
 
   // Replies from an allowed-location network (a printer LAN) must find their way back.
@@ -38,7 +36,7 @@ export function planFirewall(t: Topology, options: MeshOptions, enc: Encapsulato
   // address an earlier group covers is left out of the later ones (Kilo writes the WireGuard /32
   // twice, as itself and as an allowed IP).
   const groups: [MasqueradeExceptionReason, Cidr[]][] = [
-    ['wireguard-ips', t.segments.map((s) => s.wireGuardIP.toHostCidr())],
+    ['wireguard-ips', t.segments.flatMap((s) => s.wireGuardIPs.map((ip) => ip.toHostCidr()))],
     ['known-ips', allowedIPsOf(t.segments)],
     ['peers', allowedIPsOf(t.peers)],
     ['service-cidrs', options.serviceCIDRs],
@@ -59,7 +57,7 @@ export function planFirewall(t: Topology, options: MeshOptions, enc: Encapsulato
     for (let i = 0; i < group.length; i++) {
       for (let j = 0; j < group[i]!.nodes.length; j++) {
         const n = group[i]!.nodes[j]!;
-        if (n === self || !n.internalIP) continue;
+        if (n === self || n.internalIPs.length === 0) continue;
         for (const c of enc.ipipSourcesOf(n)) sources.push(c.networkText);
       }
     }
@@ -68,7 +66,7 @@ export function planFirewall(t: Topology, options: MeshOptions, enc: Encapsulato
 
   return {
     masquerade: {
-      podCIDR: options.cni && self.podCIDR ? self.podCIDR.networkText : null,
+      podCIDRs: options.cni ? text(self.podCIDRs) : [],
       allowedLocationIPs: text(allowedLocationIPs),
       peerAllowedIPs: text(aggregate(allowedIPsOf(t.peers))),
       exceptions,
@@ -79,8 +77,8 @@ export function planFirewall(t: Topology, options: MeshOptions, enc: Encapsulato
 }
 
 /**
- * Every allowed IP of the segments or Peers, in order. Not flatMap, nor for-of: once per process
- * over thousands of segments, before V8 optimises it, both cost an allocation or more per element.
+ * Every allowed IP of the segments or Peers, in order. An index loop, not flatMap nor for-of: cold
+ * code over thousands of segments (docs/performance.md#cold-code).
  */
 function allowedIPsOf(list: readonly { allowedIPs: readonly Cidr[] }[]): Cidr[] {
   const out: Cidr[] = [];

@@ -1,4 +1,4 @@
-import { quote } from './graph.js';
+import { groupDetail, quote } from './graph.js';
 import type { Segment, Topology } from './topology.js';
 
 /**
@@ -32,7 +32,7 @@ function placesOf(t: Topology): Place[] {
 function labelOf(s: Segment, bySubnet: boolean): string {
   const location = s.location || '(no location)';
   if (!bySubnet) return location;
-  return s.leader.internalIP ? `${location} ${s.leader.internalIP.networkText}` : `${location} (no internal IP)`;
+  return `${location} ${groupDetail(s)}`;
 }
 
 /** Pairs of segments between two places (or inside one): over WireGuard and in the clear. */

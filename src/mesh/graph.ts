@@ -60,8 +60,10 @@ export const peerId = (name: string): string => `peer/${name}`;
 const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** The private network that names a group in subnet granularity, beside its location. */
-function groupDetail(segment: Segment): string {
-  return segment.leader.internalIP?.networkText ?? '(no internal IP)';
+export function groupDetail(segment: Segment): string {
+  // The first family's, as the topology groups (IPv4's when there are two).
+  const internal = segment.leader.internalIPs[0];
+  return internal ? internal.networkText : '(no internal IP)';
 }
 
 /**
@@ -152,9 +154,9 @@ function htmlLabel(title: string, lines: string[], note?: string): string {
 /** What a node box says. Only a leader has a WireGuard IP and an endpoint that others dial. */
 function nodeLines(t: Topology, s: Segment, n: KiloNode): string[] {
   const lines: string[] = [];
-  if (n === s.leader) lines.push(`wg ${s.wireGuardIP.text}`);
-  if (n.podCIDR) lines.push(`pod ${n.podCIDR.networkText}`);
-  if (n.internalIP) lines.push(`internal ${n.internalIP.toString()}`);
+  if (n === s.leader) for (const ip of s.wireGuardIPs) lines.push(`wg ${ip.text}`);
+  for (const c of n.podCIDRs) lines.push(`pod ${c.networkText}`);
+  for (const c of n.internalIPs) lines.push(`internal ${c.toString()}`);
   if (n === s.leader && n.key) {
     const e = effectiveEndpoint(t, n.endpoint, n.key, n.persistentKeepalive);
     if (e) lines.push(`endpoint ${formatEndpoint(e)}`);

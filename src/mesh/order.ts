@@ -4,7 +4,7 @@ export const byName = (a: { name: string }, b: { name: string }) => (a.name < b.
 /**
  * The objects by name: the list itself when it already is (lists come so from the API server, and
  * readyMesh keeps them so), else a sorted copy. One look at each neighbour instead of a sort's calls
- * of a comparator, thousands of times over.
+ * of a comparator (docs/performance.md#cold-code).
  */
 export function inNameOrder<T extends { name: string }>(list: readonly T[]): readonly T[] {
   for (let i = 1; i < list.length; i++) if (!(list[i - 1]!.name < list[i]!.name)) return [...list].sort(byName);

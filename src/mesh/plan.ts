@@ -1,4 +1,5 @@
 import type { Cidr, IP } from '../net/cidr.js';
+import { ofFamily } from '../net/family.js';
 import { formatEndpoint } from '../model/parse.js';
 import type { KiloNode, KiloPeer } from '../model/types.js';
 import { encapsulatorOf, type Encapsulator } from '../encapsulation/index.js';
@@ -15,11 +16,7 @@ import {
   type PlanRule,
 } from './types.js';
 
-/*
- * The loops over segments and their nodes are index loops: a plan runs them once per process over
- * thousands of segments (kgctl, each pass of the agent), mostly before V8 optimises them, and there
- * a for-of allocates an iterator result per element.
- */
+// The loops over segments and their nodes are index loops: cold code (docs/performance.md#cold-code).
 
 /**
  * One node's desired state, from the topology as that node sees it. Pure. `enc` is the plan's part
@@ -29,6 +26,8 @@ import {
 export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = encapsulatorOf(options)): Plan {
   const { node, leader } = t.local;
   const routing = leader ? leaderRoutes(t, options, enc) : followerRoutes(t, options, enc);
+  // With the mesh mask. Today each segment has the one of the subnet's family.
+  const wireGuardIPs = leader ? t.local.segment.wireGuardIPs.map((ip) => `${ip.text}/${t.subnet.prefix}`) : [];
   return {
     node: node.name,
     granularity: t.granularity,
@@ -39,7 +38,9 @@ export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = 
       nodes: t.local.segment.nodes.map((n) => n.name),
       leaderReason: t.local.segment.leaderReason,
     },
-    wireGuardIP: leader ? `${t.local.segment.wireGuardIP.text}/${t.subnet.prefix}` : null,
+    wireGuardIP: wireGuardIPs.length > 0 ? wireGuardIPs[0]! : null,
+    // Only with two families: the plan of one family is Kilo's.
+    ...(wireGuardIPs.length > 1 ? { wireGuardIPs } : {}),
     listenPort: node.endpoint?.port ?? options.port,
     fwmark: leader && options.routeHostTraffic ? wireGuardMark : null,
     privateKey: { path: options.privateKeyPath },
@@ -96,8 +97,8 @@ function returnRoutes(t: Topology, enc: Encapsulator, out: Routing): void {
   if (!enc.returnsToFollowers) return;
   const self = t.local.node;
   for (const n of t.local.segment.nodes) {
-    if (n === self || !n.podCIDR) continue;
-    out.routes.push(viaPrivate(enc, self, n.podCIDR, enc.segmentGateway(n)));
+    if (n === self) continue;
+    for (const c of n.podCIDRs) out.routes.push(viaPrivate(enc, self, c, enc.segmentGateway(n)));
   }
 }
 
@@ -113,14 +114,15 @@ function localRoutes(t: Topology, options: MeshOptions, enc: Encapsulator, out: 
     const nodes = group[i]!.nodes;
     for (let j = 0; j < nodes.length; j++) {
       const n = nodes[j]!;
-      if (n === self || !n.internalIP || !n.podCIDR) continue;
+      if (n === self || n.internalIPs.length === 0 || n.podCIDRs.length === 0) continue;
       const gw = enc.mateGateway(n);
-      const route = viaPrivate(enc, self, n.podCIDR, gw);
-      out.routes.push(route);
-      if (route.dev !== 'tunnel') continue;
+      let route: PlanRoute | undefined;
+      for (let k = 0; k < n.podCIDRs.length; k++) out.routes.push((route = viaPrivate(enc, self, n.podCIDRs[k]!, gw)));
+      if (route!.dev !== 'tunnel') continue;
       const host = gw.toHostCidr().networkText;
       out.routes.push({ dst: host, gw: gw.text, dev: 'tunnel', src: null, table: kiloTable, onlink: true });
-      out.rules.push({ src: self.podCIDR?.networkText ?? null, dst: host, table: kiloTable, iif: null });
+      const src = ofFamily(self.podCIDRs, gw.family);
+      out.rules.push({ src: src ? src.networkText : null, dst: host, table: kiloTable, iif: null });
       if (withKiloRule) out.rules.push({ src: null, dst: host, table: kiloTable, iif: 'kilo' });
     }
   }
@@ -130,20 +132,21 @@ function leaderRoutes(t: Topology, options: MeshOptions, enc: Encapsulator): Rou
   const out: Routing = { routes: [], rules: [] };
   localRoutes(t, options, enc, out, true);
   returnRoutes(t, enc, out);
-  const own = t.local.node.internalIP?.ip ?? null;
-  const viaKilo = (dst: Cidr, segmentIP: IP | null): PlanRoute => {
+  const own = t.local.node.internalIPs;
+  const viaKilo = (dst: Cidr, segmentIPs: readonly IP[] | null): PlanRoute => {
     // WireGuard picks the peer by allowed IPs, so the gateway is only a label: an IPv6 pod CIDR in
     // a cluster with an IPv4 WireGuard subnet goes without one (Linux has no IPv4 next hop for an
     // IPv6 route, and Kilo's route would be rejected).
-    const gw = segmentIP && segmentIP.family === dst.family ? segmentIP : null;
+    const gw = segmentIPs && ofFamily(segmentIPs, dst.family);
+    // A source of the other family makes the route invalid (an IPv6 Peer IP in an IPv4 cluster).
+    const src = ofFamily(own, dst.family);
     return {
       dst: dst.networkText,
-      gw: gw?.text ?? null,
+      gw: gw ? gw.text : null,
       dev: 'kilo',
-      // A source of the other family makes the route invalid (an IPv6 Peer IP in an IPv4 cluster).
-      src: own && own.family === dst.family ? own.text : null,
+      src: src ? src.ip.text : null,
       table: 'main',
-      onlink: gw !== null,
+      onlink: !!gw,
     };
   };
   // Rule-based routing (wireguard.com/netns): WireGuard marks its own packets, and only unmarked
@@ -165,16 +168,18 @@ function leaderRoutes(t: Topology, options: MeshOptions, enc: Encapsulator): Rou
     )?.ip;
     for (let j = 0; j < s.nodes.length; j++) {
       const n = s.nodes[j]!;
-      if (n.podCIDR) out.routes.push(viaKilo(n.podCIDR, s.wireGuardIP));
-      if (!n.internalIP) continue;
-      const host = viaKilo(n.internalIP.ip.toHostCidr(), s.wireGuardIP);
-      if (ruleBased) out.routes.push({ ...host, table: hostTable });
-      // Without the mark, a node reachable only at its endpoint IP cannot be routed to through
-      // the tunnel that carries its own packets.
-      else if (!n.internalIP.ip.equals(endpointIP)) out.routes.push(host);
+      for (let k = 0; k < n.podCIDRs.length; k++) out.routes.push(viaKilo(n.podCIDRs[k]!, s.wireGuardIPs));
+      for (let k = 0; k < n.internalIPs.length; k++) {
+        const internal = n.internalIPs[k]!.ip;
+        const host = viaKilo(internal.toHostCidr(), s.wireGuardIPs);
+        if (ruleBased) out.routes.push({ ...host, table: hostTable });
+        // Without the mark, a node reachable only at its endpoint IP cannot be routed to through
+        // the tunnel that carries its own packets.
+        else if (!internal.equals(endpointIP)) out.routes.push(host);
+      }
     }
     if (s.allowedLocationIPs.length > 0)
-      for (const c of s.allowedLocationIPs) out.routes.push(viaKilo(c, s.wireGuardIP));
+      for (const c of s.allowedLocationIPs) out.routes.push(viaKilo(c, s.wireGuardIPs));
   }
   for (const p of t.peers) for (const c of p.allowedIPs) out.routes.push(viaKilo(c, null));
   return out;
@@ -186,15 +191,25 @@ function followerRoutes(t: Topology, options: MeshOptions, enc: Encapsulator): R
   const self = t.local.node;
   const gw = enc.segmentGateway(t.local.segment.leader);
   const via = (dst: Cidr) => out.routes.push(viaPrivate(enc, self, dst, gw));
-  for (let i = 0; i < t.segments.length; i++) via(t.segments[i]!.wireGuardIP.toHostCidr());
+  for (let i = 0; i < t.segments.length; i++) {
+    const ips = t.segments[i]!.wireGuardIPs;
+    for (let k = 0; k < ips.length; k++) via(ips[k]!.toHostCidr());
+  }
   localRoutes(t, options, enc, out, false);
   const remote = remoteSegments(t);
   for (let i = 0; i < remote.length; i++) {
     const nodes = remote[i]!.nodes;
-    for (let j = 0; j < nodes.length; j++) if (nodes[j]!.podCIDR) via(nodes[j]!.podCIDR!);
-    for (let j = 0; j < nodes.length; j++) if (nodes[j]!.internalIP) via(nodes[j]!.internalIP!.ip.toHostCidr());
+    for (let j = 0; j < nodes.length; j++)
+      for (let k = 0; k < nodes[j]!.podCIDRs.length; k++) via(nodes[j]!.podCIDRs[k]!);
+    for (let j = 0; j < nodes.length; j++)
+      for (let k = 0; k < nodes[j]!.internalIPs.length; k++) via(nodes[j]!.internalIPs[k]!.ip.toHostCidr());
     for (const c of remote[i]!.allowedLocationIPs) via(c);
   }
   for (const p of t.peers) for (const c of p.allowedIPs) via(c);
   return out;
+}
+
+/** The WireGuard interface's addresses, one per family (the plan's wireGuardIP first); none on a non-leader. */
+export function wireGuardAddresses(plan: Plan): string[] {
+  return plan.wireGuardIPs ?? (plan.wireGuardIP === null ? [] : [plan.wireGuardIP]);
 }

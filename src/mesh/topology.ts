@@ -1,4 +1,5 @@
 import { Cidr, IP } from '../net/cidr.js';
+import { ofFamily, type ByFamily } from '../net/family.js';
 import type { ValidationError } from '../model/errors.js';
 import { PrefixIndex } from '../net/prefix-index.js';
 import { byName, inNameOrder } from './order.js';
@@ -21,10 +22,14 @@ export interface Segment {
   leader: KiloNode;
   /** Why the leader leads: Kilo's annotation rule, a Lease, or the rule as the Lease's fallback. */
   leaderReason: LeaderReason;
-  wireGuardIP: IP;
+  /**
+   * One per family, IPv4's first: today the one of the --subnet's family, the segment's place in
+   * key order (Kilo's rule).
+   */
+  wireGuardIPs: ByFamily<IP>;
   /** After filtering (Kilo's rule): none overlaps an allowed IP, a Peer's, or a later segment's claim. */
   allowedLocationIPs: Cidr[];
-  /** Pod CIDRs, internal IPs (/32), WireGuard IP (/32), then allowed-location IPs. */
+  /** Each member's pod CIDRs and internal IPs (/32, /128), the WireGuard IPs (/32, /128), then allowed-location IPs. */
   allowedIPs: Cidr[];
 }
 
@@ -74,7 +79,7 @@ function placeSegments(
     const n = nodes[i]!;
     // A node without an internal IP cannot be reached over the private network, so it is a
     // group of its own in every granularity (Kilo leaves it isolated in cross).
-    if (granularity !== 'location' || !n.internalIP) alone.push(n);
+    if (granularity !== 'location' || n.internalIPs.length === 0) alone.push(n);
     else {
       const members = located.get(n.location);
       if (members) members.push(n);
@@ -92,8 +97,10 @@ function placeSegments(
     const n = single[i]!;
     const key = `node:${n.name}`;
     let group = key;
-    if (n.internalIP && granularity === 'cross') group = locationKey(n.location);
-    else if (n.internalIP && granularity === 'subnet') group = `subnet:${n.location}/${n.internalIP.networkText}`;
+    // A node of two families is grouped by its first internal IP's subnet (IPv4's).
+    const internal = n.internalIPs.length > 0 ? n.internalIPs[0]! : null;
+    if (internal && granularity === 'cross') group = locationKey(n.location);
+    else if (internal && granularity === 'subnet') group = `subnet:${n.location}/${internal.networkText}`;
     out.push({ key, group, members: [n] });
   }
   return out;
@@ -169,21 +176,21 @@ export function buildTopology(
     const elected = chosen && members.find((n) => n.name === chosen.node);
     const leader = elected ?? electLeader(members);
     const leaderReason: LeaderReason = elected ? chosen.reason : 'annotation';
-    const wireGuardIP = subnet.nth(i + 1)!;
+    const wireGuardIPs = [subnet.nth(i + 1)!];
     const allowedIPs: Cidr[] = [];
     // Most nodes have no allowed-location IPs: no map for those (one segment per node in cross).
     let alips: Map<string, Cidr> | undefined;
     for (let j = 0; j < members.length; j++) {
       const n = members[j]!;
-      if (n.podCIDR) allowedIPs.push(n.podCIDR);
-      if (n.internalIP) allowedIPs.push(n.internalIP.ip.toHostCidr());
+      for (let k = 0; k < n.podCIDRs.length; k++) allowedIPs.push(n.podCIDRs[k]!);
+      for (let k = 0; k < n.internalIPs.length; k++) allowedIPs.push(n.internalIPs[k]!.ip.toHostCidr());
       if (n.allowedLocationIPs.length === 0) continue;
       for (const c of n.allowedLocationIPs) {
         alips ??= new Map();
         if (!alips.has(c.networkText)) alips.set(c.networkText, c);
       }
     }
-    allowedIPs.push(wireGuardIP.toHostCidr());
+    for (let k = 0; k < wireGuardIPs.length; k++) allowedIPs.push(wireGuardIPs[k]!.toHostCidr());
     return {
       key,
       group,
@@ -191,7 +198,7 @@ export function buildTopology(
       nodes: members,
       leader,
       leaderReason,
-      wireGuardIP,
+      wireGuardIPs,
       allowedLocationIPs: alips ? [...alips.values()] : [],
       allowedIPs,
     };
@@ -228,8 +235,8 @@ export function buildTopology(
  * if it overlaps a claim still standing in another segment — earlier segments are already
  * filtered, later ones not yet — so of overlapping claims the one of the last segment (by key)
  * stands. An earlier claim overlapping a prefix was itself dropped for it, so "still standing"
- * reduces to "claimed by a later segment"; with two prefix indexes, 10,000 segments cost
- * O(n log n), not O(n²). In mixed clusters agreement with Kilo beats symmetry.
+ * reduces to "claimed by a later segment"; with two prefix indexes it costs O(n log n), not O(n²)
+ * (docs/performance.md#allowed-location-ips). In mixed clusters agreement with Kilo beats symmetry.
  */
 function filterAllowedLocationIPs(segments: Segment[], peers: readonly KiloPeer[]): void {
   // Most clusters have none: then there is nothing to index.
@@ -272,7 +279,9 @@ export function effectiveEndpoint(
 
 function onLocalNetwork(local: KiloNode, location: string, e: Endpoint | null): boolean {
   const ip = e?.ip;
-  return !!ip && location === local.location && ip.isPrivate() && !!local.internalIP?.contains(ip);
+  return (
+    !!ip && location === local.location && ip.isPrivate() && !!ofFamily(local.internalIPs, ip.family)?.contains(ip)
+  );
 }
 
 /** The segments this node reaches over WireGuard: every segment outside its own group. */

@@ -74,8 +74,13 @@ export interface Plan {
     /** Why the leader leads: Kilo's annotation rule, a Lease, or the rule as the Lease's fallback. */
     leaderReason: LeaderReason;
   };
-  /** The interface address (WireGuard IP with the mesh mask); null on a non-leader. */
+  /**
+   * The interface address (WireGuard IP with the mesh mask; IPv4's when there are two families):
+   * Kilo's field and value; null on a non-leader.
+   */
   wireGuardIP: string | null;
+  /** Every family's interface address, wireGuardIP's first; only when there are two (wireGuardAddresses). */
+  wireGuardIPs?: string[];
   listenPort: number;
   /** Firewall mark of the WireGuard device's own packets (--route-host-traffic); null = none. */
   fwmark: number | null;

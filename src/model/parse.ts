@@ -1,4 +1,5 @@
 import { Cidr, IP } from '../net/cidr.js';
+import { noValues, pair, single, type ByFamily } from '../net/family.js';
 import { Annotation, defaultTopologyLabel } from './annotations.js';
 import { ValidationError } from './errors.js';
 import {
@@ -253,13 +254,13 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
   } else if (a[Annotation.internalIP]) {
     internalIP = r.address(field(Annotation.internalIP), a[Annotation.internalIP]);
   }
+  const internalIPs = single(internalIP);
 
   const key = a[Annotation.key] ? r.key(field(Annotation.key), a[Annotation.key]) : null;
   const lastSeen = a[Annotation.lastSeen]
     ? r.seconds(field(Annotation.lastSeen), a[Annotation.lastSeen], Number.MAX_SAFE_INTEGER)
     : null;
-  const podCIDRValue = obj.spec?.podCIDR;
-  const podCIDR = podCIDRValue ? r.routable('spec.podCIDR', podCIDRValue) : null;
+  const podCIDRs = obj.spec ? parsePodCIDRs(r, obj.spec) : noValues;
   const persistentKeepalive = a[Annotation.persistentKeepalive]
     ? (r.seconds(field(Annotation.persistentKeepalive), a[Annotation.persistentKeepalive]) ?? 0)
     : 0;
@@ -306,10 +307,10 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
     location,
     wantsLeader: Object.hasOwn(a, Annotation.leader),
     endpoint,
-    internalIP,
+    internalIPs,
     key,
     lastSeen,
-    podCIDR,
+    podCIDRs,
     persistentKeepalive,
     allowedLocationIPs,
     discoveredEndpoints,
@@ -318,6 +319,34 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
     ciliumInternalIP,
     leaderHealth,
   });
+}
+
+/**
+ * spec.podCIDRs (one per family, as Kubernetes allows), else spec.podCIDR. Kubernetes keeps
+ * podCIDR equal to podCIDRs[0]: a node whose two disagree is dropped rather than guessed at.
+ */
+function parsePodCIDRs(r: Reader, spec: NonNullable<NodeObject['spec']>): ByFamily<Cidr> {
+  const podCIDR = spec.podCIDR;
+  const list = spec.podCIDRs;
+  if (!list || list.length === 0) return podCIDR ? single(r.routable('spec.podCIDR', podCIDR)) : noValues;
+  if (list.length > 2) {
+    r.fail('spec.podCIDRs', list, 'at most one pod CIDR per family (IPv4, IPv6)');
+    return noValues;
+  }
+  const first = r.routable('spec.podCIDRs[0]', list[0]);
+  if (!first) return noValues;
+  // Equal as written on every node Kubernetes made: no second parse.
+  const alone = podCIDR && podCIDR !== list[0] ? r.routable('spec.podCIDR', podCIDR) : null;
+  if (alone && alone.networkText !== first.networkText) {
+    r.fail('spec.podCIDR', podCIDR, `differs from spec.podCIDRs[0] ${JSON.stringify(list[0])}`);
+  }
+  if (list.length === 1) return [first];
+  const second = r.routable('spec.podCIDRs[1]', list[1]);
+  const both = second && pair(first, second);
+  if (second && !both) {
+    r.fail('spec.podCIDRs[1]', list[1], `of the family of spec.podCIDRs[0] ${JSON.stringify(list[0])}: one per family`);
+  }
+  return both ?? noValues;
 }
 
 function parseLeaderHealth(r: Reader, field: string, text: string): LeaderHealthReport | null {

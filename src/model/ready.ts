@@ -6,7 +6,7 @@ export function isNodeReady(node: KiloNode, now: number): boolean {
   return (
     node.endpoint !== null &&
     node.key !== null &&
-    node.podCIDR !== null &&
+    node.podCIDRs.length > 0 &&
     node.lastSeen !== null &&
     now - node.lastSeen <= readinessWindowSeconds
   );

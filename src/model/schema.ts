@@ -45,7 +45,7 @@ export type ObjectHead = z.infer<ReturnType<typeof objectShape>>;
 export const nodeShape = lazy(() =>
   z.looseObject({
     metadata: metadata(),
-    spec: z.nullish(z.looseObject({ podCIDR: z.nullish(z.string()) })),
+    spec: z.nullish(z.looseObject({ podCIDR: z.nullish(z.string()), podCIDRs: z.nullish(z.array(z.string())) })),
   }),
 );
 export type NodeObject = z.infer<ReturnType<typeof nodeShape>>;
@@ -73,6 +73,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 const optionalString = (v: unknown) => v === undefined || typeof v === 'string';
 const nullishString = (v: unknown) => v === undefined || v === null || typeof v === 'string';
+const isString = (v: unknown) => typeof v === 'string';
 
 function nullishStringMap(v: unknown): boolean {
   if (v === undefined || v === null) return true;
@@ -105,7 +106,10 @@ function plainMetadata(metadata: unknown): boolean {
 export function plainNode(v: unknown): v is NodeObject {
   if (!isObject(v) || !plainMetadata(v['metadata'])) return false;
   const spec = v['spec'];
-  return spec === undefined || spec === null || (isObject(spec) && nullishString(spec['podCIDR']));
+  if (spec === undefined || spec === null) return true;
+  if (!isObject(spec) || !nullishString(spec['podCIDR'])) return false;
+  const podCIDRs = spec['podCIDRs'];
+  return podCIDRs === undefined || podCIDRs === null || (Array.isArray(podCIDRs) && podCIDRs.every(isString));
 }
 
 /** `peerShape` surely holds. */

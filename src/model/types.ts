@@ -1,4 +1,5 @@
 import type { Cidr, IP } from '../net/cidr.js';
+import type { ByFamily } from '../net/family.js';
 
 export const granularities = ['location', 'full', 'cross', 'subnet'] as const;
 export type Granularity = (typeof granularities)[number];
@@ -24,17 +25,22 @@ export interface KiloNode {
   readonly wantsLeader: boolean;
   /** force-endpoint when set, else the detected endpoint. */
   readonly endpoint: Endpoint | null;
-  /** force-internal-ip when set (null for "" or "-"), else the detected internal IP. */
-  readonly internalIP: Cidr | null;
+  /**
+   * force-internal-ip when set (none for "" or "-"), else the detected internal IP (Kilo's
+   * annotation): an address with its mask, at most one per family.
+   */
+  readonly internalIPs: ByFamily<Cidr>;
   readonly key: string | null;
   /** Unix seconds. */
   readonly lastSeen: number | null;
-  readonly podCIDR: Cidr | null;
+  /** spec.podCIDRs, else spec.podCIDR: at most one per family. */
+  readonly podCIDRs: ByFamily<Cidr>;
   /** Seconds; 0 = not behind NAT. */
   readonly persistentKeepalive: number;
   readonly allowedLocationIPs: readonly Cidr[];
   /** Public key → where WireGuard on this node last saw that peer. */
   readonly discoveredEndpoints: ReadonlyMap<string, Endpoint>;
+  /** The WireGuard IP the node published (Kilo's annotation, one address); the plan allocates its own. */
   readonly wireGuardIP: Cidr | null;
   readonly granularity: string | null;
   /**

@@ -389,7 +389,7 @@ describe('what the agent keeps of a Node', () => {
     return n;
   };
 
-  test("Kilo's annotations, the topology label and spec.podCIDR only, listed and watched", async (t) => {
+  test("Kilo's annotations, the topology label and spec.podCIDR(s) only, listed and watched", async (t) => {
     const { api, source } = await setup(t, {
       seed: (a) => a.addNode(kubeletNode('a')),
       nodeLabels: ['topology.kubernetes.io/region'],
@@ -399,7 +399,7 @@ describe('what the agent keeps of a Node', () => {
       assert.deepEqual(Object.keys(o.metadata!.labels!), ['topology.kubernetes.io/region']);
       assert.ok(Object.keys(o.metadata!.annotations!).every((k) => k.startsWith('kilo.squat.ai/')));
       assert.ok(o.metadata!.annotations!['kilo.squat.ai/endpoint'], 'the endpoint is kept');
-      assert.deepEqual(o.spec, { podCIDR: '10.2.0.0/24' });
+      assert.deepEqual(o.spec, { podCIDR: '10.2.0.0/24', podCIDRs: ['10.2.0.0/24'] });
     };
     check('a');
     api.addNode(kubeletNode('b'));
@@ -437,5 +437,12 @@ describe('what the agent keeps of a Node', () => {
     const gone = structuredClone(beat);
     delete gone.metadata!.annotations!['kilo.squat.ai/endpoint'];
     assert.deepEqual(normalize(gone, after), normalize(gone));
+    // A second family's pod CIDR, added to the same podCIDR, is a new spec too.
+    const dual = structuredClone(beat);
+    dual.spec!['podCIDRs'] = ['10.2.0.0/24', 'fd42::/64'];
+    assert.deepEqual(normalize(dual, after)!.spec, { podCIDR: '10.2.0.0/24', podCIDRs: ['10.2.0.0/24', 'fd42::/64'] });
+    const single = structuredClone(beat);
+    delete single.spec!['podCIDRs'];
+    assert.deepEqual(normalize(single, after)!.spec, { podCIDR: '10.2.0.0/24' });
   });
 });

@@ -34,9 +34,9 @@ describe('bool flags', () => {
 
   test('the programs have bool flags to check (kg run, kgctl plan, kgctl connect, …)', () => {
     const paths = commands.map((c) => c.path);
-    for (const p of ['kg run', 'kgctl plan', 'kgctl showconf node', 'kgctl connect'])
+    for (const p of ['kg run', 'kgctl plan', 'kgctl showconf', 'kgctl showconf node', 'kgctl connect'])
       assert.ok(paths.includes(p), paths.join(', '));
-    assert.ok(commands.every((c) => c.flags.includes('--clean-up') || c.flags.includes('--local')));
+    assert.ok(commands.every((c) => ['--clean-up', '--local', '--as-peer'].some((f) => c.flags.includes(f))));
   });
 
   for (const { path, flags, find } of commands) {

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
-import type { FirewallTables } from '../../src/dataplane/types.js';
+import type { FirewallTables, FirewallWritten } from '../../src/dataplane/types.js';
 import { iptablesRulesOf, type IptablesRule, type IptablesTable } from '../../src/dataplane/iptables/rules.js';
 import type { Firewall, IPFamily } from '../../src/mesh/types.js';
 import { planA, planB } from './firewall-plans.js';
+import { lastWrite } from './last-write.js';
 
 /**
  * How a contract test looks at one machine's firewall, in its backend's terms: each backend's
@@ -239,8 +240,9 @@ export function firewallContract(
       const h = await harness(t);
       await h.view.plantForeign();
       const before = await h.view.foreign();
-      await h.tables.reconcile(planA());
-      const trusted = await h.tables.reconcile(planB(), { trustLastWrite: true });
+      const m = lastWrite<FirewallWritten>();
+      await h.tables.reconcile(planA(), m.keep());
+      const trusted = await h.tables.reconcile(planB(), m.trust());
       await h.view.assertExact(planB());
       assert.deepEqual(await h.view.foreign(), before, 'foreign rules untouched and in their order');
       // The same change found by reading gives the same writes; and memory agrees with the kernel:
@@ -253,7 +255,7 @@ export function firewallContract(
       const runs = h.restoreRuns();
       assert.deepEqual(await h.tables.reconcile(planB()), { writes: 0, details: [] });
       assert.deepEqual(
-        spelled(await h.tables.reconcile(planA(), { trustLastWrite: true })),
+        spelled(await h.tables.reconcile(planA(), m.trust())),
         spelled(await h2.tables.reconcile(planA())),
       );
       assert.deepEqual(await h.tables.reconcile(planA()), { writes: 0, details: [] });
@@ -266,9 +268,10 @@ export function firewallContract(
 
     test('trusting the last write misses a Kilo rule someone deleted; the next full read restores it', async (t) => {
       const h = await harness(t);
-      await h.tables.reconcile(planA());
+      const m = lastWrite<FirewallWritten>();
+      await h.tables.reconcile(planA(), m.keep());
       await h.view.deleteKiloRule();
-      assert.deepEqual(await h.tables.reconcile(planA(), { trustLastWrite: true }), { writes: 0, details: [] });
+      assert.deepEqual(await h.tables.reconcile(planA(), m.trust()), { writes: 0, details: [] });
       assert.ok((await h.tables.reconcile(planA())).writes > 0);
       await h.view.assertExact(planA());
     });

@@ -10,7 +10,7 @@ import type { Firewall } from '../../src/mesh/types.js';
  */
 const intent: Firewall = {
   masquerade: {
-    podCIDR: '10.42.0.0/24',
+    podCIDRs: ['10.42.0.0/24'],
     allowedLocationIPs: ['192.168.50.0/24', 'fd50::/64'],
     peerAllowedIPs: ['10.5.0.0/31', 'fd05::1/128'],
     exceptions: [
@@ -83,7 +83,7 @@ test('iptables rendering of a representative intent, IPv6: the same scaffolding,
 
 test('no IPIP policy, no masquerade source, no forward rule: KILO-NAT and its MASQUERADE alone, no filter table', () => {
   const bare: Firewall = {
-    masquerade: { podCIDR: null, allowedLocationIPs: [], peerAllowedIPs: [], exceptions: [] },
+    masquerade: { podCIDRs: [], allowedLocationIPs: [], peerAllowedIPs: [], exceptions: [] },
     forwardPodCIDRs: [],
     ipip: null,
   };

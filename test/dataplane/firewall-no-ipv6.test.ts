@@ -16,8 +16,10 @@ import {
 } from '../../src/dataplane/iptables/tables.js';
 import { reconcile, type Dataplane } from '../../src/dataplane/reconcile.js';
 import { FakeLinks, FakeKernel, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
+import type { FirewallWritten } from '../../src/dataplane/types.js';
 import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
 import { iptablesRulesOf } from '../../src/dataplane/iptables/rules.js';
+import { lastWrite } from './last-write.js';
 import type { Firewall, Plan } from '../../src/mesh/types.js';
 import { Cidr } from '../../src/net/cidr.js';
 import { generatePrivateKey } from '../../src/wireguard/keys.js';
@@ -229,10 +231,9 @@ describe('a host without IPv6 netfilter', () => {
 
       const before = ip6Runs(h);
       const restores = h.netfilter.restoreRuns();
-      for (const trustLastWrite of [false, true]) {
-        const again = await tables.reconcile(fw, { trustLastWrite });
+      const m = lastWrite<FirewallWritten>();
+      for (const again of [await tables.reconcile(fw, m.keep()), await tables.reconcile(fw, m.trust())])
         assert.deepEqual(again, { writes: 0, details: [] });
-      }
       assert.equal(ip6Runs(h), before, 'IPv6 is not asked again');
       assert.equal(h.netfilter.restoreRuns(), restores, 'no restore at all');
       assert.equal(logged.length, 1, 'told once');

@@ -3,7 +3,8 @@ import { describe, test } from 'node:test';
 import { PartialApplyError } from '../../src/dataplane/routes/errors.js';
 import { KiloRoutingTables, type RouteKernel } from '../../src/dataplane/routes/reconciler.js';
 import { describeRoute, describeRule, type KernelRoute, type KernelRule } from '../../src/dataplane/routes/state.js';
-import type { DeviceNames } from '../../src/dataplane/types.js';
+import type { DeviceNames, RoutingWritten } from '../../src/dataplane/types.js';
+import { lastWrite } from './last-write.js';
 import { hostTable, kiloTable, wireGuardMark, type PlanRoute, type PlanRule } from '../../src/mesh/types.js';
 
 /**
@@ -219,9 +220,10 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
     withKernel(
       'trusting the last write: a change of routes alone reads nothing and leaves the kernel as a read would',
       async (_h, c) => {
-        await c.tables.reconcile(planA.routes, planA.rules, devices);
+        const m = lastWrite<RoutingWritten>();
+        await c.tables.reconcile(planA.routes, planA.rules, devices, m.keep());
         const reads = c.reads();
-        const routesOnly = await c.tables.reconcile(planB.routes, planA.rules, devices, { trustLastWrite: true });
+        const routesOnly = await c.tables.reconcile(planB.routes, planA.rules, devices, m.trust());
         assert.equal(c.reads(), reads, 'no read: the last write is trusted');
         assert.deepEqual([...routesOnly.details].sort(), [
           'add route 10.42.5.0/24 via 192.168.1.5 dev priv0 onlink',
@@ -230,11 +232,14 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
         ]);
         assert.deepEqual((await shown(c.tables)).routes, routesB);
         // Memory and kernel agree: a full read finds nothing to do.
-        assert.deepEqual(await c.tables.reconcile(planB.routes, planA.rules, devices), { writes: 0, details: [] });
+        assert.deepEqual(await c.tables.reconcile(planB.routes, planA.rules, devices, m.keep()), {
+          writes: 0,
+          details: [],
+        });
 
         // Rules changing: which rule a delete hits depends on the kernel's order, so it reads.
         const before = c.reads();
-        const b = await c.tables.reconcile(planB.routes, planB.rules, devices, { trustLastWrite: true });
+        const b = await c.tables.reconcile(planB.routes, planB.rules, devices, m.trust());
         assert.equal(c.reads() - before, 1);
         assert.equal(b.writes, 2, b.details.join('\n'));
         assert.deepEqual(await shown(c.tables), { routes: routesB, rules: rulesB });
@@ -307,10 +312,11 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
     withKernel(
       'trusting the last write misses a route someone deleted; the next full read puts it back',
       async (h, c) => {
-        await c.tables.reconcile(planA.routes, planA.rules, devices);
+        const m = lastWrite<RoutingWritten>();
+        await c.tables.reconcile(planA.routes, planA.rules, devices, m.keep());
         const gone = (await c.tables.read()).routes.find((x) => x.dst === '10.42.4.0/24')!;
         await h.deleteRoute(gone);
-        assert.deepEqual(await c.tables.reconcile(planA.routes, planA.rules, devices, { trustLastWrite: true }), {
+        assert.deepEqual(await c.tables.reconcile(planA.routes, planA.rules, devices, m.trust()), {
           writes: 0,
           details: [],
         });

@@ -6,7 +6,7 @@ import { wireGuardAheadContract, wireGuardContract } from './wireguard-contract.
 
 wireGuardContract('fake', async () => {
   const device = new FakeWireGuardDevice('kilo0');
-  return { device, uapiAnswer: async () => device.uapiText(), cleanup: async () => {} };
+  return { device, cleanup: async () => {} };
 });
 
 wireGuardAheadContract('fake', async () => ({ device: new FakeWireGuardDevice('kilo0'), cleanup: async () => {} }));

@@ -1,7 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { createWireGuardDevice } from '../../src/dataplane/wireguard/device.js';
-import { uapiRequest } from '../../src/dataplane/wireguard/uapi.js';
 import { createNamespace, skipNoNetns } from '../helpers/netns.js';
 import { wireGuardAheadContract, wireGuardContract, type ContractSubject } from './wireguard-contract.js';
 
@@ -14,7 +12,6 @@ function inNamespace(prefix: string, socket = true): ContractSubject {
   const device = createWireGuardDevice(ns.exec, { name: 'kilo0', socket });
   return {
     device,
-    uapiAnswer: () => uapiRequest(join(ns.exec.wireGuardRunDir, 'kilo0.sock'), 'kilo0', 'get=1\n\n'),
     async cleanup() {
       try {
         await device.destroy();

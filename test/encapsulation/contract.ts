@@ -50,7 +50,11 @@ const mates: KiloNode[] = [
 
 /** Whether `ip` belongs to node `n`: its internal IP, its Cilium internal IP, or in its pod CIDR. */
 function isAddressOf(n: KiloNode, ip: IP): boolean {
-  return Boolean(n.internalIP?.ip.equals(ip) || n.ciliumInternalIP?.equals(ip) || n.podCIDR?.contains(ip));
+  return (
+    n.internalIPs.some((c) => c.ip.equals(ip)) ||
+    !!n.ciliumInternalIP?.equals(ip) ||
+    n.podCIDRs.some((c) => c.contains(ip))
+  );
 }
 
 export async function encapsulationContract(t: TestContext, c: EncapsulationCase, m: TestHost | null) {

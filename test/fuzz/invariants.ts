@@ -10,9 +10,9 @@ export function planViolations(plan: Plan, t: Topology): string[] {
   const out: string[] = [];
   const own: Cidr[] = [];
   const self = t.local.node;
-  if (self.podCIDR) own.push(self.podCIDR);
-  if (self.internalIP) own.push(self.internalIP.ip.toHostCidr());
-  own.push(t.local.segment.wireGuardIP.toHostCidr());
+  own.push(...self.podCIDRs);
+  for (const c of self.internalIPs) own.push(c.ip.toHostCidr());
+  for (const ip of t.local.segment.wireGuardIPs) own.push(ip.toHostCidr());
 
   const keys = new Set<string>();
   const ips = new Map<string, string>();

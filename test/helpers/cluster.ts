@@ -35,6 +35,8 @@ export interface NodeSpec {
   key?: string | null;
   /** spec.podCIDR. */
   podCIDR?: string;
+  /** spec.podCIDRs (any value, to test bad ones). */
+  podCIDRs?: unknown;
   keepalive?: number | string;
   /** true → the annotation with value "true"; a string → that value. */
   leader?: boolean | string;
@@ -81,7 +83,10 @@ export function node(name: string, spec: NodeSpec = {}): KubeObject {
     apiVersion: 'v1',
     kind: 'Node',
     metadata: { name, annotations: a, labels: { ...(spec.labels ?? {}) } },
-    spec: spec.podCIDR === undefined ? {} : { podCIDR: spec.podCIDR },
+    spec: {
+      ...(spec.podCIDR === undefined ? {} : { podCIDR: spec.podCIDR }),
+      ...(spec.podCIDRs === undefined ? {} : { podCIDRs: spec.podCIDRs }),
+    },
   };
 }
 

@@ -172,7 +172,7 @@ describe('resolveConflicts: the answer without conflicts is the one claim by cla
       const subnet = Cidr.parse(pick(['10.4.0.0/16', '10.4.0.0/16', 'fd04::/64']));
       const want = resolveInOrder(nodes, peers, subnet);
       const got = resolveConflicts(nodes, peers, subnet);
-      const label = JSON.stringify({ nodes: nodes.map((n) => [n.name, n.podCIDR?.networkText]), c });
+      const label = JSON.stringify({ nodes: nodes.map((n) => [n.name, n.podCIDRs.map(String)]), c });
       assert.deepEqual(got.nodes, want.nodes, label);
       assert.equal(got.nodes.length, want.nodes.length);
       got.nodes.forEach((n, i) => assert.equal(n, want.nodes[i], label));

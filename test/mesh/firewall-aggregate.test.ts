@@ -59,13 +59,13 @@ describe('KILO-NAT aggregation', () => {
         const t = topologyFor(objs(), host, options);
         const plan = planFor(objs(), host, options);
         const destinations = [
-          ...t.segments.flatMap((s) => [s.wireGuardIP.toHostCidr(), ...s.allowedIPs]),
+          ...t.segments.flatMap((s) => [...s.wireGuardIPs.map((ip) => ip.toHostCidr()), ...s.allowedIPs]),
           ...t.peers.flatMap((p) => p.allowedIPs),
           ...services,
         ];
         assertSameAddresses(returned(plan), destinations, `${granularity} ${host} RETURN`);
         const jumps = peerSources(plan).filter(
-          (c) => !t.local.node.podCIDR || c.networkText !== t.local.node.podCIDR.networkText,
+          (c) => !t.local.node.podCIDRs.some((pod) => c.networkText === pod.networkText),
         );
         assertSameAddresses(
           jumps,

@@ -146,7 +146,7 @@ describe('WireGuard IP allocation', () => {
       'z',
     );
     assert.deepEqual(
-      t.segments.map((s) => `${s.key}=${s.wireGuardIP.text}`),
+      t.segments.map((s) => `${s.key}=${s.wireGuardIPs.join()}`),
       ['location:a=10.4.0.1', 'location:b=10.4.0.2', 'node:0-alone=10.4.0.3'],
     );
   });
@@ -154,7 +154,7 @@ describe('WireGuard IP allocation', () => {
   test('full: nodes in string order, not natural order', () => {
     const t = topologyFor([n('n2'), n('n10'), n('n1')], 'n2', { granularity: 'full' });
     assert.deepEqual(
-      t.segments.map((s) => `${s.key}=${s.wireGuardIP.text}`),
+      t.segments.map((s) => `${s.key}=${s.wireGuardIPs.join()}`),
       ['node:n1=10.4.0.1', 'node:n10=10.4.0.2', 'node:n2=10.4.0.3'],
     );
   });
@@ -168,7 +168,7 @@ describe('WireGuard IP allocation', () => {
   test('a subnet too small for the segments is an error naming the subnet', () => {
     const objs = [n('a', { location: 'x' }), n('b', { location: 'y' }), n('c', { location: 'z' })];
     const subnet = Cidr.parse('10.4.0.0/30');
-    assert.equal(topologyFor(objs.slice(0, 2), 'a', { subnet }).segments[1]!.wireGuardIP.text, '10.4.0.2');
+    assert.equal(topologyFor(objs.slice(0, 2), 'a', { subnet }).segments[1]!.wireGuardIPs.join(), '10.4.0.2');
     assert.throws(
       () => topologyFor(objs, 'a', { subnet }),
       (e: unknown) => e instanceof TopologyError && e.message.includes('10.4.0.0/30'),
@@ -282,7 +282,9 @@ describe('allowed-location IP filtering', () => {
     assert.equal(routes.length, 1);
     assert.equal(
       routes[0]!.gw,
-      topologyFor(objs, 'c', { granularity: 'cross' }).segments.find((s) => s.key === 'node:b')!.wireGuardIP.text,
+      topologyFor(objs, 'c', { granularity: 'cross' })
+        .segments.find((s) => s.key === 'node:b')!
+        .wireGuardIPs.join(),
     );
   });
 

@@ -194,18 +194,78 @@ describe('parseCluster', () => {
   });
 });
 
+describe('spec.podCIDRs: one pod CIDR per family', () => {
+  const v4 = '10.2.1.0/24';
+  const v6 = 'fd42:1::/64';
+  const podCIDRsOf = (spec: NodeSpec) => kiloNode('x', { ...good, ...spec }).podCIDRs.map(String);
+
+  test('both families, IPv4 first whichever Kubernetes lists first', () => {
+    assert.deepEqual(podCIDRsOf({ podCIDR: v4, podCIDRs: [v4, v6] }), [v4, v6]);
+    assert.deepEqual(podCIDRsOf({ podCIDR: v6, podCIDRs: [v6, v4] }), [v4, v6]);
+    assert.deepEqual(podCIDRsOf({ podCIDR: undefined, podCIDRs: [v6, v4] }), [v4, v6]);
+  });
+
+  test('podCIDR alone, or podCIDRs of one, is one pod CIDR', () => {
+    assert.deepEqual(podCIDRsOf({ podCIDR: v4 }), [v4]);
+    assert.deepEqual(podCIDRsOf({ podCIDR: v6 }), [v6]);
+    assert.deepEqual(podCIDRsOf({ podCIDR: v4, podCIDRs: [v4] }), [v4]);
+    assert.deepEqual(podCIDRsOf({ podCIDR: v4, podCIDRs: [] }), [v4]);
+    assert.deepEqual(podCIDRsOf({ podCIDR: undefined, podCIDRs: [v6] }), [v6]);
+    // The same prefix written with host bits agrees (both are masked).
+    assert.deepEqual(podCIDRsOf({ podCIDR: '10.2.1.7/24', podCIDRs: [v4] }), [v4]);
+  });
+
+  test('a podCIDR that contradicts podCIDRs[0] drops the node, naming the field and value', () => {
+    const e = rejectedNode({ podCIDR: '10.2.9.0/24', podCIDRs: [v4, v6] }, 'spec.podCIDR', '10.2.9.0/24');
+    assert.equal(e.field, 'spec.podCIDR');
+    assert.match(e.message, /spec\.podCIDRs\[0\] "10\.2\.1\.0\/24"/);
+    // The first of podCIDRs is what podCIDR must be, not any of them.
+    rejectNode({ podCIDR: v6, podCIDRs: [v4, v6] }, 'spec.podCIDR', v6);
+  });
+
+  test('a bad second pod CIDR, or two of one family, drops the node naming spec.podCIDRs[1]', () => {
+    for (const bad of ['fd42:1::/129', 'nonsense', '::/0', '10.3.0.0/16']) {
+      const e = rejectedNode({ podCIDR: v4, podCIDRs: [v4, bad] }, 'spec.podCIDRs[1]', bad);
+      assert.equal(e.field, 'spec.podCIDRs[1]');
+    }
+    rejectNode({ podCIDR: v6, podCIDRs: [v6, 'fd43::/64'] }, 'spec.podCIDRs[1]', 'fd43::/64');
+  });
+
+  test('a bad first pod CIDR, three of them, or not a list of strings drops the node', () => {
+    rejectNode({ podCIDR: undefined, podCIDRs: ['10.2.1.0/33', v6] }, 'spec.podCIDRs[0]', '10.2.1.0/33');
+    rejectNode({ podCIDR: v4, podCIDRs: [v4, v6, 'fd43::/64'] }, 'spec.podCIDRs', [v4, v6, 'fd43::/64']);
+    const p = parseNode(node('x', { ...good, podCIDRs: [v4, 7] }));
+    assert.equal(p.ok, false);
+    if (!p.ok) assert.match(p.errors[0]!.message, /podCIDRs/);
+  });
+
+  test('the node with a contradiction drops out; the rest of the cluster stays', () => {
+    const c = parseCluster([
+      node('a', { ...good, podCIDR: '10.2.1.0/24', podCIDRs: ['10.2.2.0/24'] }),
+      node('b', { ...good, podCIDR: '10.2.3.0/24', podCIDRs: ['10.2.3.0/24', 'fd42:3::/64'] }),
+    ]);
+    assert.deepEqual(
+      c.nodes.map((n) => [n.name, n.podCIDRs.map(String)]),
+      [['b', ['10.2.3.0/24', 'fd42:3::/64']]],
+    );
+    assert.equal(c.errors.length, 1);
+    assert.equal(c.errors[0]!.object, 'Node "a"');
+  });
+});
+
 describe('parseNode accepts good values', () => {
   test('IPv6 internal IP keeps its host bits and mask', () => {
     const n = kiloNode('x', { ...good, internalIP: 'fd00:1::5/64' });
-    assert.equal(n.internalIP?.ip.text, 'fd00:1::5');
-    assert.equal(n.internalIP?.prefix, 64);
-    assert.equal(n.internalIP?.networkText, 'fd00:1::/64');
+    assert.equal(n.internalIPs.length, 1);
+    assert.equal(n.internalIPs[0]?.ip.text, 'fd00:1::5');
+    assert.equal(n.internalIPs[0]?.prefix, 64);
+    assert.equal(n.internalIPs[0]?.networkText, 'fd00:1::/64');
   });
 
   test('IPv4 internal IP keeps its host bits; pod CIDR and allowed-location IPs are masked', () => {
     const n = kiloNode('x', { ...good, podCIDR: '10.2.1.7/24', allowedLocationIPs: ' 192.168.5.9/24 , 10.9.0.0/16,' });
-    assert.equal(n.internalIP?.toString(), '10.1.0.5/24');
-    assert.equal(n.podCIDR?.toString(), '10.2.1.0/24');
+    assert.deepEqual(n.internalIPs.map(String), ['10.1.0.5/24']);
+    assert.deepEqual(n.podCIDRs.map(String), ['10.2.1.0/24']);
     assert.deepEqual(n.allowedLocationIPs.map(String), ['192.168.5.0/24', '10.9.0.0/16']);
   });
 
@@ -235,17 +295,19 @@ describe('parseNode accepts good values', () => {
   });
 
   test('force-internal-ip overrides the detected internal IP', () => {
-    assert.equal(kiloNode('x', { ...good, forceInternalIP: '172.16.0.9/16' }).internalIP?.toString(), '172.16.0.9/16');
+    assert.deepEqual(kiloNode('x', { ...good, forceInternalIP: '172.16.0.9/16' }).internalIPs.map(String), [
+      '172.16.0.9/16',
+    ]);
   });
 
   for (const v of ['', '-']) {
     test(`force-internal-ip ${JSON.stringify(v)} means no internal IP`, () => {
-      assert.equal(kiloNode('x', { ...good, forceInternalIP: v }).internalIP, null);
+      assert.deepEqual(kiloNode('x', { ...good, forceInternalIP: v }).internalIPs, []);
     });
   }
 
   test('empty internal-ip means no internal IP', () => {
-    assert.equal(kiloNode('x', { ...good, internalIP: '' }).internalIP, null);
+    assert.deepEqual(kiloNode('x', { ...good, internalIP: '' }).internalIPs, []);
   });
 
   test('location annotation overrides the topology label, even when empty', () => {
@@ -290,7 +352,7 @@ describe('parseNode accepts good values', () => {
     const n = kiloNode('x', { key: null, lastSeen: null });
     assert.equal(n.key, null);
     assert.equal(n.endpoint, null);
-    assert.equal(n.podCIDR, null);
+    assert.deepEqual(n.podCIDRs, []);
     assert.equal(n.lastSeen, null);
   });
 });

@@ -13,8 +13,8 @@ const fromSource = import.meta.url.endsWith('.ts');
  * lab runs built, and from src/ (the tests) too when dist/ was built after the last source
  * change (an agent started through tsx takes seconds longer, which a 2-core machine running a
  * dozen of them feels); else the sources through tsx. Always under the node flags of the CLI's
- * `#!` line, as the image runs it: bin/kg's tune the heap, and V8 takes kg's code cache only
- * under them.
+ * `#!` line, as the image runs it: bin/kg's tune the heap, and kg's code cache is trained under
+ * them (docs/performance.md#bundling-and-the-code-cache).
  */
 export function cliArgv(cli: 'kg' | 'kgctl'): string[] {
   const bin = join(repository, 'bin', cli);

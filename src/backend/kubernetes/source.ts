@@ -183,7 +183,7 @@ function normalizeAs(type: { apiVersion: string; kind: string }): (raw: unknown)
 
 /**
  * A Node as the agent keeps it for as long as it runs, one per node of the cluster: Kilo's
- * annotations, the wanted labels and spec.podCIDR — what parseCluster reads. Kubelet's labels
+ * annotations, the wanted labels and spec.podCIDR(s) — what parseCluster reads. Kubelet's labels
  * and annotations, taints, providerID and the rest would be most of it.
  */
 export function normalizeNode(
@@ -211,15 +211,32 @@ export function normalizeNode(
     const out: KubeObject = { apiVersion: NodeType.apiVersion, kind: NodeType.kind, metadata };
     if (o.spec !== undefined && o.spec !== null) {
       const podCIDR = o.spec['podCIDR'];
+      const podCIDRs = o.spec['podCIDRs'];
       const last = previous?.spec;
-      if (typeof podCIDR === 'string' && last && Object.keys(last).length === 1 && last['podCIDR'] === podCIDR)
-        out.spec = last;
-      else
-        out.spec =
-          podCIDR === undefined ? {} : { podCIDR: typeof podCIDR === 'object' ? structuredClone(podCIDR) : podCIDR };
+      if (last && sameSpec(last, podCIDR, podCIDRs)) out.spec = last;
+      else {
+        const spec: Record<string, unknown> = {};
+        if (podCIDR !== undefined) spec['podCIDR'] = typeof podCIDR === 'object' ? structuredClone(podCIDR) : podCIDR;
+        if (podCIDRs !== undefined)
+          spec['podCIDRs'] = typeof podCIDRs === 'object' ? structuredClone(podCIDRs) : podCIDRs;
+        out.spec = spec;
+      }
     }
     return out;
   };
+}
+
+/** Whether the kept `last` spec holds exactly this string podCIDR and these string podCIDRs. */
+function sameSpec(last: Record<string, unknown>, podCIDR: unknown, podCIDRs: unknown): boolean {
+  if (typeof podCIDR !== 'string' || last['podCIDR'] !== podCIDR) return false;
+  const keys = Object.keys(last).length;
+  if (podCIDRs === undefined) return keys === 1;
+  const before = last['podCIDRs'];
+  if (keys !== 2 || !Array.isArray(podCIDRs) || !Array.isArray(before) || before.length !== podCIDRs.length)
+    return false;
+  for (let i = 0; i < podCIDRs.length; i++)
+    if (typeof podCIDRs[i] !== 'string' || podCIDRs[i] !== before[i]) return false;
+  return true;
 }
 
 /**

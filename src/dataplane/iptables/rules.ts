@@ -72,8 +72,7 @@ export function iptablesRulesOf(fw: Firewall): IptablesRules {
   const toNat = 'Kilo: jump to KILO-NAT chain';
   const m = fw.masquerade;
 
-  if (m.podCIDR !== null)
-    add(familyOf(m.podCIDR), 'nat', 'POSTROUTING', ['-s', m.podCIDR, '-j', natChain], toNat, 'prepend');
+  for (const c of m.podCIDRs) add(familyOf(c), 'nat', 'POSTROUTING', ['-s', c, '-j', natChain], toNat, 'prepend');
   for (const c of fw.forwardPodCIDRs) {
     const f = familyOf(c);
     add(f, 'filter', 'FORWARD', ['-s', c, '-j', 'ACCEPT'], 'Kilo: forward packets from the pod subnet', 'prepend');

@@ -1,6 +1,6 @@
 import type { Firewall, IPFamily } from '../../mesh/types.js';
 import { ExecError, ExecInterrupted, type Exec, type RunOptions } from '../exec.js';
-import type { FirewallTables, Ops, ReconcileOptions } from '../types.js';
+import type { DiffAgainst, FirewallTables, FirewallWritten, IptablesWritten, Ops } from '../types.js';
 import { describeRule, ipv6Demand, ipv6Unusable, type IPv6Demand } from './ipv6.js';
 import { familyName, renderParsed, type FamilyDump, type RestoreBatch, type SavedTables } from './render.js';
 import { iptablesRulesOf, type IptablesRules, type IptablesTable } from './rules.js';
@@ -76,8 +76,6 @@ const absentTable: Record<IptablesTable, string> = {
 export class LinuxFirewallTables implements FirewallTables {
   private tools: Promise<Tools> | null = null;
   private queue: Promise<unknown> = Promise.resolve();
-  /** Per family, the tables as the last read or exactly-known write left them; dropped on doubt. */
-  private known = new Map<IPFamily, SavedTables>();
   /** Why IPv6 netfilter is unusable on this host, once an ip6tables command said so; null = usable or not known. */
   private noIPv6: string | null = null;
   private toldSkip = false;
@@ -101,17 +99,19 @@ export class LinuxFirewallTables implements FirewallTables {
     return this.noIPv6;
   }
 
-  reconcile(firewall: Firewall, options: ReconcileOptions = {}): Promise<Ops> {
-    return this.reconcileRules(iptablesRulesOf(firewall), options);
+  reconcile(firewall: Firewall, options: DiffAgainst<FirewallWritten> = {}): Promise<Ops> {
+    // Another backend's state is not this one's to diff against: then read.
+    const current = options.current instanceof Map ? options.current : undefined;
+    return this.reconcileRules(iptablesRulesOf(firewall), { current, wrote: options.wrote });
   }
 
   /** reconcile() of a firewall already rendered into iptables rules (rules.ts): this backend's own entry. */
-  reconcileRules(rules: IptablesRules, options: ReconcileOptions = {}): Promise<Ops> {
-    return this.serial(() => this.converge(rules, options.trustLastWrite === true));
+  reconcileRules(rules: IptablesRules, options: DiffAgainst<IptablesWritten> = {}): Promise<Ops> {
+    return this.serial(() => this.converge(rules, options));
   }
 
   cleanup(): Promise<Ops> {
-    return this.serial(() => this.converge({ chains: [], rules: [] }, false));
+    return this.serial(() => this.converge({ chains: [], rules: [] }, {}));
   }
 
   readAhead(): void {
@@ -151,17 +151,19 @@ export class LinuxFirewallTables implements FirewallTables {
   }
 
   /**
-   * With `trust`, a family whose tables are known from the last write is diffed against that memory
-   * instead of an iptables-save (which costs as much as the whole table); without, it is read.
-   * Whatever goes wrong, the memory of that family is dropped.
+   * A family whose tables `current` holds is diffed against them instead of an iptables-save (which
+   * costs as much as the whole table); any other is read. `wrote` is told the tables the restores
+   * left, when both families succeeded.
    */
-  private async converge(firewall: IptablesRules, trust: boolean): Promise<Ops> {
+  private async converge(firewall: IptablesRules, options: DiffAgainst<IptablesWritten>): Promise<Ops> {
     const tools = await this.backend();
+    const after = new Map<IPFamily, SavedTables>();
     const results = await Promise.allSettled(
-      families.map((family) => this.convergeFamily(tools, family, firewall, trust)),
+      families.map((family) => this.convergeFamily(tools, family, firewall, options.current?.get(family), after)),
     );
     const failed = results.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
+    options.wrote?.(after);
     const details = results.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
     return { writes: details.length, details };
   }
@@ -178,11 +180,10 @@ export class LinuxFirewallTables implements FirewallTables {
     tools: Tools,
     family: IPFamily,
     firewall: IptablesRules,
-    trust: boolean,
+    remembered: SavedTables | undefined,
+    after: Map<IPFamily, SavedTables>,
   ): Promise<string[]> {
     const demand = family === 6 ? ipv6Demand(firewall) : null;
-    const remembered = trust ? this.known.get(family) : undefined;
-    this.known.delete(family);
     const ahead = this.ahead.get(family);
     this.ahead.delete(family);
     if (family === 6 && this.noIPv6 !== null && demand === null) return this.skipIPv6(this.noIPv6);
@@ -190,7 +191,7 @@ export class LinuxFirewallTables implements FirewallTables {
       const saved = remembered ?? parsed(await (ahead ?? this.read(family)));
       const batch = renderParsed(family, firewall, saved);
       if (batch.input !== '') await this.restore(tools, batch);
-      this.known.set(family, batch.after);
+      after.set(family, batch.after);
       if (family === 6) {
         this.noIPv6 = null;
         this.toldSkip = false;

@@ -1,7 +1,7 @@
 import type { Firewall } from '../../mesh/types.js';
 import { UsageError } from '../../model/errors.js';
 import { ExecError, type Exec } from '../exec.js';
-import type { FirewallTables, Ops, ReconcileOptions } from '../types.js';
+import type { DiffAgainst, FirewallTables, FirewallWritten, Ops } from '../types.js';
 import { ForeignTableError, NftablesUnavailableError, readKiloTable, removeKiloTable } from './tables.js';
 
 /** --firewall: which backend writes Kilo's firewall; `auto` chooses at start (chooseFirewall). */
@@ -96,7 +96,7 @@ export function retiringNftables(tables: FirewallTables, exec: Exec): FirewallTa
     details: [...ops.details, ...more],
   });
   return {
-    reconcile: async (fw: Firewall, options?: ReconcileOptions) => {
+    reconcile: async (fw: Firewall, options?: DiffAgainst<FirewallWritten>) => {
       const ops = await tables.reconcile(fw, options);
       if (retired) return ops;
       retired = true;

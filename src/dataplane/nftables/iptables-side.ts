@@ -2,6 +2,7 @@ import type { Firewall, IPFamily } from '../../mesh/types.js';
 import { ExecError, ExecInterrupted, type Exec } from '../exec.js';
 import { iptablesRulesOf, type IptablesRules } from '../iptables/rules.js';
 import { LinuxFirewallTables } from '../iptables/tables.js';
+import type { IptablesWritten } from '../types.js';
 
 /**
  * What the nftables backend still does in iptables. An nftables `accept` ends only its own base
@@ -78,15 +79,25 @@ export class IptablesSide {
     return this.drop;
   }
 
-  async reconcile(fw: Firewall, trust: boolean): Promise<string[]> {
-    if (this.absent) return [];
+  /**
+   * Kilo's iptables as the policies call for; `current`: what the last write left (not read then,
+   * and a policy changed since is seen at the next pass that reads). Resolves to the writes and what
+   * they left; null when the host has no iptables.
+   */
+  async reconcile(
+    fw: Firewall,
+    current: IptablesWritten | undefined,
+  ): Promise<{ details: string[]; after: IptablesWritten } | null> {
+    if (this.absent) return null;
     this.dumps.clear();
+    let after: IptablesWritten | undefined;
+    const wrote = (a: IptablesWritten) => (after = a);
     const first = await this.attempt(() =>
-      this.tables.reconcileRules(iptablesCompanionOf(fw, this.drop), { trustLastWrite: trust }),
+      this.tables.reconcileRules(iptablesCompanionOf(fw, this.drop), { current, wrote }),
     );
-    if (first === null) return [];
+    if (first === null) return null;
     const seen = this.seenPolicies();
-    if (seen === null || same(seen, this.drop)) return first.details;
+    if (seen === null || same(seen, this.drop)) return { details: first.details, after: after! };
     // The policy changed since the last pass (Docker started): write what the new one calls for.
     this.drop = seen;
     for (const f of [4, 6] as const)
@@ -94,8 +105,8 @@ export class IptablesSide {
         this.log?.(
           `IPv${f} iptables ${[...seen[f]].join(' and ')} policy is DROP: Kilo's accepts for ${seen[f].size > 1 ? 'them' : 'it'} are also written into iptables`,
         );
-    const second = await this.tables.reconcileRules(iptablesCompanionOf(fw, seen));
-    return [...first.details, ...second.details];
+    const second = await this.tables.reconcileRules(iptablesCompanionOf(fw, seen), { wrote });
+    return { details: [...first.details, ...second.details], after: after! };
   }
 
   async cleanup(): Promise<string[]> {

@@ -86,7 +86,7 @@ export function nftRulesetOf(fw: Firewall): NftRuleset {
   const forward: string[] = [];
   const input: string[] = [];
   const m = fw.masquerade;
-  const sources = [...(m.podCIDR !== null ? [m.podCIDR] : []), ...m.peerAllowedIPs];
+  const sources = [...m.podCIDRs, ...m.peerAllowedIPs];
   for (const f of [4, 6] as const) {
     const type = f === 4 ? 'ipv4_addr' : 'ipv6_addr';
     const set = (name: string, cidrs: readonly string[]) => {

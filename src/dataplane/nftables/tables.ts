@@ -1,6 +1,6 @@
 import type { Firewall } from '../../mesh/types.js';
 import { ExecError, ExecInterrupted, type Exec } from '../exec.js';
-import type { FirewallTables, Ops, ReconcileOptions } from '../types.js';
+import type { DiffAgainst, FirewallTables, FirewallWritten, NftablesWritten, Ops } from '../types.js';
 import { IptablesSide } from './iptables-side.js';
 import { parseTable } from './json.js';
 import { nftFamily, nftRulesetOf, nftTable, type NftRuleset } from './ruleset.js';
@@ -99,8 +99,6 @@ export async function removeKiloTable(exec: Exec): Promise<string[]> {
  */
 export class LinuxNftablesTables implements FirewallTables {
   private queue: Promise<unknown> = Promise.resolve();
-  /** The table as the last exactly-known write left it; dropped on any doubt. */
-  private known: NftRuleset | null = null;
   private readonly iptables: IptablesSide | null;
 
   constructor(
@@ -114,36 +112,37 @@ export class LinuxNftablesTables implements FirewallTables {
     this.iptables = options.iptables === false ? null : new IptablesSide(exec, options.log);
   }
 
-  reconcile(firewall: Firewall, options: ReconcileOptions = {}): Promise<Ops> {
+  /**
+   * `options.current`, when it is this backend's (NftablesWritten), stands for Kilo's table and
+   * iptables as they are (neither is read); `wrote` is told what both left, when both succeeded.
+   */
+  reconcile(firewall: Firewall, options: DiffAgainst<FirewallWritten> = {}): Promise<Ops> {
+    const current = isNftablesWritten(options.current) ? options.current : undefined;
     return this.serial(async () => {
-      const trust = options.trustLastWrite === true;
+      const want = nftRulesetOf(firewall);
       const [nft, ipt] = await Promise.allSettled([
-        this.converge(firewall, trust),
-        this.iptables?.reconcile(firewall, trust) ?? Promise.resolve([]),
+        this.converge(want, current?.table),
+        this.iptables?.reconcile(firewall, current?.iptables ?? undefined) ?? Promise.resolve(null),
       ]);
       if (nft.status === 'rejected') throw nft.reason;
       if (ipt.status === 'rejected') throw ipt.reason;
-      const details = [...nft.value, ...ipt.value];
+      options.wrote?.({ table: want, iptables: ipt.value?.after ?? null });
+      const details = [...nft.value, ...(ipt.value?.details ?? [])];
       return { writes: details.length, details };
     });
   }
 
   cleanup(): Promise<Ops> {
     return this.serial(async () => {
-      this.known = null;
       const details = [...(await removeKiloTable(this.exec)), ...((await this.iptables?.cleanup()) ?? [])];
       return { writes: details.length, details };
     });
   }
 
-  private async converge(firewall: Firewall, trust: boolean): Promise<string[]> {
-    const remembered = trust ? this.known : null;
-    this.known = null;
-    const want = nftRulesetOf(firewall);
+  private async converge(want: NftRuleset, remembered: NftRuleset | undefined): Promise<string[]> {
     const current = remembered ?? (await readKiloTable(this.exec));
     const script = nftScript(want, current);
     if (script.text !== '') await runScript(this.exec, script.text);
-    this.known = want;
     return script.changes;
   }
 
@@ -152,4 +151,8 @@ export class LinuxNftablesTables implements FirewallTables {
     this.queue = next.catch(() => {});
     return next;
   }
+}
+
+function isNftablesWritten(w: FirewallWritten | undefined): w is NftablesWritten {
+  return w !== undefined && !(w instanceof Map);
 }

@@ -2,7 +2,7 @@ import type { PlanRoute, PlanRule } from '../../mesh/types.js';
 import { AddressMemo } from '../../net/memo.js';
 import { opsDescribedOnRead } from '../log-summary.js';
 import { nextTurn } from '../reconcile.js';
-import type { DeviceNames, Ops, ReconcileOptions, RoutingTables } from '../types.js';
+import type { DeviceNames, DiffAgainst, Ops, ReconcileOptions, RoutingTables, RoutingWritten } from '../types.js';
 import type { BatchResult } from './batch.js';
 import { diffFromNothing, diffState, type RouteOp } from './diff.js';
 import { PartialApplyError, type ApplyFailure } from './errors.js';
@@ -16,7 +16,6 @@ import {
   routeKey,
   type DesiredState,
   ruleKey,
-  sameRoute,
   type KernelRoute,
   type KernelRule,
   type Ownership,
@@ -115,8 +114,6 @@ function sameRoutes(routes: readonly KernelRoute[], byKey: ReadonlyMap<string, K
  * PartialApplyError (which carries the Ops that took effect).
  */
 export class KiloRoutingTables implements RoutingTables {
-  /** Kilo's routes (by key) and rules as the last fully successful reconcile left them; null when unsure. */
-  private known: (KiloRouting & { byKey: ReadonlyMap<string, KernelRoute> }) | null = null;
   /**
    * The last desired state and what it was built from: a resync whose plan was reused (only
    * heartbeats since) hands over the same arrays, and 5,000 nodes' routes need not be built again.
@@ -158,10 +155,9 @@ export class KiloRoutingTables implements RoutingTables {
     routes: readonly PlanRoute[],
     rules: readonly PlanRule[],
     devices: DeviceNames,
-    options: ReconcileOptions = {},
+    options: ReconcileOptions & DiffAgainst<RoutingWritten> = {},
   ): Promise<Ops> {
-    const remembered = options.trustLastWrite ? this.known : null;
-    this.forget();
+    const remembered = options.current ?? null;
     const clean = this.clean;
     this.clean = null;
     const prepared = this.prepared;
@@ -188,8 +184,8 @@ export class KiloRoutingTables implements RoutingTables {
       }
     }
     const desired = this.desiredState(routes, rules, devices, proven);
-    // Memory serves routes only: which rule a delete hits depends on the kernel's order of rules,
-    // so a change of rules is always diffed against a fresh read.
+    // A given state serves routes only: which rule a delete hits depends on the kernel's order of
+    // rules, so a change of rules is always diffed against a fresh read.
     actual ??= remembered && sameRules(remembered.rules, desired.rules) ? remembered : await this.read(desired.byKey);
     const ops =
       clean?.desired === desired && clean.actual === actual
@@ -202,7 +198,7 @@ export class KiloRoutingTables implements RoutingTables {
     // Reached only when every change took effect; with problems, routes under protected keys are
     // whatever the kernel had, so only a read knows them.
     if (desired.problems.length === 0)
-      this.known = { routes: desired.routes, rules: desired.rules, byKey: desired.byKey };
+      options.wrote?.({ routes: desired.routes, rules: desired.rules, byKey: desired.byKey });
     return done;
   }
 
@@ -258,26 +254,7 @@ export class KiloRoutingTables implements RoutingTables {
     return state;
   }
 
-  /**
-   * Whether a change the kernel reported (a route with Kilo's protocol added or deleted) is one
-   * this memory accounts for: our own writes are; someone else's are not, and then the memory is
-   * dropped so that the next reconcile reads. With no memory every change agrees (a read is due).
-   */
-  agrees(change: { deleted: boolean; route: KernelRoute }): boolean {
-    if (!this.known) return true;
-    const mine = this.known.byKey.get(routeKey(change.route));
-    const same = mine !== undefined && sameRoute(mine, change.route);
-    const agrees = change.deleted ? !same : same;
-    if (!agrees) this.forget();
-    return agrees;
-  }
-
-  private forget(): void {
-    this.known = null;
-  }
-
   async cleanup(): Promise<Ops> {
-    this.forget();
     const actual = await this.read();
     return this.apply(diffState({ routes: [], rules: [] }, actual), []);
   }

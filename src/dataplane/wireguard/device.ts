@@ -5,7 +5,16 @@ import { join } from 'node:path';
 import { IP } from '../../net/cidr.js';
 import { parseDump, type ParsedDump } from '../../wireguard/dump.js';
 import { ExecError, type Exec } from '../exec.js';
-import type { Ops, PeerChanges, ReconcileOptions, WireGuardConfig, WireGuardDevice, WireGuardState } from '../types.js';
+import type {
+  DiffAgainst,
+  Ops,
+  PeerChanges,
+  ReconcileOptions,
+  WireGuardConfig,
+  WireGuardDevice,
+  WireGuardState,
+  WireGuardWritten,
+} from '../types.js';
 import {
   describeDiff,
   diffWireGuard,
@@ -15,7 +24,6 @@ import {
   writesOf,
   type WireGuardDiff,
 } from './diff.js';
-import { uapiUnsettled } from './once.js';
 import { parseUapiGet, UapiError, uapiCanSet, uapiRequest, uapiSetRequest } from './uapi.js';
 import { defaultArgvBudget, wgSetCommands } from './wg-set.js';
 import { logDetails, opsDescribedOnRead } from '../log-summary.js';
@@ -82,8 +90,6 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private stopping = false;
   private restartDelayMs = 500;
   private lastConfig: WireGuardConfig | null = null;
-  /** The device as the last successful configure left it; null when only a read can tell. */
-  private known: ReturnType<typeof stateAfter> | null = null;
   /** A read whose caller configures next (read's `keep`); any other step drops it. */
   private kept: ParsedDump | null = null;
   private queue: Promise<unknown> = Promise.resolve();
@@ -128,16 +134,12 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return next;
   }
 
-  ensure(options: ReconcileOptions = {}): Promise<void> {
+  ensure(): Promise<void> {
     const ahead = this.ensuredAhead;
     if (ahead) {
       this.ensuredAhead = null;
       return ahead.then(() => {});
     }
-    // Trusting the last write, an interface we already run or adopted is taken to be there still
-    // (the routing monitor reports it if it goes); wireguard-go's exit is seen anyway.
-    if (options.trustLastWrite && this.kind !== null && (this.kind !== 'userspace' || this.child))
-      return Promise.resolve();
     return this.ensureSerially().then(() => {});
   }
 
@@ -287,8 +289,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       exited = true;
       if (this.child !== child) return;
       this.child = null;
-      // A new wireguard-go starts empty: nothing the old one held may be assumed.
-      this.known = null;
+      // A new wireguard-go starts empty: a read of the old one says nothing of it.
       this.kept = null;
       // A start that failed is reported by ensure(); only a running one is restarted.
       if (this.stopping || !running) return;
@@ -348,28 +349,19 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return this.options.socket !== false && this.kind !== 'kernel' && existsSync(this.socketPath);
   }
 
-  /**
-   * `against`: wireguard-go's answer is first compared with that config on its text (uapiUnsettled):
-   * null when the device holds it (nothing parsed), else only what is left, with the config to diff it
-   * against.
-   */
-  private readNow(): Promise<ParsedDump>;
-  private readNow(against?: WireGuardConfig): Promise<(ParsedDump & { desired?: WireGuardConfig }) | null>;
-  private async readNow(against?: WireGuardConfig): Promise<(ParsedDump & { desired?: WireGuardConfig }) | null> {
+  private async readNow(): Promise<ParsedDump> {
     const ahead = this.ahead;
     this.ahead = null;
-    if (this.hasSocket) {
-      const text = await (ahead ?? uapiRequest(this.socketPath, this.name, 'get=1\n\n'));
-      if (!against) return parseUapiGet(text);
-      const left = uapiUnsettled(text, against);
-      return left && { ...parseUapiGet(left.text), desired: left.config };
-    }
+    if (this.hasSocket) return parseUapiGet(await (ahead ?? uapiRequest(this.socketPath, this.name, 'get=1\n\n')));
     const { stdout } = await this.exec.run(['wg', 'show', this.name, 'dump'], { readOnly: true });
     return parseDump(stdout);
   }
 
-  configure(config: WireGuardConfig, options: ReconcileOptions = {}): Promise<PeerChanges> {
-    return this.serial(() => this.configureNow(config, options.trustLastWrite === true, options.once === true));
+  configure(
+    config: WireGuardConfig,
+    options: ReconcileOptions & DiffAgainst<WireGuardWritten> = {},
+  ): Promise<PeerChanges> {
+    return this.serial(() => this.configureNow(config, options));
   }
 
   private async resolveEndpoints(config: WireGuardConfig): Promise<WireGuardConfig> {
@@ -403,30 +395,23 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return { ...config, peers };
   }
 
-  /** `once`: no later configure trusts this one (see ReconcileOptions), so what it left is not kept. */
-  private async configureNow(config: WireGuardConfig, trust = false, once = false): Promise<PeerChanges> {
+  /** `current`: diffed against instead of a read (see DiffAgainst); `wrote`: told what the write left. */
+  private async configureNow(
+    config: WireGuardConfig,
+    options: ReconcileOptions & DiffAgainst<WireGuardWritten> = {},
+  ): Promise<PeerChanges> {
     const resolved = await this.resolveEndpoints(config);
-    const remembered = trust ? this.known : null;
+    const remembered = options.current ?? null;
     const kept = this.kept;
-    this.known = null;
     this.kept = null;
-    // A read for kg apply compares the device's own text with the config first (most applies change nothing).
-    const read = remembered ?? kept ?? (await this.readNow(once ? resolved : undefined));
-    // A read ahead that memory made unnecessary is older than this write: no later read takes it.
+    const { state, presharedKeyDigests } = remembered ?? kept ?? (await this.readNow());
+    // A read ahead that `current` made unnecessary is older than this write: no later read takes it.
     this.ahead = null;
-    if (read === null) {
-      this.lastConfig = config;
-      this.lastOps = { writes: 0, details: [] };
-      return { added: [], removed: [], updated: [] };
-    }
-    const { state, presharedKeyDigests, desired } = read as ParsedDump & { desired?: WireGuardConfig };
-    // What a once read left to diff has the same diff as the whole device and config (uapiUnsettled);
-    // no stateAfter is made of it (`once` keeps none).
-    const diff = diffWireGuard(state, desired ?? resolved, presharedKeyDigests);
+    const diff = diffWireGuard(state, resolved, presharedKeyDigests);
     this.lastConfig = config;
     if (isEmptyDiff(diff)) {
       this.lastOps = { writes: 0, details: [] };
-      this.known = once ? null : (remembered ?? stateAfter(state, presharedKeyDigests, resolved, diff));
+      options.wrote?.(remembered ?? stateAfter(state, presharedKeyDigests, resolved, diff));
       return peerChangesOf(diff);
     }
     if (this.hasSocket && uapiCanSet(diff)) {
@@ -441,7 +426,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     this.lastOps = opsDescribedOnRead(writesOf(diff), () => describeDiff(this.name, diff));
     if (this.options.log || this.debug)
       logDetails(`wireguard ${this.name}`, this.lastOps.details, this.log, this.debug);
-    this.known = once ? null : stateAfter(state, presharedKeyDigests, resolved, diff);
+    options.wrote?.(stateAfter(state, presharedKeyDigests, resolved, diff));
     return peerChangesOf(diff);
   }
 
@@ -471,7 +456,6 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       const kind = this.kind;
       this.kind = null;
       this.lastConfig = null;
-      this.known = null;
       this.kept = null;
       if (kind === 'adopted' || kind === null) return;
       if (this.child) {

@@ -2,6 +2,7 @@ import { presharedKeyDigest } from '../../wireguard/dump.js';
 import { publicKeyOf } from '../../wireguard/keys.js';
 import { newPeerState } from '../../wireguard/state.js';
 import type {
+  DiffAgainst,
   Ops,
   PeerChanges,
   ReconcileOptions,
@@ -9,6 +10,7 @@ import type {
   WireGuardDevice,
   WireGuardPeerState,
   WireGuardState,
+  WireGuardWritten,
 } from '../types.js';
 import {
   describeDiff,
@@ -16,10 +18,9 @@ import {
   isEmptyDiff,
   normalizeEndpoint,
   peerChangesOf,
+  stateAfter,
   type WireGuardDiff,
 } from './diff.js';
-import { uapiHolds } from './once.js';
-import { hex, zeroKey } from './uapi.js';
 
 function clone(state: WireGuardState): WireGuardState {
   return { ...state, peers: state.peers.map((p) => ({ ...p, allowedIPs: [...p.allowedIPs] })) };
@@ -37,9 +38,6 @@ export class FakeWireGuardDevice implements WireGuardDevice {
   private exists = false;
   private state: WireGuardState = { publicKey: null, listenPort: 0, fwmark: 0, peers: [] };
   private digests = new Map<string, string>();
-  /** What wireguard-go would print: the keys themselves (this device only lives in tests' memory). */
-  private privateKey: string | null = null;
-  private presharedKeys = new Map<string, string>();
 
   constructor(readonly name: string = 'kilo0') {}
 
@@ -71,8 +69,6 @@ export class FakeWireGuardDevice implements WireGuardDevice {
     // Like WireGuard with no port set: some free port.
     this.state = { publicKey: null, listenPort: 40000 + Math.floor(Math.random() * 20000), fwmark: 0, peers: [] };
     this.digests.clear();
-    this.privateKey = null;
-    this.presharedKeys.clear();
   }
 
   private need(): void {
@@ -84,22 +80,25 @@ export class FakeWireGuardDevice implements WireGuardDevice {
     return clone(this.state);
   }
 
-  async configure(config: WireGuardConfig, options: ReconcileOptions = {}): Promise<PeerChanges> {
+  async configure(
+    config: WireGuardConfig,
+    options: ReconcileOptions & DiffAgainst<WireGuardWritten> = {},
+  ): Promise<PeerChanges> {
     this.need();
-    // As the real device with wireguard-go: kg apply compares the device's answer as text first.
-    if (options.once && uapiHolds(this.uapiText(), config)) {
-      this.lastOps = { writes: 0, details: [] };
-      return { added: [], removed: [], updated: [] };
-    }
-    const diff = diffWireGuard(this.state, config, this.digests);
+    // Diffed against `current` when given, as the real device: the write then goes to what is here.
+    const current = options.current ?? { state: clone(this.state), presharedKeyDigests: new Map(this.digests) };
+    const diff = diffWireGuard(current.state, config, current.presharedKeyDigests);
+    const wrote = () => options.wrote?.(stateAfter(current.state, current.presharedKeyDigests, config, diff));
     if (isEmptyDiff(diff)) {
       this.lastOps = { writes: 0, details: [] };
+      wrote();
       return peerChangesOf(diff);
     }
     this.apply(diff);
     const details = describeDiff(this.name, diff);
     this.history.push(...details);
     this.lastOps = { writes: details.length, details };
+    wrote();
     return peerChangesOf(diff);
   }
 
@@ -108,30 +107,6 @@ export class FakeWireGuardDevice implements WireGuardDevice {
     this.exists = false;
     this.state = { publicKey: null, listenPort: 0, fwmark: 0, peers: [] };
     this.digests.clear();
-    this.privateKey = null;
-    this.presharedKeys.clear();
-  }
-
-  /**
-   * The device as wireguard-go answers `get=1` (up to its errno line): peers and their allowed IPs
-   * in an order of its own (here the reverse of ours), counters and handshakes among them.
-   */
-  uapiText(): string {
-    const s = this.state;
-    const lines = this.privateKey === null ? [] : [`private_key=${hex(this.privateKey)}`];
-    lines.push(`listen_port=${s.listenPort}`);
-    if (s.fwmark !== 0) lines.push(`fwmark=${s.fwmark}`);
-    for (const p of [...s.peers].reverse()) {
-      const psk = this.presharedKeys.get(p.publicKey);
-      lines.push(`public_key=${hex(p.publicKey)}`, `preshared_key=${psk === undefined ? zeroKey : hex(psk)}`);
-      lines.push('protocol_version=1');
-      if (p.endpoint !== null) lines.push(`endpoint=${p.endpoint}`);
-      lines.push(`last_handshake_time_sec=${p.latestHandshake}`, 'last_handshake_time_nsec=0');
-      lines.push(`tx_bytes=${p.txBytes}`, `rx_bytes=${p.rxBytes}`);
-      lines.push(`persistent_keepalive_interval=${p.persistentKeepalive}`);
-      lines.push(...[...p.allowedIPs].reverse().map((ip) => `allowed_ip=${ip}`));
-    }
-    return lines.join('\n');
   }
 
   /** Test hook: a handshake with `publicKey` happened at `unixSeconds`, moving some bytes. */
@@ -157,15 +132,11 @@ export class FakeWireGuardDevice implements WireGuardDevice {
     const s = this.state;
     if (diff.interface.listenPort !== undefined) s.listenPort = diff.interface.listenPort;
     if (diff.interface.fwmark !== undefined) s.fwmark = diff.interface.fwmark;
-    if (diff.interface.privateKey !== undefined) {
-      s.publicKey = publicKeyOf(diff.interface.privateKey);
-      this.privateKey = diff.interface.privateKey;
-    }
+    if (diff.interface.privateKey !== undefined) s.publicKey = publicKeyOf(diff.interface.privateKey);
     for (const change of diff.peers) {
       if (change.kind === 'remove') {
         s.peers = s.peers.filter((p) => p.publicKey !== change.publicKey);
         this.digests.delete(change.publicKey);
-        this.presharedKeys.delete(change.publicKey);
         continue;
       }
       let peer = s.peers.find((p) => p.publicKey === change.publicKey);
@@ -185,13 +156,8 @@ export class FakeWireGuardDevice implements WireGuardDevice {
       if (set.persistentKeepalive !== undefined) peer.persistentKeepalive = set.persistentKeepalive;
       if (set.presharedKey !== undefined) {
         peer.hasPresharedKey = set.presharedKey !== null;
-        if (set.presharedKey === null) {
-          this.digests.delete(peer.publicKey);
-          this.presharedKeys.delete(peer.publicKey);
-        } else {
-          this.digests.set(peer.publicKey, presharedKeyDigest(set.presharedKey));
-          this.presharedKeys.set(peer.publicKey, set.presharedKey);
-        }
+        if (set.presharedKey === null) this.digests.delete(peer.publicKey);
+        else this.digests.set(peer.publicKey, presharedKeyDigest(set.presharedKey));
       }
     }
     s.peers.sort((a, b) => (a.publicKey < b.publicKey ? -1 : a.publicKey > b.publicKey ? 1 : 0));

@@ -1,0 +1,77 @@
+import type { DesiredLink } from './links.js';
+import { routeKey, sameRoute, type KernelRoute } from './routes/state.js';
+import type { DiffAgainst, FirewallWritten, RoutingWritten, WireGuardWritten } from './types.js';
+
+/**
+ * Trusting the last write, in one place: what each step of a reconcile left on the machine, for the
+ * next reconcile to diff against instead of reading (see docs/dataplane.md, "Reading the machine, or
+ * trusting the last write"). The seams know nothing of it: reconcile() hands a step what this
+ * remembers as the state to diff against (DiffAgainst.current) and keeps what the step says it
+ * wrote. Whoever owns it (the agent) calls forget() when the next pass must read: on its resync
+ * timer, when the routing monitor is blind or reports a change that accounts() does not account
+ * for, after a wireguard-go restart. reconcile() forgets everything after a pass with an error.
+ */
+export class DataplaneMemory {
+  private device: WireGuardWritten | null = null;
+  private readonly links = new Map<string, DesiredLink>();
+  private routes: RoutingWritten | null = null;
+  private firewall: FirewallWritten | null = null;
+
+  /** The next reconcile reads every part of the machine. */
+  forget(): void {
+    this.device = null;
+    this.links.clear();
+    this.routes = null;
+    this.firewall = null;
+  }
+
+  /**
+   * Whether a change the kernel reported to one of Kilo's routes is accounted for by the last
+   * write: our own writes are; someone else's are not, and then the routes are forgotten so that the
+   * next reconcile reads them. With no routes remembered every change agrees (the next one reads).
+   */
+  accounts(change: { deleted: boolean; route: KernelRoute }): boolean {
+    if (!this.routes) return true;
+    const mine = this.routes.byKey.get(routeKey(change.route));
+    const same = mine !== undefined && sameRoute(mine, change.route);
+    const agrees = change.deleted ? !same : same;
+    if (!agrees) this.routes = null;
+    return agrees;
+  }
+
+  /** Whether the WireGuard interface was ensured and configured by the last pass (ensure may be skipped). */
+  get hasDevice(): boolean {
+    return this.device !== null;
+  }
+
+  /** What a step diffs against (the last write, when remembered) and how it tells what it wrote. */
+  forDevice(): DiffAgainst<WireGuardWritten> {
+    const current = this.device;
+    this.device = null;
+    return { ...(current ? { current } : {}), wrote: (after) => (this.device = after) };
+  }
+
+  forRoutes(): DiffAgainst<RoutingWritten> {
+    const current = this.routes;
+    this.routes = null;
+    return { ...(current ? { current } : {}), wrote: (after) => (this.routes = after) };
+  }
+
+  forFirewall(): DiffAgainst<FirewallWritten> {
+    const current = this.firewall;
+    this.firewall = null;
+    return { ...(current ? { current } : {}), wrote: (after) => (this.firewall = after) };
+  }
+
+  /** Whether the last write left `device` as `state` says (then its reconcile has nothing to do). */
+  linkHolds(device: string, state: DesiredLink): boolean {
+    const last = this.links.get(device);
+    return last !== undefined && last.address === state.address && last.up === state.up && last.mtu === state.mtu;
+  }
+
+  /** `device`'s reconcile (to `state`) succeeded, or failed (null). */
+  linkWrote(device: string, state: DesiredLink | null): void {
+    if (state) this.links.set(device, { ...state });
+    else this.links.delete(device);
+  }
+}
