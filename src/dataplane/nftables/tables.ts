@@ -120,8 +120,11 @@ export class LinuxNftablesTables implements FirewallTables {
     const current = isNftablesWritten(options.current) ? options.current : undefined;
     return this.serial(async () => {
       const want = nftRulesetOf(firewall);
+      // Kilo's table is read before iptables is touched: a host where it cannot be Kilo's (no nft,
+      // no nf_tables, a foreign table) gets nothing written, in iptables either.
+      const table = current?.table ?? (await readKiloTable(this.exec));
       const [nft, ipt] = await Promise.allSettled([
-        this.converge(want, current?.table),
+        this.converge(want, table),
         this.iptables?.reconcile(firewall, current?.iptables ?? undefined) ?? Promise.resolve(null),
       ]);
       if (nft.status === 'rejected') throw nft.reason;
@@ -139,8 +142,7 @@ export class LinuxNftablesTables implements FirewallTables {
     });
   }
 
-  private async converge(want: NftRuleset, remembered: NftRuleset | undefined): Promise<string[]> {
-    const current = remembered ?? (await readKiloTable(this.exec));
+  private async converge(want: NftRuleset, current: NftRuleset | null): Promise<string[]> {
     const script = nftScript(want, current);
     if (script.text !== '') await runScript(this.exec, script.text);
     return script.changes;
