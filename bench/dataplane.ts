@@ -146,14 +146,19 @@ function timedParts(dp: Dataplane, areas: Record<string, number>): Dataplane {
       configure: (c: Parameters<typeof dp.device.configure>[0], o?: Parameters<typeof dp.device.configure>[1]) =>
         time('wg', () => dp.device.configure(c, o))(),
     }),
-    links: { reconcile: (d, s) => time('links', () => dp.links.reconcile(d, s))() },
+    links: {
+      reconcile: (d, s, o) => time('links', () => dp.links.reconcile(d, s, o))(),
+      read: (d) => dp.links.read(d),
+    },
     routes: {
       reconcile: (r, u, d, o) => time('routes', () => dp.routes.reconcile(r, u, d, o))(),
       cleanup: () => dp.routes.cleanup(),
+      readUnparsed: () => dp.routes.readUnparsed(),
     },
     firewall: {
       reconcile: (f, o) => time('iptables', () => dp.firewall.reconcile(f, o))(),
       cleanup: () => dp.firewall.cleanup(),
+      read: () => dp.firewall.read(),
     },
   };
 }

@@ -368,7 +368,9 @@ export class Agent {
       // the same read. A pass trusting the last write takes the roaming peers (their learned
       // endpoints, their sessions live or not) as the last read saw them, judged when it was taken:
       // it writes against the last write, so a session that started since leaves nothing to undo.
-      const device = trustLastWrite ? null : await this.deps.dataplane.device.read({ keep: true }).catch(() => null);
+      const dump = trustLastWrite ? null : await this.deps.dataplane.device.dump().catch(() => null);
+      if (dump) this.memory.deviceRead(dump);
+      const device = dump?.state ?? null;
       const roaming = device ? { state: device, at: nowSeconds } : this.roaming;
       const discovered = this.discoveredEndpoints(roaming?.state ?? null);
       let topology: Topology | null = null;

@@ -1,11 +1,11 @@
 import { Command } from 'commander';
 import { FileSource } from '../backend/file-source.js';
-import { hostExec, readingAhead } from '../dataplane/exec.js';
+import { hostExec } from '../dataplane/exec.js';
+import { ReadAhead } from '../dataplane/read-ahead.js';
 import {
   cleanUp,
   nextTurn,
   partialOf,
-  readAhead,
   reconcile,
   type Dataplane,
   type ReconcileResult,
@@ -41,20 +41,17 @@ interface ApplyFlags extends AgentFlagValues {
  * kg-training.ts) an in-memory one.
  */
 export interface ApplyHost {
-  host: Host & { readAhead?(): void };
+  host: Host;
   dataplane: (o: LinuxDataplaneOptions) => Dataplane;
-  /** Forgets the reads a pass did not take: they are not the next pass's to take. */
-  drop: () => void;
   /** Chooses the firewall backend (--firewall); absent: the flag's, iptables for auto (an in-memory host). */
   firewall?: (flag: FirewallFlag) => Promise<FirewallChoice>;
 }
 
 function thisHost(): ApplyHost {
-  const exec = readingAhead(hostExec());
+  const exec = hostExec();
   return {
     host: new LinuxHost(exec),
     dataplane: (o) => linuxDataplane(exec, o),
-    drop: () => exec.drop(),
     firewall: (flag) => chooseFirewall(exec, flag),
   };
 }
@@ -74,7 +71,7 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
     const hostname = requireHostname(flags);
     if (!flags.cluster) throw new UsageError('--cluster FILE is required');
     const log = createLogger(flags.logLevel);
-    const { host, dataplane: dataplaneOf, drop, firewall: chooseOn } = hostOf();
+    const { host, dataplane: dataplaneOf, firewall: chooseOn } = hostOf();
     const privateKey = loadOrCreateKey(flags.keyFile);
     // Chosen before anything is written: a host that cannot run the backend fails here, in one line.
     const firewall: FirewallChoice = chooseOn
@@ -106,36 +103,28 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
     let mtu: number | null | undefined;
     let encapsulation: EncapsulationDevice | undefined;
     let devices: EncapsulationDevices | undefined;
-    // The host is read while the snapshot is parsed and planned (each pass of --watch reads anew).
-    readAhead(dataplane, flags.interface);
-    host.readAhead?.();
-    const source = new FileSource(flags.cluster, { watch: flags.watch, logger: log });
-    await source.start();
-    // Taken now, before creating the interface could drop their reads: a new link with no address
-    // changes neither which interface holds the internal IP nor the default route. The MTU's
-    // error, if any, is still said after the plan's.
+    // The machine is read while the snapshot is parsed and planned, for the first pass (a later one
+    // of --watch reads anew): the dataplane's reads by the layer that hands them to its reconcile,
+    // the host's here. A new link with no address changes neither which interface holds the
+    // internal IP nor the default route. The MTU's error, if any, is still said after the plan's.
+    let ahead: ReadAhead | null = new ReadAhead(dataplane, flags.interface);
+    ahead.start();
     let addressesAhead: Promise<HostAddress[]> | null = host.addresses();
     let mtuAhead: Promise<number | null> | null = resolveMTU(host, mtuFlag);
     for (const p of [addressesAhead, mtuAhead]) p.catch(() => {});
+    const source = new FileSource(flags.cluster, { watch: flags.watch, logger: log });
+    await source.start();
     // Once the snapshot names this node, the WireGuard interface is created while it is parsed and
     // planned: its commands run in other processes, each turn of the event loop between the steps of
     // the plan takes them one further. A node the snapshot lacks (a mistyped --hostname) touches
     // nothing; a pass that fails before its reconcile removes the interface created for it.
-    let reconciling = false;
     if (source.objects().some((o) => o.kind === 'Node' && o.metadata?.name === hostname)) {
       held = [];
-      void dataplane.device.ensureAhead?.().then((created) => {
-        // Creating it made the reads of the interface stale (the firewall's and the routes' are not):
-        // they are taken again, still ahead, unless the reconcile has begun (a small plan can be
-        // made before the interface is): a read it did not take would be left for a later pass.
-        if (!created || reconciling) return;
-        dataplane.links.readAhead?.(flags.interface);
-        dataplane.device.readAhead?.();
-      });
+      void ahead.ensure();
     }
     const undo = async () => {
       held ??= [];
-      await dataplane.device.undoAhead?.();
+      await ahead?.undo();
       held = null;
     };
     await nextTurn();
@@ -144,6 +133,7 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
       // The reads taken at the start are the first pass's: a later one (--watch) reads anew.
       const [addressesRead, mtuRead] = [addressesAhead, mtuAhead];
       [addressesAhead, mtuAhead] = [null, null];
+      const readAhead = ahead;
       const cluster = parseCluster(source.objects(), { topologyLabel: flags.topologyLabel });
       await nextTurn();
       for (const e of cluster.errors)
@@ -169,7 +159,6 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
         );
       // Every pass reads the machine: nothing is remembered from one to the next.
       let result: ReconcileResult;
-      reconciling = true;
       try {
         result = await reconcile(
           dataplane,
@@ -179,15 +168,14 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
             mtu,
             devices: { kilo: flags.interface, private: privateInterface, tunnel: devices.tunnel },
           },
-          { once: true },
+          { once: true, ...(readAhead ? { ahead: readAhead } : {}) },
         );
       } finally {
-        // Said in order once written: the logger's first line loads pino (~8 ms), not between plan and writes.
+        // Said in order once written: the logger's first line loads pino (docs/performance.md#lazy-loading).
         for (const l of held ?? []) log.info({}, l);
         held = null;
       }
-      // A read this pass did not take is not the next pass's to take.
-      drop();
+      ahead = null;
       log.info(
         {
           node: hostname,

@@ -30,7 +30,6 @@ function inMemory(): ApplyHost {
       if (!kernel.links.has(o.interfaceName)) kernel.addLink(o.interfaceName, { up: false, mtu: 1420 });
       return { device, links: new FakeLinks(kernel), routes: fakeRoutingTables(kernel), firewall };
     },
-    drop: () => {},
   };
 }
 

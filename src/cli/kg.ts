@@ -28,6 +28,10 @@ export function kgProgram(applyHost?: () => ApplyHost): Command {
   // A word that is no command reaches the default command as an argument: say what it is not.
   run.allowExcessArguments().hook('preAction', (self) => {
     const word = self.args[0];
+    if (word !== undefined && program.commands.some((c) => c.name() === word))
+      throw new UsageError(
+        `${JSON.stringify(word)} after agent flags: flags before a command are the agent's (kg run); put them after it: kg ${word} [flags]`,
+      );
     if (word !== undefined)
       throw new UsageError(
         `unknown command ${JSON.stringify(word)}: kg's commands are ${program.commands.map((c) => c.name()).join(', ')}; the agent (run) is the default (kg --help)`,
@@ -66,7 +70,35 @@ function optionsOf(cmd: Command): string {
 }
 
 export async function main(argv: string[]): Promise<void> {
-  await runProgram(kgProgram(), argv);
+  const program = kgProgram();
+  await runProgram(
+    program,
+    hoistLogLevel(
+      argv,
+      program.commands.map((c) => c.name()),
+    ),
+  );
+}
+
+/**
+ * `kg --log-level debug lab show`: kg's own flags are the agent's (kg run is the default command),
+ * so a leading --log-level would make `lab` an excess word of kg run. Every command takes
+ * --log-level (kg lab before its subcommand), so a --log-level before a command's name moves to
+ * just after it: `kg lab --log-level debug show`. Anything else is left as it is.
+ */
+export function hoistLogLevel(argv: readonly string[], commands: readonly string[]): string[] {
+  const lead: string[] = [];
+  let i = 0;
+  for (;;) {
+    const a = argv[i];
+    if (a === '--log-level' && i + 1 < argv.length) lead.push(a, argv[i + 1]!);
+    else if (a?.startsWith('--log-level=')) lead.push(a);
+    else break;
+    i += a === '--log-level' ? 2 : 1;
+  }
+  const word = argv[i];
+  if (lead.length === 0 || word === undefined || !commands.includes(word)) return [...argv];
+  return [word, ...lead, ...argv.slice(i + 1)];
 }
 
 /** The build's training of kg's code cache (scripts/build.mjs): see kg-training.ts. */

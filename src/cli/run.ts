@@ -23,7 +23,7 @@ function wantsTrace(argv: readonly string[]): boolean {
 export async function runProgram(program: Command, argv: string[]): Promise<void> {
   endOnClosedPipe();
   program.exitOverride();
-  program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  ownErrors(program, program.name());
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (e) {
@@ -46,6 +46,19 @@ export async function runProgram(program: Command, argv: string[]): Promise<void
       `${program.name()}: internal error (a bug, please report it): ${oneLine(e)}; run with --log-level debug for the trace\n`,
     );
   }
+}
+
+/**
+ * Every error the user sees starts with the program's name (`kg:`, `kgctl:`), as those runProgram
+ * catches do: commander's own (unknown option, invalid choice, missing argument) start with
+ * `error:`, and are rewritten, in the command and every subcommand (which do not inherit it).
+ */
+export function ownErrors(cmd: Command, name: string): void {
+  cmd.configureOutput({
+    writeErr: (s) => process.stderr.write(s),
+    outputError: (s, write) => write(s.replace(/^error: /, `${name}: `)),
+  });
+  for (const sub of cmd.commands) ownErrors(sub, name);
 }
 
 let pipeWatched = false;
@@ -82,7 +95,7 @@ export function lazyCommand(name: string, description: string, load: () => Promi
       const real = goBoolFlags(await load());
       real.name(`${this.parent?.name() ?? ''} ${name}`.trim());
       real.exitOverride();
-      real.configureOutput({ writeErr: (s) => process.stderr.write(s) });
+      ownErrors(real, this.parent?.name() ?? name);
       await real.parseAsync(args, { from: 'user' });
     });
 }

@@ -13,6 +13,8 @@ import type { DiffAgainst, FirewallWritten, RoutingWritten, WireGuardWritten } f
  */
 export class DataplaneMemory {
   private device: WireGuardWritten | null = null;
+  /** The device as this pass read it (a full pass): its configure diffs against that read. */
+  private deviceJustRead: WireGuardWritten | null = null;
   private readonly links = new Map<string, DesiredLink>();
   private routes: RoutingWritten | null = null;
   private firewall: FirewallWritten | null = null;
@@ -20,6 +22,7 @@ export class DataplaneMemory {
   /** The next reconcile reads every part of the machine. */
   forget(): void {
     this.device = null;
+    this.deviceJustRead = null;
     this.links.clear();
     this.routes = null;
     this.firewall = null;
@@ -46,8 +49,9 @@ export class DataplaneMemory {
 
   /** What a step diffs against (the last write, when remembered) and how it tells what it wrote. */
   forDevice(): DiffAgainst<WireGuardWritten> {
-    const current = this.device;
+    const current = this.device ?? this.deviceJustRead;
     this.device = null;
+    this.deviceJustRead = null;
     return { ...(current ? { current } : {}), wrote: (after) => (this.device = after) };
   }
 
@@ -61,6 +65,11 @@ export class DataplaneMemory {
     const current = this.firewall;
     this.firewall = null;
     return { ...(current ? { current } : {}), wrote: (after) => (this.firewall = after) };
+  }
+
+  /** This pass read the device (`dump`): its configure diffs against that read instead of reading again. */
+  deviceRead(dump: WireGuardWritten): void {
+    this.deviceJustRead = dump;
   }
 
   /** Whether the last write left `device` as `state` says (then its reconcile has nothing to do). */

@@ -5,12 +5,6 @@ import { HelperLost, spawnViaHelper, startHelper, type SpawnResult } from './spa
 export interface RunOptions {
   input?: string;
   timeoutMs?: number;
-  readOnly?: boolean;
-  /**
-   * The command removes no route and no rule (it adds a link or an address, brings a link up, or
-   * writes the firewall), so reads of routes and rules taken ahead stay valid (see readingAhead).
-   */
-  keepsRoutes?: boolean;
 }
 
 export interface ExecResult {
@@ -49,10 +43,7 @@ export class ExecInterrupted extends ExecError {
  * dataplane program (ip, wg, iptables-restore, wireguard-go) goes through one of these.
  */
 export interface Exec {
-  /**
-   * Runs to completion; rejects with ExecError on a non-zero exit. `readOnly`: the command changes
-   * nothing on the machine (a version, a save), so reads taken ahead stay valid (see readingAhead).
-   */
+  /** Runs to completion; rejects with ExecError on a non-zero exit. */
   run(argv: readonly string[], opts?: RunOptions): Promise<ExecResult>;
   /**
    * Starts a long-running process (wireguard-go -f); the caller owns and stops it by PID. With
@@ -63,13 +54,6 @@ export interface Exec {
   start(argv: readonly string[], opts?: { logFile?: string }): ChildProcess;
   /** Where wireguard-go's UAPI sockets are visible from this process. */
   readonly wireGuardRunDir: string;
-  /**
-   * Starts `argv` (a read: no input) now, for a `run` of the same argv that follows soon (see
-   * readingAhead); absent or without effect on an Exec that does not read ahead.
-   */
-  readAhead?(argv: readonly string[], opts?: { ofRoutes?: boolean }): void;
-  /** The read of `argv` started ahead and not yet taken, left for the `run` that takes it; if any. */
-  peekAhead?(argv: readonly string[]): Promise<ExecResult> | undefined;
 }
 
 async function runWith(
@@ -164,48 +148,5 @@ export function netnsExec(ns: string, runDir: string): Exec {
     // Long-running processes (wireguard-go, whatever its path) always get the socket directory.
     start: (argv, opts) => startWith(withRunDir, argv, opts),
     wireGuardRunDir: runDir,
-  };
-}
-
-/**
- * An Exec that reads ahead: `readAhead(argv)` starts the command now, and the next `run` of the same
- * argv takes its result (once) instead of starting it again. So a one-shot `kg apply` reads the
- * machine (routes, links, the WireGuard interface) while it parses and plans, in other processes.
- * Any other command run (unless `readOnly`) or started may change what those reads saw: it drops
- * every read not yet taken, and the reads after it run anew; except that a command that `keepsRoutes`,
- * or a started process (wireguard-go, which adds its interface), keeps the reads `ofRoutes` (routes
- * and rules: a first apply's new interface and firewall do not make them stale). `drop()` forgets them too (a reconcile that did not take
- * a read must not leave it for a later one).
- */
-export function readingAhead(exec: Exec): Exec & { drop(): void } {
-  const ahead = new Map<string, { read: Promise<ExecResult>; ofRoutes: boolean }>();
-  const key = (argv: readonly string[]) => argv.join('\0');
-  const dropAllBut = (kept: boolean) => {
-    for (const [k, a] of ahead) if (!(kept && a.ofRoutes)) ahead.delete(k);
-  };
-  return {
-    wireGuardRunDir: exec.wireGuardRunDir,
-    readAhead: (argv, opts) => {
-      if (ahead.has(key(argv))) return;
-      const read = exec.run(argv);
-      // Its failure is the run's that takes it to report.
-      read.catch(() => {});
-      ahead.set(key(argv), { read, ofRoutes: opts?.ofRoutes === true });
-    },
-    peekAhead: (argv) => ahead.get(key(argv))?.read,
-    run: (argv, opts) => {
-      const taken = opts?.input === undefined ? ahead.get(key(argv)) : undefined;
-      if (taken) {
-        ahead.delete(key(argv));
-        return taken.read;
-      }
-      if (!opts?.readOnly) dropAllBut(opts?.keepsRoutes === true);
-      return exec.run(argv, opts);
-    },
-    start: (argv, opts) => {
-      dropAllBut(true);
-      return exec.start(argv, opts);
-    },
-    drop: () => ahead.clear(),
   };
 }

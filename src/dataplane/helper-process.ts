@@ -6,13 +6,7 @@ import type { ChildProcess } from 'node:child_process';
  * errors in files of DIR (private, removed when the shell exits), and answers on its standard
  * output with the command's PID, then its exit status.
  *
- * Why a shell: what a command costs to start is the fork of the process that starts it, and on
- * machines whose page tables are costly to copy (virtual machines with shadow paging; seen here:
- * Node's own spawn holds its caller 6-12 ms even with a small heap) that fork is most of it. kg
- * forked with its cluster in memory held its event loop ~13 ms per command, and a Node helper cost
- * the same per command (one at a time: kg apply's nine reads ahead took ~180 ms one after another)
- * plus its own Node start (~120 ms before its first command, ~40 MB of fresh memory); dash forks in
- * well under a millisecond and starts in one.
+ * A shell, because a command's start is mostly the fork that starts it: docs/performance.md#the-command-helper.
  *
  * In a file of its own so that kg's start (src/cli/kg-start.ts) can start it before kg's bundle is
  * even loaded, and the bundle's Spawner takes that process over. The two are separate bundles, each

@@ -3,7 +3,7 @@ import { ExecError, type Exec } from './exec.js';
 import { runBatch, type BatchFailure } from './routes/batch.js';
 import { PartialApplyError, type ApplyFailure } from './routes/errors.js';
 import { isDeviceName } from './routes/state.js';
-import type { Links, Ops } from './types.js';
+import type { DiffAgainst, Links, Ops } from './types.js';
 
 /** An interface as Links sees it. */
 export interface LinkState {
@@ -46,12 +46,14 @@ export function diffLink(current: LinkState, desired: DesiredLink): LinkOp[] {
 }
 
 /**
- * Whether `op` removes no route: an address added, the link brought up, an MTU IPv6 still runs at
- * (below 1280 the kernel drops the link's IPv6 routes). Taking an address away or the link down
- * drops routes through it.
+ * Whether taking `current` to `desired` may remove routes: an address taken away or the link brought
+ * down drops routes through it, and so does an MTU IPv6 cannot run at (below 1280 the kernel drops
+ * the link's IPv6 routes). An address added, the link brought up, another MTU remove none.
  */
-function keepsRoutes(op: LinkOp): boolean {
-  return (op.kind === 'address' && op.action === 'add') || op.kind === 'up' || (op.kind === 'mtu' && op.mtu >= 1280);
+export function linkRemovesRoutes(current: LinkState, desired: DesiredLink): boolean {
+  const keeps = (op: LinkOp) =>
+    (op.kind === 'address' && op.action === 'add') || op.kind === 'up' || (op.kind === 'mtu' && op.mtu >= 1280);
+  return !diffLink(current, desired).every(keeps);
 }
 
 /** Rejects what would make a malformed `ip` line, naming the field and value. */
@@ -93,21 +95,14 @@ function linkStateOf(entry: IpAddrJson): LinkState {
   return { up: entry.flags?.includes('UP') ?? false, mtu: entry.mtu ?? 0, addresses };
 }
 
-const addrArgv = (device: string) => ['ip', '-j', 'addr', 'show', 'dev', device];
-
 async function addrShow(exec: Exec, device: string): Promise<IpAddrJson[]> {
-  const { stdout } = await exec.run(addrArgv(device), { readOnly: true });
+  const { stdout } = await exec.run(['ip', '-j', 'addr', 'show', 'dev', device]);
   return JSON.parse(stdout || '[]') as IpAddrJson[];
 }
 
 /** Links through iproute2: one `ip -j addr show dev X` to read, one `ip -batch` to write. */
 export class LinuxLinks implements Links {
   constructor(private readonly exec: Exec) {}
-
-  /** Starts the read of the next reconcile of `device` now (see Exec.readAhead). */
-  readAhead(device: string): void {
-    this.exec.readAhead?.(addrArgv(device));
-  }
 
   async read(device: string): Promise<LinkState> {
     const entries = await addrShow(this.exec, device).catch((e: unknown) => {
@@ -119,11 +114,12 @@ export class LinuxLinks implements Links {
     return linkStateOf(entry);
   }
 
-  async reconcile(device: string, state: DesiredLink): Promise<Ops> {
+  /** `current`: the interface read earlier (read-ahead.ts), diffed against instead of a read. */
+  async reconcile(device: string, state: DesiredLink, options: DiffAgainst<LinkState> = {}): Promise<Ops> {
     checkDesired(device, state);
-    const ops = diffLink(await this.read(device), state);
+    const ops = diffLink(options.current ?? (await this.read(device)), state);
     const lines = ops.map((op) => describeLinkOp(device, op));
-    const result = await runBatch(this.exec, lines, [], { keepsRoutes: ops.every(keepsRoutes) });
+    const result = await runBatch(this.exec, lines);
     return opsOrThrow(lines, result.failures);
   }
 }

@@ -7,7 +7,7 @@ const maxLineChars = 1000;
 
 /**
  * Peer changes for a log line: each list cut to its first few keys. When a list is cut, `counts`
- * says how many there were, so a 5,000-peer apply logs about 1 KB, not 200 KB.
+ * says how many there were (docs/performance.md#the-dataplane).
  */
 export function summarizePeerChanges(c: PeerChanges): PeerChanges & { counts?: Record<keyof PeerChanges, number> } {
   const cut = c.added.length > namesShown || c.removed.length > namesShown || c.updated.length > namesShown;

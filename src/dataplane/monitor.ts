@@ -32,7 +32,7 @@ export interface MonitorOptions extends MonitorFilter {
 
 /**
  * `-N`: tables and protocols as numbers, whatever names /etc/iproute2 gives them (as the routes
- * code reads them). `-o`: one line per event, so a line is an event. `-rcvbuf`: a burst (a 10,000
+ * code reads them). `-o`: one line per event, so a line is an event. `-rcvbuf`: a burst (a big
  * route batch) queues in the socket while the agent is busy; what overflows is reported as `lost`.
  */
 export function monitorArgv(receiveBufferBytes = 16 * 1024 * 1024): string[] {
@@ -156,7 +156,7 @@ export function startRoutingMonitor(
 
 /**
  * Feeds `onLine` the complete lines of a stream that arrives in chunks cut anywhere (a burst of
- * 10,000 routes comes as a few large chunks). The unfinished tail waits for the next chunk.
+ * routes comes as a few large chunks). The unfinished tail waits for the next chunk.
  */
 export function lineSplitter(onLine: (line: string) => void): { push(chunk: string): void } {
   let partial = '';

@@ -1,5 +1,7 @@
 import type { Plan } from '../mesh/types.js';
 import type { DataplaneMemory } from './cache.js';
+import { linkRemovesRoutes } from './links.js';
+import type { ReadAhead } from './read-ahead.js';
 import { PartialApplyError } from './routes/errors.js';
 import type {
   DeviceNames,
@@ -11,6 +13,7 @@ import type {
   RoutingTables,
   WireGuardDevice,
 } from './types.js';
+import type { RoutingRead } from './routes/reconciler.js';
 
 /** The node's dataplane: one implementation per concern, real or fake. */
 export interface Dataplane {
@@ -47,6 +50,8 @@ export interface ReconcileResult {
  */
 export interface ReconcileRun extends ReconcileOptions {
   memory?: DataplaneMemory;
+  /** Reads (and the interface's creation) started before this reconcile, diffed against by its steps (read-ahead.ts). */
+  ahead?: ReadAhead;
 }
 
 const noChanges = (): PeerChanges => ({ added: [], removed: [], updated: [] });
@@ -64,7 +69,7 @@ export async function reconcile(
   run: ReconcileRun = {},
 ): Promise<ReconcileResult> {
   const { plan } = input;
-  const { memory, ...options } = run;
+  const { memory, ahead, ...options } = run;
   const result: ReconcileResult = {
     wireGuard: noChanges(),
     links: noOps(),
@@ -95,47 +100,69 @@ export async function reconcile(
   };
   const written = (e: PartialApplyError): Ops => ({ writes: e.ops.writes, details: [...e.ops.details] });
 
-  // Called before anything is written: it looks at the reads taken ahead, which a write drops. Its
-  // CPU (a first apply's thousands of routes) then runs while the other steps' commands run.
-  const prepared = (
-    dp.routes.prepare?.(plan.routes, plan.rules, input.devices, options) ?? Promise.resolve(false)
-  ).catch(() => false);
+  const taken = ahead?.take();
+  const given = async <S>(read: Promise<S | undefined> | undefined) => {
+    const current = await read;
+    return current === undefined ? {} : { current };
+  };
   // The firewall needs no interface: it is on its way before anything else.
-  const firewallDone = step('iptables', () => dp.firewall.reconcile(plan.firewall, memory?.forFirewall() ?? {}));
+  const firewallDone = step('iptables', async () =>
+    dp.firewall.reconcile(plan.firewall, memory?.forFirewall() ?? (await given(taken?.firewall))),
+  );
   // An interface the last pass configured is taken to be there still (the routing monitor reports it
   // if it goes, wireguard-go's exit is seen anyway).
   const ensured = memory?.hasDevice === true;
-  const deviceReady = ensured || report(await step('WireGuard interface', () => dp.device.ensure())) !== null;
+  const deviceReady =
+    ensured || report(await step('WireGuard interface', () => taken?.ensured ?? dp.device.ensure())) !== null;
   const link = { address: plan.wireGuardIP, up: plan.interfaceUp, mtu: input.mtu };
   const kilo = input.devices.kilo;
-  const linksDone = !deviceReady
+  const linkRead = taken?.link;
+  const linksDone: Promise<{ value: Ops | null; error?: Error }> = !deviceReady
     ? Promise.resolve({ value: noOps() })
     : memory?.linkHolds(kilo, link)
       ? Promise.resolve({ value: noOps() })
-      : step(`interface ${kilo}`, () => dp.links.reconcile(kilo, link), written).then((r) => {
-          memory?.linkWrote(kilo, r.error ? null : link);
-          return r;
-        });
-  // The routes need the interface's address. Unprepared, their diff (CPU) waits a turn, so that the
-  // other steps' writes are out first.
+      : step(`interface ${kilo}`, async () => dp.links.reconcile(kilo, link, await given(linkRead)), written).then(
+          (r) => {
+            memory?.linkWrote(kilo, r.error ? null : link);
+            return r;
+          },
+        );
+  // A routes read taken ahead: one with none of Kilo's routes (a first apply) stays so whatever the
+  // link step does, and its diff (CPU) runs while the interface is set up; another is stale once
+  // that step may have removed routes (an address taken away, the link down; or not known).
+  const routesRead = taken?.routes ?? Promise.resolve(undefined);
+  const fromNothing = routesRead.then((r) => r?.empty === true);
+  const routesAfterLinks = async (): Promise<RoutingRead | undefined> => {
+    const [read, links, current] = await Promise.all([routesRead, linksDone, linkRead]);
+    if (!read) return undefined;
+    const wrote = deviceReady && !memory?.linkHolds(kilo, link);
+    return !wrote || (!links.error && current !== undefined && !linkRemovesRoutes(current, link)) ? read : undefined;
+  };
+  // The routes need the interface's address. Unless from nothing, their diff (CPU) waits a turn, so
+  // that the other steps' writes are out first.
   const routesDone = step(
     'routes',
-    () =>
-      linksDone
-        .then(() => prepared)
-        .then((ready) => (ready ? undefined : nextTurn()))
-        .then(() =>
-          dp.routes.reconcile(plan.routes, plan.rules, input.devices, { ...options, ...memory?.forRoutes() }),
-        ),
+    async () => {
+      const routing = { ...options, ...memory?.forRoutes() };
+      if (await fromNothing)
+        return dp.routes.reconcile(plan.routes, plan.rules, input.devices, {
+          ...routing,
+          read: (await routesRead)!,
+          after: linksDone,
+        });
+      const read = await routesAfterLinks();
+      await nextTurn();
+      return dp.routes.reconcile(plan.routes, plan.rules, input.devices, { ...routing, ...(read ? { read } : {}) });
+    },
     written,
   );
-  // The peers need only the interface. A first apply's routes (prepared) are the longest writes
-  // and need no more CPU: they are sent first, and the peers' diff a turn after.
+  // The peers need only the interface. A first apply's routes are the longest writes: they are sent
+  // first, and the peers' diff a turn after.
   const wireGuardDone = deviceReady
     ? step(`WireGuard peers of ${input.devices.kilo}`, () =>
-        prepared
+        fromNothing
           .then((ready) => (ready ? linksDone.then(nextTurn) : undefined))
-          .then(() =>
+          .then(async () =>
             dp.device.configure(
               {
                 privateKey: input.privateKey,
@@ -143,7 +170,7 @@ export async function reconcile(
                 fwmark: plan.fwmark ?? 0,
                 peers: plan.peers,
               },
-              { ...options, ...memory?.forDevice() },
+              { ...options, ...(memory?.forDevice() ?? (await given(taken?.device))) },
             ),
           ),
       )
@@ -164,19 +191,6 @@ export async function reconcile(
   // What a failed step left is not known: the next pass reads every part.
   if (result.errors.length > 0) memory?.forget();
   return result;
-}
-
-/**
- * Starts every read of the next reconcile now (the WireGuard interface and device, interface
- * `kilo`'s addresses, routes and rules, firewall): a one-shot `kg apply` reads while it parses and
- * plans (the reads run in other processes, on another core), instead of after. Only for a reconcile
- * that follows at once: a read taken later is older than the write it decides.
- */
-export function readAhead(dp: Dataplane, kilo: string): void {
-  dp.device.readAhead?.();
-  dp.links.readAhead?.(kilo);
-  dp.routes.readAhead?.();
-  dp.firewall.readAhead?.();
 }
 
 /** One turn of the event loop: what waits on I/O (commands under way, their answers) goes on meanwhile. */

@@ -3,9 +3,8 @@ import { join } from 'node:path';
 import { refStreams, spawnHelper, takeEarlyHelper, unrefStreams, type Helper } from './helper-process.js';
 
 /**
- * Runs short commands through a long-lived shell (helper-process.ts): starting a process from kg
- * itself means forking kg, which with a cluster in memory held the event loop ≈ 13 ms per command
- * (a third of a one-node change). The shell's fork costs next to nothing. It exits when its parent
+ * Runs short commands through a long-lived shell (helper-process.ts): forking kg itself, a cluster
+ * in memory, is costly per command (docs/performance.md#the-command-helper). It exits when its parent
  * does (its input closes), so it never outlives kg.
  *
  * What the shell reads per command (ID: a number; $1: the helper's directory):

@@ -1,7 +1,8 @@
 import type { Firewall, PlanPeer, PlanRoute, PlanRule } from '../mesh/types.js';
 import type { WireGuardPeerState, WireGuardState } from '../wireguard/state.js';
 import type { ParsedDump } from '../wireguard/dump.js';
-import type { KiloRouting } from './routes/reconciler.js';
+import type { KiloRouting, RoutingRead } from './routes/reconciler.js';
+import type { DesiredLink, LinkState } from './links.js';
 import type { KernelRoute } from './routes/state.js';
 import type { SavedTables } from './iptables/render.js';
 import type { NftRuleset } from './nftables/ruleset.js';
@@ -47,9 +48,9 @@ export type WireGuardWritten = ParsedDump;
 export type RoutingWritten = KiloRouting & { byKey: ReadonlyMap<string, KernelRoute> };
 /** Per family, the iptables tables as a restore left them (the iptables backend's state). */
 export type IptablesWritten = ReadonlyMap<4 | 6, SavedTables>;
-/** The nftables backend's: Kilo's table as its transaction left it, and what it wrote into iptables. */
+/** The nftables backend's: Kilo's table as read or as its transaction left it (null: none), and iptables. */
 export interface NftablesWritten {
-  readonly table: NftRuleset;
+  readonly table: NftRuleset | null;
   /** null: the host has no iptables. */
   readonly iptables: IptablesWritten | null;
 }
@@ -85,67 +86,50 @@ export interface PeerChanges {
 
 export interface WireGuardDevice {
   readonly name: string;
-  /** Makes sure the interface exists: creates it (kernel), starts wireguard-go, or adopts it. */
-  ensure(): Promise<void>;
   /**
-   * `keep`: the caller configures next, at once: that configure (not trusting the last write)
-   * diffs against this read instead of reading the device a second time.
+   * Makes sure the interface exists: creates it (kernel), starts wireguard-go, or adopts it.
+   * Resolves to whether it created the interface (false when it found one).
    */
-  read(options?: { keep?: boolean }): Promise<WireGuardState>;
+  ensure(): Promise<boolean>;
+  read(): Promise<WireGuardState>;
+  /** The device as a configure diffs against it (its peers and preshared-key digests). */
+  dump(): Promise<WireGuardWritten>;
   /** Applies only the difference: an unchanged peer keeps its session. */
   configure(config: WireGuardConfig, options?: ReconcileOptions & DiffAgainst<WireGuardWritten>): Promise<PeerChanges>;
-  /** Removes the interface (and stops wireguard-go when we started it). */
-  destroy(): Promise<void>;
-  /** Starts the reads of the next ensure and configure now; they use them (once). */
-  readAhead?(): void;
-  /**
-   * Starts the next ensure now, so that an interface is created while the caller plans (kg apply);
-   * that ensure takes the outcome, once, its failure included. Resolves, once done, to whether it
-   * created the interface (false when it found one, or failed); never rejects.
-   */
-  ensureAhead?(): Promise<boolean>;
-  /** Removes what an ensureAhead created if no ensure took it: a plan that failed leaves nothing. */
-  undoAhead?(): Promise<void>;
+  /** Removes the interface (and stops wireguard-go when we started it; `log`: its log too). */
+  destroy(options?: { log?: boolean }): Promise<void>;
 }
 
 export interface RoutingTables {
-  /** Makes Kilo's routes and rules equal to these; never touches what is not Kilo's. */
+  /**
+   * Makes Kilo's routes and rules equal to these; never touches what is not Kilo's. `read`: the
+   * machine's routes and rules read earlier (read-ahead.ts), diffed against as this step's own read
+   * would be (unlike `current`, the last write trusted, it shows the rules in the kernel's order).
+   * `after`: the writes wait for it (the interface they need), the diff does not.
+   */
   reconcile(
     routes: readonly PlanRoute[],
     rules: readonly PlanRule[],
     devices: DeviceNames,
-    options?: ReconcileOptions & DiffAgainst<RoutingWritten>,
+    options?: ReconcileOptions & DiffAgainst<RoutingWritten> & { read?: RoutingRead; after?: Promise<unknown> },
   ): Promise<Ops>;
   /** Removes every route and rule that is Kilo's. */
   cleanup(): Promise<Ops>;
-  /** Starts reading the machine now; the next reconcile that would read uses this read (see readAhead). */
-  readAhead?(): void;
-  /**
-   * Does now what the next reconcile of these would do before it writes, where that can be done
-   * while the interfaces are set up: with `once`, on a machine whose reads taken ahead show none of
-   * Kilo's routes (a first apply), builds the desired state and the changes. The reconcile still
-   * reads the machine after the interfaces are set up and uses them only when it finds the same.
-   * Resolves to whether it did (the reconcile's routes then need no more CPU before they are written).
-   */
-  prepare?(
-    routes: readonly PlanRoute[],
-    rules: readonly PlanRule[],
-    devices: DeviceNames,
-    options?: ReconcileOptions,
-  ): Promise<boolean>;
+  /** Reads Kilo's routes and rules now, to be parsed when a reconcile diffs against them (`read`). */
+  readUnparsed(): Promise<RoutingRead>;
 }
 
 export interface FirewallTables {
   /** Makes Kilo's chains and jumps equal to the plan's, atomically per family. */
   reconcile(firewall: Firewall, options?: DiffAgainst<FirewallWritten>): Promise<Ops>;
   cleanup(): Promise<Ops>;
-  /** Starts reading the machine now; the next reconcile that would read uses this read (see readAhead). */
-  readAhead?(): void;
+  /** The tables a reconcile diffs against, per family (a family that cannot be read is left out). */
+  read(): Promise<FirewallWritten>;
 }
 
 export interface Links {
   /** Sets the interface's only address to `cidr` (or none), up/down and MTU; returns writes. */
-  reconcile(device: string, state: { address: string | null; up: boolean; mtu: number | null }): Promise<Ops>;
-  /** Starts reading `device` now; the next reconcile of it that would read uses this read. */
-  readAhead?(device: string): void;
+  reconcile(device: string, state: DesiredLink, options?: DiffAgainst<LinkState>): Promise<Ops>;
+  /** The interface as reconcile diffs against it. */
+  read(device: string): Promise<LinkState>;
 }

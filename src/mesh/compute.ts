@@ -18,6 +18,29 @@ export function notReadyReason(node: KiloNode, now: number): string | null {
   return null;
 }
 
+/** Levenshtein distance: the fewest insertions, deletions and substitutions from a to b. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++)
+      next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    row = next;
+  }
+  return row[b.length]!;
+}
+
+/** The names closest to a mistyped one (up to three, in name order), for "did you mean". */
+function nearest(word: string, names: readonly string[]): string[] {
+  const scored = names.map((name) => ({ name, d: editDistance(word, name) }));
+  const best = Math.min(...scored.map((s) => s.d));
+  return scored
+    .filter((s) => s.d === best)
+    .map((s) => s.name)
+    .sort()
+    .slice(0, 3);
+}
+
 /** The topology of the ready part of a cluster, as `hostname` sees it. */
 export function topologyOf(
   cluster: ParsedCluster,
@@ -34,7 +57,12 @@ export function topologyOf(
         ? `node ${JSON.stringify(hostname)} was rejected: ${rejected.message}`
         : cluster.nodes.length === 0
           ? `node ${JSON.stringify(hostname)} not found: the cluster holds no valid Node`
-          : `node ${JSON.stringify(hostname)} not found among the ${cluster.nodes.length} valid Nodes`,
+          : `node ${JSON.stringify(hostname)} not found among the ${cluster.nodes.length} valid Nodes; nearest: ${nearest(
+              hostname,
+              cluster.nodes.map((n) => n.name),
+            )
+              .map((n) => JSON.stringify(n))
+              .join(', ')}`,
     );
   }
   const reason = notReadyReason(self, now);

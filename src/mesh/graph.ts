@@ -59,6 +59,22 @@ export const peerId = (name: string): string => `peer/${name}`;
 
 const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
+/** Names in natural order: runs of digits compare as numbers (office-2 before office-10). */
+function byNatural(a: string, b: string): number {
+  const x = a.match(/\d+|\D+/g) ?? [];
+  const y = b.match(/\d+|\D+/g) ?? [];
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const [p, q] = [x[i]!, y[i]!];
+    const numeric = /^\d/.test(p) && /^\d/.test(q);
+    const d = numeric
+      ? p.replace(/^0+/, '').length - q.replace(/^0+/, '').length ||
+        byString(p.replace(/^0+/, ''), q.replace(/^0+/, ''))
+      : byString(p, q);
+    if (d !== 0) return d;
+  }
+  return x.length - y.length || byString(a, b);
+}
+
 /** The private network that names a group in subnet granularity, beside its location. */
 export function groupDetail(segment: Segment): string {
   // The first family's, as the topology groups (IPv4's when there are two).
@@ -84,7 +100,7 @@ function clustersOf(t: Topology): GraphCluster[] {
     c.nodes.push(...s.nodes);
   }
   const out = [...clusters.values()];
-  for (const c of out) c.nodes.sort((x, y) => byString(x.name, y.name));
+  for (const c of out) c.nodes.sort((x, y) => byNatural(x.name, y.name));
   return out.sort(
     (x, y) => byString(x.label, y.label) || byString(x.detail ?? '', y.detail ?? '') || byString(x.id, y.id),
   );

@@ -41,6 +41,25 @@ describe('kg', () => {
   test('a word that is no command is called an unknown command, not an argument of run', () => {
     userError(kg('frobnicate'), /^kg: unknown command "frobnicate": kg's commands are run, apply, webhook, lab/);
     userError(kg('--hostname', 'n1', 'frobnicate'), /^kg: unknown command "frobnicate"/);
+    // A command after agent flags is a command misplaced, not an unknown one.
+    userError(kg('--hostname', 'n1', 'lab', 'show'), /^kg: "lab" after agent flags: .*put them after it: kg lab/);
+  });
+
+  test("the command-line library's errors start with kg:, in subcommands too", () => {
+    userError(kg('--nosuch'), /^kg: unknown option '--nosuch'$/m);
+    userError(kg('lab', 'show', '--log-level', 'loud'), /^kg: option '--log-level <level>' argument 'loud' is invalid/);
+    userError(kg('lab', 'frobnicate'), /^kg: unknown command 'frobnicate'$/m);
+  });
+
+  test("--log-level before a command reaches the command (the lab's debug advice works both ways)", () => {
+    const dir = join(tmpdir(), `kg-no-lab-${process.pid}`);
+    for (const args of [
+      ['--log-level', 'debug', 'lab', 'show', '--state-dir', dir],
+      ['--log-level=debug', 'lab', 'show', '--state-dir', dir],
+      ['lab', 'show', '--log-level', 'debug', '--state-dir', dir],
+      ['lab', '--log-level', 'debug', 'show', '--state-dir', dir],
+    ])
+      userError(kg(...args), new RegExp(`^kg: no lab in ${dir} `));
   });
 
   test("kg lab exec NODE --state-dir D -- CMD: the state dir is kg's, not part of the command", () => {

@@ -206,7 +206,16 @@ describe('kgctl user errors: one line, exit 1, no stack trace', () => {
   test('unknown node (plan)', () =>
     userError(
       kgctl('plan', 'nope', '--cluster', example),
-      /^kgctl: node "nope" not found among the \d+ valid Nodes$/m,
+      /^kgctl: node "nope" not found among the \d+ valid Nodes; nearest: "[^"]+"(, "[^"]+")*$/m,
+    ));
+  test("the command-line library's errors start with kgctl: too", () => {
+    userError(kgctl('plan', '--nosuch'), /^kgctl: unknown option '--nosuch'$/m);
+    userError(kgctl('frobnicate'), /^kgctl: unknown command 'frobnicate'$/m);
+  });
+  test('unknown node (plan): the nearest names, by edit distance', () =>
+    userError(
+      kgctl('plan', 'office-01', '--cluster', example),
+      /^kgctl: node "office-01" not found among the 12 valid Nodes; nearest: "office-1"$/m,
     ));
   test('unknown node (showconf)', () =>
     userError(kgctl('showconf', 'node', 'nope', '--cluster', example), /node "nope" not found/));

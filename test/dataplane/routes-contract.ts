@@ -162,9 +162,9 @@ function counted(kernel: RouteKernel): Counted {
   let applies = 0;
   let reads = 0;
   const wrapped: RouteKernel = {
-    read: (owner, expected) => {
+    read: (owner) => {
       reads++;
-      return kernel.read(owner, expected);
+      return kernel.read(owner);
     },
     apply: (ops) => {
       applies++;

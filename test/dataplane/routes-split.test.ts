@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { readingAhead, type Exec } from '../../src/dataplane/exec.js';
+import type { Exec } from '../../src/dataplane/exec.js';
+import { nextTurn } from '../../src/dataplane/reconcile.js';
 import type { RouteOp } from '../../src/dataplane/routes/diff.js';
 import { parseRoutes } from '../../src/dataplane/routes/iproute.js';
 import { PartialApplyError } from '../../src/dataplane/routes/errors.js';
@@ -194,17 +195,20 @@ describe('iproute2: a first apply prepared while the interfaces are set up', { s
   ];
   const rules: PlanRule[] = [{ src: '10.42.1.0/24', dst: '192.168.1.3/32', iif: null, table: kiloTable }];
 
-  /** A first apply in a fresh namespace: reads ahead, prepare, `between` (someone else), reconcile. */
-  const firstApply = async (prepare: boolean, between: (ns: TestNamespace) => void = () => {}) => {
+  /**
+   * A first apply in a fresh namespace: `between` (someone else), then a reconcile, given a read taken
+   * before (`ahead`, which finds none of Kilo's routes: its diff is made before `after`) or reading.
+   */
+  const firstApply = async (ahead: boolean, between: (ns: TestNamespace) => void = () => {}) => {
     const ns = routesNamespace('ktsp');
     try {
-      const exec = readingAhead(ipExec(ns));
+      const exec = ipExec(ns);
       const tables = linuxRoutingTables(exec);
-      tables.readAhead();
-      if (prepare) await tables.prepare(plan, rules, devices, { once: true });
+      const read = ahead ? await tables.readUnparsed() : undefined;
+      if (read) assert.equal(read.empty, true);
       between(ns);
-      exec.drop(); // what another program wrote is not in the reads taken ahead
-      const err = await tables.reconcile(plan, rules, devices, { once: true }).then(
+      const options = read ? { once: true, read: await tables.readUnparsed(), after: nextTurn() } : { once: true };
+      const err = await tables.reconcile(plan, rules, devices, options).then(
         () => assert.fail('the tunnel route is a problem'),
         (e: unknown) => e as PartialApplyError,
       );

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { ReadAhead } from '../../src/dataplane/read-ahead.js';
+import type { Dataplane } from '../../src/dataplane/reconcile.js';
 import { test } from 'node:test';
 import type {
   Ops,
@@ -318,9 +320,9 @@ export function wireGuardContract(
 }
 
 /**
- * ensureAhead and undoAhead, fake or real, on a subject whose interface does not exist yet: the
- * next ensure takes what ensureAhead did (once), and undoAhead removes only an interface it created
- * that no ensure took.
+ * The read-ahead layer's creation of the interface, fake or real, on a subject whose interface does
+ * not exist yet: the reconcile takes what ReadAhead.ensure did (once), and undo removes only an
+ * interface it created that no reconcile took.
  */
 export function wireGuardAheadContract(
   label: string,
@@ -333,48 +335,48 @@ export function wireGuardAheadContract(
       () => false,
     );
   const config: WireGuardConfig = { privateKey: generatePrivateKey(), listenPort: 51820, peers: [] };
+  const aheadOf = (d: WireGuardDevice) => new ReadAhead({ device: d } as Dataplane, d.name);
 
-  test(`${label}: an interface created ahead and not taken is removed by undoAhead`, { skip }, async (t) => {
+  test(`${label}: an interface created ahead and not taken is removed by undo`, { skip }, async (t) => {
     const subject = await make();
     t.after(() => subject.cleanup());
     const d = subject.device;
     assert.equal(await exists(d), false);
-    assert.equal(await d.ensureAhead!(), true, 'it says it created the interface');
-    assert.equal(await exists(d), true, 'ensureAhead created the interface');
-    await d.undoAhead!();
-    assert.equal(await exists(d), false, 'undoAhead removed what ensureAhead created');
-    await d.undoAhead!();
-    // Undone, nothing is left to take: the next ensure creates the interface anew.
-    await d.ensure();
+    const ahead = aheadOf(d);
+    assert.equal(await ahead.ensure(), true, 'it says it created the interface');
+    assert.equal(await exists(d), true, 'ensure created the interface');
+    await ahead.undo();
+    assert.equal(await exists(d), false, 'undo removed what ensure created');
+    await ahead.undo();
+    // Undone, the next ensure creates the interface anew.
+    assert.equal(await d.ensure(), true);
     await d.configure(config);
     assert.equal((await d.read()).listenPort, 51820);
   });
 
-  test(`${label}: an ensure takes what was created ahead; undoAhead then leaves it`, { skip }, async (t) => {
+  test(`${label}: a reconcile takes what was created ahead; undo then leaves it`, { skip }, async (t) => {
     const subject = await make();
     t.after(() => subject.cleanup());
     const d = subject.device;
-    await d.ensureAhead!();
-    await d.ensure();
-    await d.undoAhead!();
-    assert.equal(await exists(d), true, 'taken by ensure, the interface stays');
+    const ahead = aheadOf(d);
+    void ahead.ensure();
+    assert.equal(await ahead.take().ensured, true);
+    await ahead.undo();
+    assert.equal(await exists(d), true, 'taken by the reconcile, the interface stays');
     await d.configure(config);
     assert.equal((await d.read()).listenPort, 51820);
   });
 
-  test(
-    `${label}: an interface that was there before ensureAhead is never removed by undoAhead`,
-    { skip },
-    async (t) => {
-      const subject = await make();
-      t.after(() => subject.cleanup());
-      const d = subject.device;
-      await d.ensure();
-      await d.configure(config);
-      assert.equal(await d.ensureAhead!(), false, 'it says it found the interface');
-      await d.undoAhead!();
-      assert.equal(await exists(d), true);
-      assert.equal((await d.read()).listenPort, 51820, 'its configuration is untouched');
-    },
-  );
+  test(`${label}: an interface that was there before is never removed by undo`, { skip }, async (t) => {
+    const subject = await make();
+    t.after(() => subject.cleanup());
+    const d = subject.device;
+    await d.ensure();
+    await d.configure(config);
+    const ahead = aheadOf(d);
+    assert.equal(await ahead.ensure(), false, 'it says it found the interface');
+    await ahead.undo();
+    assert.equal(await exists(d), true);
+    assert.equal((await d.read()).listenPort, 51820, 'its configuration is untouched');
+  });
 }

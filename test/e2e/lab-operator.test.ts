@@ -1,7 +1,8 @@
 /**
  * The lab as an operator drives it, through the CLI only: `kg lab up`, then kgctl on the host with
  * the kubeconfig the lab prints (the API server lives in a namespace of its own), `kg lab exec peer
- * -- wg show` (the Peer's wireguard-go socket is bound for it), and `kg lab down`.
+ * -- wg show` (the Peer's wireguard-go socket is bound for it), `kg lab show` of a mesh that does
+ * not converge (a finding: the failing pairs, exit 1), and `kg lab down`.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -66,6 +67,21 @@ test(
     assert.equal(wg.status, 0, wg.stderr);
     assert.match(wg.stdout, /^interface: kilo0$/m);
     assert.match(wg.stdout, /^peer: /m);
+
+    // A mesh that does not converge is a finding, not a bug: progress while waiting, the pairs
+    // that fail, exit 1. (loc2-n1's pod drops pings.)
+    const drop = ['INPUT', '-p', 'icmp', '--icmp-type', 'echo-request', '-j', 'DROP'];
+    assert.equal(kg('lab', 'exec', '--state-dir', dir, 'loc2-n1-pod', '--', 'iptables', '-I', ...drop).status, 0);
+    const broken = kg('--log-level', 'debug', 'lab', 'show', '--state-dir', dir, '--timeout', '6');
+    assert.equal(broken.status, 1, broken.stderr);
+    assert.doesNotMatch(broken.stderr, /internal error/);
+    assert.match(broken.stdout, /^ {2}\d+ s: \d+ of \d+ pairs got through; waiting for .*loc1-n1→loc2-n1/m);
+    assert.match(
+      broken.stdout,
+      /the mesh did not converge within 6 s: 2 of 4 pairs never got through:\n {2}loc1-n1→loc2-n1\n {2}peer→loc2-n1\n/,
+    );
+    assert.equal(kg('lab', 'exec', '--state-dir', dir, 'loc2-n1-pod', '--', 'iptables', '-D', ...drop).status, 0);
+    assert.equal(kg('lab', 'show', '--state-dir', dir, '--graph', join(dir, 'g.svg')).status, 0);
 
     const down = kg('lab', 'down', '--state-dir', dir);
     assert.equal(down.status, 0, down.stderr);

@@ -42,11 +42,20 @@ test(
     api.addNode({
       apiVersion: 'v1',
       kind: 'Node',
-      metadata: { name: 'a', labels: { 'topology.kubernetes.io/region': 'eu' } },
+      metadata: {
+        name: 'a',
+        labels: { 'topology.kubernetes.io/region': 'eu', 'node-role.kubernetes.io/control-plane': '' },
+      },
       spec: { podCIDR: '10.42.1.0/24' },
-    });
+      status: { conditions: [{ type: 'Ready', status: 'True' }], nodeInfo: { kubeletVersion: 'v1.31.2' } },
+    } as never);
 
-    assert.match(await kubectl('get', 'nodes'), /^a\s/m);
+    // Server-side printing: the columns kube-apiserver's node printer gives kubectl.
+    const nodes = await kubectl('get', 'nodes');
+    assert.match(nodes, /^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION\n/);
+    assert.match(nodes, /^a\s+Ready\s+control-plane\s+\d+s\s+v1\.31\.2$/m);
+    await kubectl('cordon', 'a');
+    assert.match(await kubectl('get', 'node', 'a'), /^a\s+Ready,SchedulingDisabled\s/m);
     assert.match(await kubectl('describe', 'node', 'a'), /PodCIDR:\s+10\.42\.1\.0\/24/);
     await kubectl('annotate', 'node', 'a', 'kilo.squat.ai/location=eu');
     await kubectl('label', 'node', 'a', 'kilo.squat.ai/leader=true');
@@ -77,7 +86,11 @@ test(
     writeFileSync(join(dir, 'peer.yaml'), peer(20));
     assert.match(await kubectl('apply', '-f', join(dir, 'peer.yaml')), /laptop configured/);
     assert.equal((api.peer('laptop')?.spec as { persistentKeepalive?: number }).persistentKeepalive, 20);
-    assert.match(await kubectl('get', 'peers'), /^laptop\s/m);
+    // The Peer CRD's printer columns (manifests/crds.yaml).
+    assert.match(
+      await kubectl('get', 'peers'),
+      /^NAME\s+ALLOWED IPS\s+KEEPALIVE\nlaptop\s+\["10\.5\.0\.1\/32"\]\s+20$/m,
+    );
     await kubectl('delete', 'peer', 'laptop');
     assert.deepEqual(api.peerNames(), []);
   },

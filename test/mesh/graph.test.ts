@@ -190,6 +190,24 @@ describe('graphDOT: subnet granularity', () => {
   });
 });
 
+describe('graphDOT: node order', () => {
+  test('a location lists its nodes in natural order (office-2 before office-10)', () => {
+    const objects = ['office-10', 'office-2', 'office-1', 'office-3'].map((name, i) =>
+      node(name, {
+        location: 'office',
+        internalIP: `192.168.1.${i + 1}/24`,
+        endpoint: `203.0.113.${i + 1}:51820`,
+        podCIDR: `10.42.${i + 1}.0/24`,
+      }),
+    );
+    const g = parseDot(dotOf(objects, 'cross'));
+    assert.deepEqual(
+      [...g.clusterOf.keys()],
+      ['office-1', 'office-2', 'office-3', 'office-10'].map((n) => `node/${n}`),
+    );
+  });
+});
+
 describe('graphDOT: layouts that ignore clusters', () => {
   for (const layout of ['neato', 'circo'] as const) {
     test(`${layout}: no location boxes around scattered nodes; the location is in each label and colour`, () => {

@@ -20,6 +20,8 @@
  *   preconditions); 415 for a body type it does not take, 422 for an invalid object;
  * - the CustomResourceDefinitions of manifests/ under apiextensions.k8s.io/v1, namespaces,
  *   (empty) pods and events, discovery and OpenAPI for kubectl;
+ * - Tables (server-side printing) for a list or get that asks for one, with kube-apiserver's
+ *   columns: Nodes' STATUS, ROLES, AGE, VERSION; a CRD's printer columns (apiserver-table.ts);
  * - core list items carry no kind/apiVersion; custom resources' items do.
  *
  * More resource types: `resources` in the options (storage, every verb and discovery come with
@@ -64,6 +66,7 @@ import {
 } from './apiserver-resources.js';
 import { ApiError, notFound } from './apiserver-status.js';
 import { metaOf, ObjectStore } from './apiserver-store.js';
+import { renderingOf, toTable } from './apiserver-table.js';
 import { Watches } from './apiserver-watch.js';
 
 export { applyMergePatch } from './apiserver-patch.js';
@@ -178,7 +181,12 @@ export class TestApiServer {
     const givenKey = (o: KubeObject) => `${o.kind}/${metaOf(o).namespace ?? ''}/${metaOf(o).name ?? ''}`;
     const keys = new Set(given.map(givenKey));
     const defaults = [
-      ...builtinNamespaces.map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } })),
+      ...builtinNamespaces.map((name) => ({
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name },
+        status: { phase: 'Active' },
+      })),
       ...manifestCrds(),
     ].filter((o) => !keys.has(givenKey(o)));
     if (options.revision !== undefined) this.store.restore(given, options.revision);
@@ -523,12 +531,18 @@ export class TestApiServer {
     };
     if (r.namespace !== undefined && method !== 'GET' && !this.store.peek(namespacesType, undefined, r.namespace))
       throw notFound('namespaces', r.namespace);
-    if (name === undefined && method === 'GET') {
-      if (watching) return this.watches.open(type, r.namespace, r.query, res, this.goneAs);
-      return this.reply(res, 200, listRequest(this.store, r));
+    if (method === 'GET' && !watching) {
+      // kubectl get asks for a Table (server-side printing): apiserver-table.ts.
+      const rendering = renderingOf(request.req.headers.accept);
+      const answer = name === undefined ? listRequest(this.store, r) : getRequest(this.store, r, name);
+      return this.reply(
+        res,
+        200,
+        rendering.as === 'table' ? toTable(this.store, type, answer, rendering, r.query) : answer,
+      );
     }
+    if (name === undefined && method === 'GET') return this.watches.open(type, r.namespace, r.query, res, this.goneAs);
     if (name === undefined && method === 'POST') return this.reply(res, 201, createRequest(this.store, r));
-    if (name !== undefined && method === 'GET') return this.reply(res, 200, getRequest(this.store, r, name));
     if (name !== undefined && method === 'PUT') return this.reply(res, 200, replaceRequest(this.store, r, name));
     if (name !== undefined && method === 'PATCH') return this.reply(res, 200, patchRequest(this.store, r, name));
     if (name !== undefined && method === 'DELETE') return this.reply(res, 200, deleteRequest(this.store, r, name));

@@ -1,6 +1,5 @@
 import { Command, Option } from 'commander';
 import { spawnSync } from 'node:child_process';
-import { isAbsolute, relative } from 'node:path';
 import { granularities, type Granularity } from '../../../src/model/types.js';
 import { UsageError } from '../../../src/model/errors.js';
 import { labApiProxyCommand } from './apiproxy-command.js';
@@ -11,7 +10,8 @@ import { peerRunDir } from './peer.js';
 import { inNodeNs, inNs } from './sh.js';
 import { isAlive } from './state.js';
 import { teardown } from './teardown.js';
-import { report } from './report.js';
+import { invokedAs, report } from './report.js';
+import { logLevels, logs, type LogLevel } from '../../../src/agent/log-levels.js';
 
 const defaultStateDir = '/tmp/kilo-lab';
 
@@ -49,11 +49,19 @@ export function execArgs(rest: readonly string[], stateDir: string): { argv: str
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
-/** kg as the user can type it again: `bin/kg` from the repository, the full path elsewhere. */
-function invokedAs(): string {
-  const script = process.argv[1] ?? 'kg';
-  const rel = relative(process.cwd(), script);
-  return rel.startsWith('..') || isAbsolute(rel) ? script : rel;
+/**
+ * --log-level, on `kg lab` and on the commands that wait for the mesh (`kg lab show --log-level
+ * debug` and `kg lab --log-level debug show` alike; `kg --log-level debug lab show` is the
+ * latter, kg.ts). debug (or all) reports the mesh's progress more often and gives a bug's stack
+ * trace (run.ts).
+ */
+const logLevelOption = () =>
+  new Option('--log-level <level>', 'how much to say (debug: progress every 2 s)').choices(logLevels);
+
+/** The --log-level given to the command or to `kg lab` before it. */
+function verbose(cmd: Command): boolean {
+  const level = cmd.optsWithGlobals<{ logLevel?: LogLevel }>().logLevel ?? 'info';
+  return logs(level, 'debug');
 }
 
 interface UpFlags {
@@ -85,7 +93,8 @@ function upCommand(): Command {
     .addOption(new Option('--prefix <prefix>', 'prefix of every namespace name').default('kl-'))
     .option('--graph <file>', 'where to write the SVG graph (default STATE_DIR/graph.svg)')
     .option('--no-wait', 'return once the agents are started, without waiting for the mesh')
-    .action(async (f: UpFlags) => {
+    .addOption(logLevelOption())
+    .action(async (f: UpFlags, cmd: Command) => {
       if (process.getuid?.() !== 0) throw new UsageError('kg lab needs root (it creates network namespaces)');
       if (f.natLocation !== undefined && f.natLocation > f.locations)
         throw new UsageError(`--nat-location ${f.natLocation}: there are only ${f.locations} locations`);
@@ -106,8 +115,9 @@ function upCommand(): Command {
       say(`lab up: state in ${f.stateDir}`);
       say(`kubeconfig for kubectl and kgctl on this machine: ${lab.kubeconfig}`);
       if (!f.wait) return;
-      await report(lab, f.graph ?? lab.state.path('graph.svg'), say);
+      const converged = await report(lab, f.graph ?? lab.state.path('graph.svg'), say, { verbose: verbose(cmd) });
       say(`\ntear down with: ${invokedAs()} lab down --state-dir ${f.stateDir}`);
+      if (!converged) process.exitCode = 1;
     });
 }
 
@@ -184,9 +194,17 @@ function showCommand(): Command {
     .description('the connectivity matrix, routes and graph of a running lab')
     .addOption(stateDirOption())
     .option('--graph <file>', 'where to write the SVG graph (default STATE_DIR/graph.svg)')
-    .action(async (f: { stateDir: string; graph?: string }) => {
+    .addOption(
+      new Option('--timeout <seconds>', 'how long to wait for the mesh')
+        .argParser(intOption('timeout', 1, 3600))
+        .default(120),
+    )
+    .addOption(logLevelOption())
+    .action(async (f: { stateDir: string; graph?: string; timeout: number }, cmd: Command) => {
       const lab = Lab.open(f.stateDir);
-      await report(lab, f.graph ?? lab.state.path('graph.svg'), say);
+      const o = { verbose: verbose(cmd), timeoutMs: f.timeout * 1000 };
+      // A mesh that does not converge is a finding (report says which pairs fail): exit 1.
+      if (!(await report(lab, f.graph ?? lab.state.path('graph.svg'), say, o))) process.exitCode = 1;
     });
 }
 
@@ -195,6 +213,7 @@ export function labCommand(): Command {
   return new Command('lab')
     .description('a multi-location cluster of network namespaces on this machine, with real agents and wireguard-go')
     .enablePositionalOptions()
+    .addOption(logLevelOption())
     .addCommand(upCommand())
     .addCommand(statusCommand())
     .addCommand(showCommand())

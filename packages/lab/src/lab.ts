@@ -31,6 +31,25 @@ export interface AgentStartOptions {
   cleanUp?: boolean;
 }
 
+const pairName = (p: Pair): string => `${p.s.name}→${p.d.name}`;
+
+/** Up to six names, then how many more. */
+const abbreviated = (names: readonly string[]): string =>
+  names.length <= 6 ? names.join(', ') : `${names.slice(0, 6).join(', ')} and ${names.length - 6} more`;
+
+/** The mesh did not converge: a finding about the cluster (which pairs never got through), not a bug. */
+export class NotConverged extends Error {
+  constructor(
+    readonly timeoutMs: number,
+    /** The pairs that never got a reply, as `from→to`. */
+    readonly failing: readonly string[],
+    /** How many pairs were probed in all. */
+    readonly pairs: number,
+  ) {
+    super(`the mesh did not converge within ${timeoutMs} ms; failing: ${failing.join(', ')}`);
+  }
+}
+
 /**
  * One lab: its state directory and everything recorded in it. Built by `up`, reopened by every
  * other command (and by the end-to-end tests) from the state directory alone.
@@ -442,7 +461,10 @@ export class Lab {
    * full matrix, when the last pair got through (`at`) and how long after the call that was;
    * throws with the failing pairs after `timeoutMs`.
    */
-  async converge(timeoutMs = 90_000, o: { peer?: boolean } = {}): Promise<{ matrix: Matrix; ms: number; at: number }> {
+  async converge(
+    timeoutMs = 90_000,
+    o: { peer?: boolean; progress?: (line: string) => void; progressEveryMs?: number } = {},
+  ): Promise<{ matrix: Matrix; ms: number; at: number }> {
     const t0 = Date.now();
     const withPeer = o.peer ?? this.options.peer;
     if (withPeer) {
@@ -466,13 +488,20 @@ export class Lab {
       let at = t0;
       for (;;) {
         const left = timeoutMs - (Date.now() - t0);
-        const first = await firstReplies(pending, Math.max(left, 0));
+        const all = this.pairs(withPeer).length;
+        const progress = o.progress;
+        const tick = progress && {
+          everyMs: o.progressEveryMs ?? 10_000,
+          call: (so: readonly (number | null)[]) => {
+            const waiting = pending.filter((_, i) => so[i] === null).map(pairName);
+            progress(
+              `  ${Math.round((Date.now() - t0) / 1000)} s: ${all - waiting.length} of ${all} pairs got through; waiting for ${abbreviated(waiting)}`,
+            );
+          },
+        };
+        const first = await firstReplies(pending, Math.max(left, 0), tick);
         const failing = pending.filter((_, i) => first[i] === null);
-        if (failing.length > 0) {
-          throw new Error(
-            `the mesh did not converge within ${timeoutMs} ms; failing: ${failing.map((p) => `${p.s.name}→${p.d.name}`).join(', ')}`,
-          );
-        }
+        if (failing.length > 0) throw new NotConverged(timeoutMs, failing.map(pairName), all);
         at = Math.max(at, ...(first as number[]));
         // Every pair got through at some point: a full matrix confirms they all still do.
         const full = await this.matrix({ waitSeconds: 1, peer: withPeer });

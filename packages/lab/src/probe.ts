@@ -81,9 +81,13 @@ export const allOk = (m: Matrix) => m.every((e) => e.ok);
  * Pings every pair continuously (every 0.2 s) until each has had a reply or `timeoutMs` passed;
  * returns when each pair first got a reply (ms since the epoch, from ping's own timestamps), or
  * null. Continuous pings measure convergence to a fraction of a second, where rounds of single
- * pings on a loaded machine would not.
+ * pings on a loaded machine would not. `tick` is called every `everyMs` with the replies so far.
  */
-export async function firstReplies(pairs: readonly Pair[], timeoutMs: number): Promise<(number | null)[]> {
+export async function firstReplies(
+  pairs: readonly Pair[],
+  timeoutMs: number,
+  tick?: { everyMs: number; call: (first: readonly (number | null)[]) => void },
+): Promise<(number | null)[]> {
   const first: (number | null)[] = pairs.map(() => null);
   let left = pairs.length;
   let finish: () => void = () => {};
@@ -112,12 +116,14 @@ export async function firstReplies(pairs: readonly Pair[], timeoutMs: number): P
   };
   pairs.forEach(watch);
   const timer = setTimeout(finish, timeoutMs);
+  const ticker = tick && setInterval(() => tick.call(first), tick.everyMs);
   if (pairs.length === 0) finish();
   try {
     await done;
   } finally {
     over = true;
     clearTimeout(timer);
+    if (ticker) clearInterval(ticker);
     for (const c of children) c.kill('SIGKILL');
   }
   return first;

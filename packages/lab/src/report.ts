@@ -1,15 +1,39 @@
 import { writeFileSync } from 'node:fs';
-import type { Lab } from './lab.js';
+import { isAbsolute, relative } from 'node:path';
+import { NotConverged, type Lab } from './lab.js';
 import { peerAllowedIP } from './layout.js';
 import { formatMatrix } from './probe.js';
 
 /**
- * What `up` shows once the mesh works: the pod→pod matrix, how one node routes to a few
- * destinations (its own location over lan0, the others over kilo0) and the graph as SVG.
+ * What `up` and `show` show once the mesh works: the pod→pod matrix, how one node routes to a few
+ * destinations (its own location over lan0, the others over kilo0) and the graph as SVG. While it
+ * waits it says how far the mesh got (every 10 s; every 2 s with `verbose`). A mesh that does not
+ * converge is a finding about the cluster: the pairs that never got through and where to look
+ * next; the answer is false then (the command exits 1).
  */
-export async function report(lab: Lab, graphFile: string, say: (line: string) => void): Promise<void> {
-  say('waiting for the mesh (every pod pings every pod)…');
-  const { matrix, ms } = await lab.converge(120_000);
+export async function report(
+  lab: Lab,
+  graphFile: string,
+  say: (line: string) => void,
+  o: { verbose?: boolean; timeoutMs?: number } = {},
+): Promise<boolean> {
+  const timeoutMs = o.timeoutMs ?? 120_000;
+  say(`waiting for the mesh (every pod pings every pod, up to ${timeoutMs / 1000} s)…`);
+  let converged: Awaited<ReturnType<Lab['converge']>>;
+  try {
+    converged = await lab.converge(timeoutMs, { progress: say, progressEveryMs: o.verbose ? 2000 : 10_000 });
+  } catch (e) {
+    if (!(e instanceof NotConverged)) throw e;
+    say(
+      `\nthe mesh did not converge within ${e.timeoutMs / 1000} s: ${e.failing.length} of ${e.pairs} pairs never got through:`,
+    );
+    for (const pair of e.failing) say(`  ${pair}`);
+    say(`\nnext: each agent's /health: ${invokedAs()} lab status --state-dir ${lab.state.dir}`);
+    say(`      an agent's log: ${lab.nodeDir(lab.nodes[0]!.name)}/kg.log (and the other nodes' beside it)`);
+    say(`      the cluster as the agents see it: kubectl --kubeconfig ${lab.kubeconfig} get nodes -o yaml`);
+    return false;
+  }
+  const { matrix, ms } = converged;
   say(`converged in ${(ms / 1000).toFixed(1)} s\n`);
   say('pod → pod connectivity (ping from each pod namespace; the "peer" row pings from the Peer):');
   say(formatMatrix(matrix));
@@ -39,6 +63,7 @@ export async function report(lab: Lab, graphFile: string, say: (line: string) =>
       `\ngraph (GET /graph?format=svg from ${viewer.name}'s agent): ${graphFile} (${(Buffer.byteLength(svg.body) / 1024).toFixed(0)} KiB)`,
     );
   } else say(`\ngraph: ${viewer.name}'s agent did not answer /graph: ${svg.body.trim()}`);
+  return true;
 }
 
 /** `ip route get`'s first line without what says nothing about the path (`uid 0`, trailing blanks). */
@@ -48,4 +73,11 @@ function route(lab: Lab, node: string, ip: string): string {
     .split('\n')[0]!
     .replace(/\s+uid \d+/, '')
     .trimEnd();
+}
+
+/** kg as the user can type it again: `bin/kg` from the repository, the full path elsewhere. */
+export function invokedAs(): string {
+  const script = process.argv[1] ?? 'kg';
+  const rel = relative(process.cwd(), script);
+  return rel.startsWith('..') || isAbsolute(rel) ? script : rel;
 }

@@ -21,14 +21,9 @@ const missing = (e: unknown) => e instanceof ExecError && /does not exist/.test(
 export class LinuxHost implements Host {
   constructor(private readonly exec: Exec) {}
 
-  /** Starts the read of the next `addresses()` of every interface now (see Exec.readAhead). */
-  readAhead(): void {
-    this.exec.readAhead?.(addrArgv());
-  }
-
   async addresses(iface?: string): Promise<HostAddress[]> {
     const argv = addrArgv(iface);
-    const stdout = await this.exec.run(argv, { readOnly: true }).then(
+    const stdout = await this.exec.run(argv).then(
       (r) => r.stdout,
       (e: unknown) => {
         if (iface !== undefined && missing(e)) return '[]';
@@ -47,7 +42,7 @@ export class LinuxHost implements Host {
   }
 
   async link(name: string): Promise<HostLink | null> {
-    const stdout = await this.exec.run(['ip', '-j', 'link', 'show', 'dev', name], { readOnly: true }).then(
+    const stdout = await this.exec.run(['ip', '-j', 'link', 'show', 'dev', name]).then(
       (r) => r.stdout,
       (e: unknown) => {
         if (missing(e)) return null;
@@ -62,7 +57,7 @@ export class LinuxHost implements Host {
 
   async defaultRoute(): Promise<DefaultRoute | null> {
     for (const family of ['-4', '-6']) {
-      const stdout = await this.exec.run(['ip', '-j', family, 'route', 'show', 'default'], { readOnly: true }).then(
+      const stdout = await this.exec.run(['ip', '-j', family, 'route', 'show', 'default']).then(
         (r) => r.stdout,
         (e: unknown) => {
           // A kernel booted with IPv6 disabled simply has no IPv6 default route.
@@ -89,7 +84,7 @@ export class LinuxHost implements Host {
   }
 
   async ipv4Forwarding(): Promise<boolean | null> {
-    return this.exec.run(['cat', '/proc/sys/net/ipv4/ip_forward'], { timeoutMs: 3_000, readOnly: true }).then(
+    return this.exec.run(['cat', '/proc/sys/net/ipv4/ip_forward'], { timeoutMs: 3_000 }).then(
       (r) => r.stdout.trim() === '1',
       () => null,
     );
@@ -105,7 +100,7 @@ export class LinuxHost implements Host {
 
   /** A question (a route lookup, a ping) that changes nothing on the machine. */
   private succeeds(argv: string[]): Promise<boolean> {
-    return this.exec.run(argv, { timeoutMs: 3_000, readOnly: true }).then(
+    return this.exec.run(argv, { timeoutMs: 3_000 }).then(
       () => true,
       () => false,
     );

@@ -4,9 +4,8 @@ import type { SavedChain } from './save.js';
 
 /**
  * Edits that turn one of Kilo's chains, as saved, into `want` rule by rule: deletes of the rules
- * that went, inserts of the new ones at their place. A big cluster's KILO-NAT holds one rule per
- * known address (tens of thousands); when one node leaves, deleting its three rules is a short
- * restore, where re-declaring the chain would rewrite every rule. Returns null when replacing the
+ * that went, inserts of the new ones at their place: a short restore where re-declaring a big chain
+ * would rewrite every rule (docs/performance.md#kilo-nat-aggregation). Returns null when replacing the
  * chain whole is as cheap (most rules change) or the edit cannot be made exact (a rule to delete
  * has an identical twin, and `-D` removes the first copy).
  */

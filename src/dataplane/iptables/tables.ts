@@ -79,8 +79,6 @@ export class LinuxFirewallTables implements FirewallTables {
   /** Why IPv6 netfilter is unusable on this host, once an ip6tables command said so; null = usable or not known. */
   private noIPv6: string | null = null;
   private toldSkip = false;
-  /** Reads started ahead of the reconcile that uses them (readAhead), per family. */
-  private ahead = new Map<IPFamily, Promise<FamilyDump>>();
 
   constructor(
     private readonly exec: Exec,
@@ -114,13 +112,18 @@ export class LinuxFirewallTables implements FirewallTables {
     return this.serial(() => this.converge({ chains: [], rules: [] }, {}));
   }
 
-  readAhead(): void {
-    for (const family of families) {
-      const read = this.read(family);
-      // Its failure is the reconcile's to report, when it takes the read.
-      read.catch(() => {});
-      this.ahead.set(family, read);
-    }
+  /** Both families' tables, parsed; a family whose save fails is left out (its reconcile reads, and says why). */
+  async read(): Promise<IptablesWritten> {
+    const out = new Map<IPFamily, SavedTables>();
+    await Promise.all(
+      families.map((family) =>
+        this.save(family).then(
+          (dump) => void out.set(family, parsed(dump)),
+          () => {},
+        ),
+      ),
+    );
+    return out;
   }
 
   /** The backend in use and the binaries that go with it. */
@@ -136,9 +139,9 @@ export class LinuxFirewallTables implements FirewallTables {
    * iptables-save of the tables Kilo uses, for one family. One save of everything: with nf_tables
    * `-t TABLE` still fetches the whole ruleset, so a save per table costs a big KILO-NAT twice.
    */
-  async read(family: IPFamily): Promise<FamilyDump> {
+  async save(family: IPFamily): Promise<FamilyDump> {
     const tools = await this.backend();
-    const all = (await this.run(family, [tools.save[family]], { readOnly: true })).stdout;
+    const all = (await this.run(family, [tools.save[family]])).stdout;
     const has = (t: IptablesTable) => new RegExp(`^\\*${t}$`, 'm').test(all);
     return { nat: has('nat') ? all : absentTable.nat, filter: has('filter') ? all : absentTable.filter };
   }
@@ -184,11 +187,9 @@ export class LinuxFirewallTables implements FirewallTables {
     after: Map<IPFamily, SavedTables>,
   ): Promise<string[]> {
     const demand = family === 6 ? ipv6Demand(firewall) : null;
-    const ahead = this.ahead.get(family);
-    this.ahead.delete(family);
     if (family === 6 && this.noIPv6 !== null && demand === null) return this.skipIPv6(this.noIPv6);
     try {
-      const saved = remembered ?? parsed(await (ahead ?? this.read(family)));
+      const saved = remembered ?? parsed(await this.save(family));
       const batch = renderParsed(family, firewall, saved);
       if (batch.input !== '') await this.restore(tools, batch);
       after.set(family, batch.after);
@@ -231,9 +232,8 @@ export class LinuxFirewallTables implements FirewallTables {
       // iptables commits table by table: when both change, a dry run first keeps a bad line in
       // the second table from leaving the first one half-updated.
       if (batch.input.split('\nCOMMIT\n').length > 2)
-        await this.run(batch.family, [bin, '--noflush', '--test', '-w'], { input: batch.input, keepsRoutes: true });
-      // The firewall is no route: reads of routes taken ahead stay valid.
-      await this.run(batch.family, [bin, '--noflush', '-w'], { input: batch.input, keepsRoutes: true });
+        await this.run(batch.family, [bin, '--noflush', '--test', '-w'], { input: batch.input });
+      await this.run(batch.family, [bin, '--noflush', '-w'], { input: batch.input });
     } catch (e) {
       if (!(e instanceof ExecError)) throw e;
       throw restoreError(batch, e);
@@ -267,13 +267,13 @@ function restoreError(batch: RestoreBatch, e: ExecError): IptablesError {
 async function detectTools(exec: Exec, forced?: IptablesBackend): Promise<Tools> {
   let backend = forced;
   if (!backend) {
-    const v = (await exec.run(['iptables', '-V'], { readOnly: true })).stdout;
+    const v = (await exec.run(['iptables', '-V'])).stdout;
     backend = v.includes('nf_tables') ? 'nft' : 'legacy';
   }
   const suffix = `-${backend}`;
   let explicit = true;
   try {
-    await exec.run([`iptables${suffix}-restore`, '-V'], { readOnly: true });
+    await exec.run([`iptables${suffix}-restore`, '-V']);
   } catch (e) {
     // Old iptables (before 1.8) has no -legacy names: its plain binaries are legacy.
     // (Not found: spawn fails with no exit code; in a namespace nsenter or a shell exits 127.)

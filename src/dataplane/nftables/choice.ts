@@ -40,7 +40,7 @@ async function nftState(exec: Exec): Promise<NftState> {
 /** Whether an iptables command is installed (it may be legacy or nf_tables). */
 async function iptablesPresent(exec: Exec): Promise<boolean> {
   try {
-    await exec.run(['iptables', '-V'], { readOnly: true });
+    await exec.run(['iptables', '-V']);
     return true;
   } catch (e) {
     if (e instanceof ExecError) return false;
@@ -103,6 +103,6 @@ export function retiringNftables(tables: FirewallTables, exec: Exec): FirewallTa
       return merged(ops, await retire());
     },
     cleanup: async () => merged(await tables.cleanup(), await retire()),
-    ...(tables.readAhead ? { readAhead: () => tables.readAhead!() } : {}),
+    read: () => tables.read(),
   };
 }

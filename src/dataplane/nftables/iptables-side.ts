@@ -2,6 +2,7 @@ import type { Firewall, IPFamily } from '../../mesh/types.js';
 import { ExecError, ExecInterrupted, type Exec } from '../exec.js';
 import { iptablesRulesOf, type IptablesRules } from '../iptables/rules.js';
 import { LinuxFirewallTables } from '../iptables/tables.js';
+import type { SavedTables } from '../iptables/render.js';
 import type { IptablesWritten } from '../types.js';
 
 /**
@@ -20,15 +21,11 @@ export type DropPolicies = Record<IPFamily, Set<Hook>>;
 
 const none = (): DropPolicies => ({ 4: new Set(), 6: new Set() });
 
-/** The filter chains whose policy is DROP, from an iptables-save dump of one family. */
-export function dropPoliciesOf(dump: string): Set<Hook> {
+/** The filter chains whose policy is DROP, from one family's tables as read (or as the last write left them). */
+export function dropPoliciesOf(tables: SavedTables): Set<Hook> {
   const out = new Set<Hook>();
-  let filter = false;
-  for (const line of dump.split('\n')) {
-    if (line.startsWith('*')) filter = line === '*filter';
-    const m = filter ? /^:(INPUT|FORWARD) DROP\b/.exec(line) : null;
-    if (m) out.add(m[1] as Hook);
-  }
+  for (const hook of ['INPUT', 'FORWARD'] as const)
+    if (tables.filter.chains.get(hook)?.policy === 'DROP') out.add(hook);
   return out;
 }
 
@@ -52,8 +49,7 @@ const notFound = (e: unknown) =>
 
 export class IptablesSide {
   private readonly tables: LinuxFirewallTables;
-  /** The last iptables-save of each family the tables took (none when they trusted their memory). */
-  private dumps = new Map<IPFamily, string>();
+  /** The filter hooks whose policy is DROP, per family, as the last read (or write) found them. */
   private drop: DropPolicies = none();
   /** No iptables on this host: nothing of Kilo's can be there, and no policy to work around. */
   private absent = false;
@@ -62,16 +58,7 @@ export class IptablesSide {
     exec: Exec,
     private readonly log?: (line: string) => void,
   ) {
-    const watched: Exec = {
-      ...exec,
-      run: async (argv, opts) => {
-        const r = await exec.run(argv, opts);
-        const m = /(ip6?)tables(?:-\w+)?-save$/.exec(argv[0] ?? '');
-        if (m) this.dumps.set(m[1] === 'ip6' ? 6 : 4, r.stdout);
-        return r;
-      },
-    };
-    this.tables = new LinuxFirewallTables(watched, log ? { log } : {});
+    this.tables = new LinuxFirewallTables(exec, log ? { log } : {});
   }
 
   /** The filter hooks whose iptables policy is DROP, per family, as the last read found them. */
@@ -79,33 +66,33 @@ export class IptablesSide {
     return this.drop;
   }
 
+  /** Both families' tables as reconcile diffs against them (a family that cannot be read is left out); null: no iptables here. */
+  async read(): Promise<IptablesWritten | null> {
+    if (this.absent) return null;
+    return this.tables.read();
+  }
+
   /**
-   * Kilo's iptables as the policies call for; `current`: what the last write left (not read then,
-   * and a policy changed since is seen at the next pass that reads). Resolves to the writes and what
-   * they left; null when the host has no iptables.
+   * Kilo's iptables as the policies call for; `current`: the tables as read ahead, or as the last
+   * write left them (not read then, and a policy changed since is seen at the next pass that
+   * reads). Resolves to the writes and what they left; null when the host has no iptables.
    */
   async reconcile(
     fw: Firewall,
     current: IptablesWritten | undefined,
   ): Promise<{ details: string[]; after: IptablesWritten } | null> {
     if (this.absent) return null;
-    this.dumps.clear();
     let after: IptablesWritten | undefined;
     const wrote = (a: IptablesWritten) => (after = a);
+    const drop = current ? this.policiesOf(current) : this.drop;
     const first = await this.attempt(() =>
-      this.tables.reconcileRules(iptablesCompanionOf(fw, this.drop), { current, wrote }),
+      this.tables.reconcileRules(iptablesCompanionOf(fw, drop), { current, wrote }),
     );
     if (first === null) return null;
-    const seen = this.seenPolicies();
-    if (seen === null || same(seen, this.drop)) return { details: first.details, after: after! };
-    // The policy changed since the last pass (Docker started): write what the new one calls for.
-    this.drop = seen;
-    for (const f of [4, 6] as const)
-      if (seen[f].size > 0)
-        this.log?.(
-          `IPv${f} iptables ${[...seen[f]].join(' and ')} policy is DROP: Kilo's accepts for ${seen[f].size > 1 ? 'them' : 'it'} are also written into iptables`,
-        );
-    const second = await this.tables.reconcileRules(iptablesCompanionOf(fw, seen), { wrote });
+    const seen = this.policiesOf(after!);
+    if (same(seen, drop)) return { details: first.details, after: after! };
+    // A family read during the pass has other policies (Docker started): write what they call for.
+    const second = await this.tables.reconcileRules(iptablesCompanionOf(fw, seen), { current: after!, wrote });
     return { details: [...first.details, ...second.details], after: after! };
   }
 
@@ -124,14 +111,21 @@ export class IptablesSide {
     }
   }
 
-  private seenPolicies(): DropPolicies | null {
-    if (this.dumps.size === 0) return null;
-    const out = none();
+  /** The DROP policies `tables` show (a family they lack keeps what was known); remembered, and said when they changed. */
+  private policiesOf(tables: IptablesWritten): DropPolicies {
+    const seen = none();
     for (const f of [4, 6] as const) {
-      const d = this.dumps.get(f);
-      out[f] = d === undefined ? this.drop[f] : dropPoliciesOf(d);
+      const t = tables.get(f);
+      seen[f] = t === undefined ? this.drop[f] : dropPoliciesOf(t);
     }
-    return out;
+    if (same(seen, this.drop)) return this.drop;
+    this.drop = seen;
+    for (const f of [4, 6] as const)
+      if (seen[f].size > 0)
+        this.log?.(
+          `IPv${f} iptables ${[...seen[f]].join(' and ')} policy is DROP: Kilo's accepts for ${seen[f].size > 1 ? 'them' : 'it'} are also written into iptables`,
+        );
+    return seen;
   }
 }
 

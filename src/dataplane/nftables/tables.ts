@@ -60,7 +60,7 @@ export function nftUnusable(e: unknown): string | null {
 export async function readKiloTable(exec: Exec): Promise<NftRuleset | null> {
   let text: string;
   try {
-    text = (await exec.run(['nft', '-j', 'list', 'table', nftFamily, nftTable], { readOnly: true })).stdout;
+    text = (await exec.run(['nft', '-j', 'list', 'table', nftFamily, nftTable])).stdout;
   } catch (e) {
     const unusable = nftUnusable(e);
     if (unusable !== null) throw new NftablesUnavailableError(unusable);
@@ -75,7 +75,7 @@ export async function readKiloTable(exec: Exec): Promise<NftRuleset | null> {
 /** Runs one `nft -f` transaction. */
 async function runScript(exec: Exec, text: string): Promise<void> {
   try {
-    await exec.run(['nft', '-f', '-'], { input: text, keepsRoutes: true });
+    await exec.run(['nft', '-f', '-'], { input: text });
   } catch (e) {
     const unusable = nftUnusable(e);
     if (unusable !== null) throw new NftablesUnavailableError(unusable);
@@ -113,6 +113,16 @@ export class LinuxNftablesTables implements FirewallTables {
   }
 
   /**
+   * Kilo's table and iptables as reconcile diffs against them (what ReadAhead starts early). Rejects
+   * as reconcile would when the table cannot be Kilo's or nft cannot run (the reconcile then reads,
+   * and says why); a family iptables cannot read is left out (its reconcile reads it).
+   */
+  async read(): Promise<NftablesWritten> {
+    const [table, iptables] = await Promise.all([readKiloTable(this.exec), this.iptables?.read() ?? null]);
+    return { table, iptables };
+  }
+
+  /**
    * `options.current`, when it is this backend's (NftablesWritten), stands for Kilo's table and
    * iptables as they are (neither is read); `wrote` is told what both left, when both succeeded.
    */
@@ -122,7 +132,7 @@ export class LinuxNftablesTables implements FirewallTables {
       const want = nftRulesetOf(firewall);
       // Kilo's table is read before iptables is touched: a host where it cannot be Kilo's (no nft,
       // no nf_tables, a foreign table) gets nothing written, in iptables either.
-      const table = current?.table ?? (await readKiloTable(this.exec));
+      const table = current ? current.table : await readKiloTable(this.exec);
       const [nft, ipt] = await Promise.allSettled([
         this.converge(want, table),
         this.iptables?.reconcile(firewall, current?.iptables ?? undefined) ?? Promise.resolve(null),

@@ -1,4 +1,4 @@
-import { ExecError, type Exec, type RunOptions } from '../exec.js';
+import { ExecError, type Exec } from '../exec.js';
 
 export interface BatchFailure {
   /** 0-based index into the lines given. */
@@ -33,12 +33,11 @@ export async function runBatch(
   exec: Exec,
   lines: readonly string[],
   options: readonly string[] = [],
-  runOptions: Pick<RunOptions, 'keepsRoutes'> = {},
 ): Promise<BatchResult> {
   if (lines.length === 0) return { failures: [] };
   const text = `${lines.join('\n')}\n`;
   try {
-    await exec.run(['ip', ...options, '-force', '-batch', '-'], { ...runOptions, input: text, timeoutMs: 120_000 });
+    await exec.run(['ip', ...options, '-force', '-batch', '-'], { input: text, timeoutMs: 120_000 });
     return { failures: [] };
   } catch (e) {
     if (!(e instanceof ExecError)) throw e;

@@ -8,11 +8,11 @@ import {
   type DesiredLink,
   type LinkState,
 } from '../links.js';
-import type { Links, Ops } from '../types.js';
+import type { DiffAgainst, Links, Ops } from '../types.js';
 import type { BatchFailure, BatchResult } from './batch.js';
 import { mainTableId } from './constants.js';
 import { ruleAddConflicts, ruleDeleteMatches, type RouteOp } from './diff.js';
-import { KiloRoutingTables, type KiloRouting, type RouteKernel } from './reconciler.js';
+import { KiloRoutingTables, type KiloRouting, type RouteKernel, type RoutingRead } from './reconciler.js';
 import { defaultOwnership, routeKey, sameRoute, type KernelRoute, type KernelRule, type Ownership } from './state.js';
 
 /** An operation the modelled kernel refused, with the kernel's message. */
@@ -202,28 +202,22 @@ export class FakeKernel {
 
 /** RouteKernel over a FakeKernel: applies each change on its own, as `ip -force -batch` does. */
 export class FakeRoutes implements RouteKernel {
-  /** What readAhead saw, for the next read. */
-  private ahead: KiloRouting | null = null;
-
   constructor(readonly kernel: FakeKernel) {}
 
-  read(owner: Ownership, expected?: ReadonlyMap<string, KernelRoute>): Promise<KiloRouting> {
-    const ahead = this.ahead;
-    this.ahead = null;
+  read(owner: Ownership): Promise<RoutingRead> {
     return settle(() => {
-      const read = ahead ?? this.now(owner);
-      if (!expected) return read;
-      // As the kernel's reader: a route equal to one expected is that object.
-      const as = (r: KernelRoute) => {
-        const want = expected.get(routeKey(r));
-        return want && want.family === r.family && sameRoute(want, r) ? want : r;
+      const read = this.now(owner);
+      const parse = (expected?: ReadonlyMap<string, KernelRoute>): KiloRouting => {
+        if (!expected) return read;
+        // As the kernel's reader: a route equal to one expected is that object.
+        const as = (r: KernelRoute) => {
+          const want = expected.get(routeKey(r));
+          return want && want.family === r.family && sameRoute(want, r) ? want : r;
+        };
+        return { routes: read.routes.map(as), rules: read.rules };
       };
-      return { routes: read.routes.map(as), rules: read.rules };
+      return { empty: read.routes.length === 0 && read.rules.length === 0, parse };
     });
-  }
-
-  readAhead(owner: Ownership): void {
-    this.ahead = this.now(owner);
   }
 
   private now(owner: Ownership): KiloRouting {
@@ -233,7 +227,8 @@ export class FakeRoutes implements RouteKernel {
     };
   }
 
-  apply(ops: readonly RouteOp[]): Promise<BatchResult> {
+  async apply(ops: readonly RouteOp[], after?: Promise<unknown>): Promise<BatchResult> {
+    await after;
     return settle(() => this.applyNow(ops));
   }
 
@@ -272,9 +267,9 @@ export class FakeLinks implements Links {
     });
   }
 
-  async reconcile(device: string, state: DesiredLink): Promise<Ops> {
+  async reconcile(device: string, state: DesiredLink, options: DiffAgainst<LinkState> = {}): Promise<Ops> {
     checkDesired(device, state);
-    const ops = diffLink(await this.read(device), state);
+    const ops = diffLink(options.current ?? (await this.read(device)), state);
     const failures: BatchFailure[] = [];
     ops.forEach((op, index) => {
       try {

@@ -5,7 +5,7 @@ import { runBatch, type BatchResult } from './batch.js';
 import type { RouteOp } from './diff.js';
 import { batchesOf, defaultSplitAt } from './schedule.js';
 import { parseRoutes, parseRules, renderOps } from './iproute.js';
-import { KiloRoutingTables, type KiloRouting, type RouteKernel } from './reconciler.js';
+import { KiloRoutingTables, type KiloRouting, type RouteKernel, type RoutingRead } from './reconciler.js';
 import { defaultOwnership, type KernelRoute, type Ownership } from './state.js';
 
 /**
@@ -18,9 +18,8 @@ export class IprouteRoutes implements RouteKernel {
   /** Whether this reader's reads are the memo's passes (a shared memo's are its owner's). */
   private readonly ownsMemo: boolean;
   /**
-   * The last read and the texts iproute2 printed for it. A resync finds the same texts every 30 s
-   * (thousands of routes, a megabyte of JSON at 5,000 nodes): the same texts are the same read, the
-   * very object, which the reconciler knows it has diffed.
+   * The last read and the texts iproute2 printed for it: the same texts are the same read, the very
+   * object, which the reconciler knows it has diffed (docs/performance.md#the-dataplane).
    */
   private last: {
     owner: Ownership;
@@ -28,8 +27,6 @@ export class IprouteRoutes implements RouteKernel {
     texts: [string, string][];
     routing: KiloRouting;
   } | null = null;
-  /** Lines rendered ahead of an apply (see prepare). */
-  private rendered: { ops: readonly RouteOp[]; lines: string[] } | null = null;
 
   /**
    * @param addresses best the routes reconciler's own, as linuxRoutingTables does: the kernel's
@@ -57,44 +54,22 @@ export class IprouteRoutes implements RouteKernel {
     }));
   }
 
-  readAhead(owner: Ownership): void {
-    for (const r of this.reads(owner)) {
-      this.exec.readAhead?.(r.routes, { ofRoutes: true });
-      this.exec.readAhead?.(r.rules, { ofRoutes: true });
-    }
-  }
-
-  /**
-   * Whether the reads started ahead show none of `owner`'s routes and rules (false when they were not
-   * started ahead, or failed). They are looked at when called, and left for the read that takes them.
-   */
-  async holdsNoneAhead(owner: Ownership): Promise<boolean> {
-    const ahead = (argv: string[]) => this.exec.peekAhead?.(argv)?.then((r) => r.stdout);
-    const reads = this.reads(owner).map((r) => ({ family: r.family, routes: ahead(r.routes), rules: ahead(r.rules) }));
-    try {
-      for (const r of reads) {
-        if (r.routes === undefined || r.rules === undefined) return false;
-        // Listed by Kilo's protocol: any route is one of Kilo's (and a megabyte is not parsed to say so).
-        if (!/^\s*(\[\s*\])?\s*$/.test(await r.routes)) return false;
-        if (parseRules(await r.rules, r.family, owner.priority).length > 0) return false;
-      }
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  /** The lines of `ops`, made now for an apply of the very same array that follows. */
-  prepare(ops: readonly RouteOp[]): void {
-    this.rendered = { ops, lines: renderOps(ops) };
-  }
-
-  async read(owner: Ownership, expected?: ReadonlyMap<string, KernelRoute>): Promise<KiloRouting> {
-    if (this.ownsMemo) this.addresses.nextPass();
+  async read(owner: Ownership): Promise<RoutingRead> {
     const reads = this.reads(owner);
     const texts = await Promise.all(
       reads.map((r) => Promise.all([this.show(r.family, r.routes), this.show(r.family, r.rules)])),
     );
+    // Listed by Kilo's protocol: any route is one of Kilo's (and a megabyte is not parsed to say so).
+    const empty = texts.every(
+      ([routes, rules], i) =>
+        /^\s*(\[\s*\])?\s*$/.test(routes) && parseRules(rules, reads[i]!.family, owner.priority).length === 0,
+    );
+    return { empty, parse: (expected) => this.parse(owner, texts, expected) };
+  }
+
+  private parse(owner: Ownership, texts: [string, string][], expected?: ReadonlyMap<string, KernelRoute>): KiloRouting {
+    if (this.ownsMemo) this.addresses.nextPass();
+    const reads = this.reads(owner);
     const last = this.last;
     if (
       last?.owner === owner &&
@@ -114,17 +89,20 @@ export class IprouteRoutes implements RouteKernel {
   /** `ip -N -j -F …`; a kernel booted with IPv6 disabled has no IPv6 state rather than an error. */
   private async show(family: Family, argv: string[]): Promise<string> {
     try {
-      return (await this.exec.run(argv, { readOnly: true })).stdout;
+      return (await this.exec.run(argv)).stdout;
     } catch (e) {
       if (family === 6 && e instanceof ExecError && /Address family not supported/i.test(e.stderr)) return '[]';
       throw e;
     }
   }
 
-  /** Applies `ops` in the `ip -batch` runs batchesOf makes (one, or a large one split in two run together). */
-  async apply(ops: readonly RouteOp[]): Promise<BatchResult> {
-    const lines = this.rendered?.ops === ops ? this.rendered.lines : renderOps(ops);
-    this.rendered = null;
+  /**
+   * Applies `ops` in the `ip -batch` runs batchesOf makes (one, or a large one split in two run
+   * together), once `after` resolves (their lines are made before).
+   */
+  async apply(ops: readonly RouteOp[], after?: Promise<unknown>): Promise<BatchResult> {
+    const lines = renderOps(ops);
+    await after;
     const out: BatchResult = { failures: [] };
     for (const phase of batchesOf(ops, this.splitAt)) {
       const results = await Promise.all(
@@ -149,7 +127,7 @@ export class IprouteRoutes implements RouteKernel {
 
 /** Kilo's routes and rules on the machine `exec` runs on. */
 export function linuxRoutingTables(exec: Exec, owner: Ownership = defaultOwnership): KiloRoutingTables {
-  // One memo for the plan's texts and the kernel's, which are the same: at 5,000 nodes two were ~11 MB.
+  // One memo for the plan's texts and the kernel's, which are the same: docs/performance.md#address-memos.
   const addresses = new AddressMemo();
   return new KiloRoutingTables(new IprouteRoutes(exec, addresses), owner, addresses);
 }

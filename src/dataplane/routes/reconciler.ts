@@ -28,23 +28,26 @@ export interface KiloRouting {
   rules: KernelRule[];
 }
 
+/** Kilo's routes and rules as a machine printed them, parsed when diffed against. */
+export interface RoutingRead {
+  /** Whether the read shows none of Kilo's routes and rules (a first apply). */
+  readonly empty: boolean;
+  /** `expected`: as for RouteKernel.read. */
+  parse(expected?: ReadonlyMap<string, KernelRoute>): KiloRouting;
+}
+
 /**
  * Where routes live: the kernel through iproute2, or an in-memory model. Both read only what carries
  * the owner's marks and apply a list of changes, reporting each one that failed.
  */
 export interface RouteKernel {
   /**
-   * `expected` (the routes about to be diffed, by routeKey): a machine may return a route equal to
-   * one of them as that very object, instead of building its own.
+   * Reads the machine now. Parsed with `expected` (the routes about to be diffed, by routeKey), a
+   * machine may return a route equal to one of them as that very object, instead of building its own.
    */
-  read(owner: Ownership, expected?: ReadonlyMap<string, KernelRoute>): Promise<KiloRouting>;
-  /** Starts reading now: the next read returns what the machine holds at this moment (once). */
-  readAhead?(owner: Ownership): void;
-  apply(ops: readonly RouteOp[]): Promise<BatchResult>;
-  /** Whether the reads started ahead (readAhead) show none of `owner`'s routes and rules; false when none were. */
-  holdsNoneAhead?(owner: Ownership): Promise<boolean>;
-  /** Prepares an apply of this very array of ops that follows (e.g. renders its lines). */
-  prepare?(ops: readonly RouteOp[]): void;
+  read(owner: Ownership): Promise<RoutingRead>;
+  /** Applies `ops` once `after` resolves (what can be done before, e.g. rendering them, is). */
+  apply(ops: readonly RouteOp[], after?: Promise<unknown>): Promise<BatchResult>;
 }
 
 function sameRules(a: readonly KernelRule[], b: readonly KernelRule[]): boolean {
@@ -63,8 +66,7 @@ function objectOf(op: RouteOp): string {
 
 /**
  * The plan's routes in kernel form as they would be if every text in the plan were canonical, without
- * parsing one (a one-shot kg apply at 5,000 nodes spent ~40 ms of cold code parsing ~10,000 routes
- * that were all on the machine already). Only a guess for comparing against a read: a route the
+ * parsing one (docs/performance.md#the-dataplane). Only a guess for comparing against a read: a route the
  * kernel prints exactly so proves its texts. null when some route could not be installed as planned
  * (a role without an interface, two routes at one key): then the whole desired state says why.
  */
@@ -116,7 +118,7 @@ function sameRoutes(routes: readonly KernelRoute[], byKey: ReadonlyMap<string, K
 export class KiloRoutingTables implements RoutingTables {
   /**
    * The last desired state and what it was built from: a resync whose plan was reused (only
-   * heartbeats since) hands over the same arrays, and 5,000 nodes' routes need not be built again.
+   * heartbeats since) hands over the same arrays: no routes built again (docs/performance.md#heartbeats-and-passes).
    */
   private desired: {
     routes: readonly PlanRoute[];
@@ -130,8 +132,6 @@ export class KiloRoutingTables implements RoutingTables {
    * nothing to do again.
    */
   private clean: { desired: DesiredState; actual: KiloRouting } | null = null;
-  /** The changes `prepare` found for a machine with none of Kilo's routes and rules. */
-  private prepared: { desired: DesiredState; ops: RouteOp[] } | null = null;
   /**
    * @param addresses the plan's prefixes and addresses parsed, across reconciles (shared with the
    * machine's reader, which sees the same texts).
@@ -142,33 +142,36 @@ export class KiloRoutingTables implements RoutingTables {
     private readonly addresses: AddressMemo = new AddressMemo(),
   ) {}
 
-  /** Kilo's routes and rules on the machine now (or when readAhead was called, once). */
-  read(expected?: ReadonlyMap<string, KernelRoute>): Promise<KiloRouting> {
-    return this.kernel.read(this.owner, expected);
+  /** Kilo's routes and rules on the machine now. */
+  async read(expected?: ReadonlyMap<string, KernelRoute>): Promise<KiloRouting> {
+    return (await this.kernel.read(this.owner)).parse(expected);
   }
 
-  readAhead(): void {
-    this.kernel.readAhead?.(this.owner);
+  readUnparsed(): Promise<RoutingRead> {
+    return this.kernel.read(this.owner);
   }
 
   async reconcile(
     routes: readonly PlanRoute[],
     rules: readonly PlanRule[],
     devices: DeviceNames,
-    options: ReconcileOptions & DiffAgainst<RoutingWritten> = {},
+    options: ReconcileOptions & DiffAgainst<RoutingWritten> & { read?: RoutingRead; after?: Promise<unknown> } = {},
   ): Promise<Ops> {
     const remembered = options.current ?? null;
+    const given = options.read;
+    const read = async (expected: ReadonlyMap<string, KernelRoute>) =>
+      given ? given.parse(expected) : this.read(expected);
     const clean = this.clean;
     this.clean = null;
-    const prepared = this.prepared;
-    this.prepared = null;
+    // Before the interface is set up (`after`): a turn for what waits meanwhile before each stretch of CPU.
+    const turn = () => (options.after ? nextTurn() : undefined);
     let actual: KiloRouting | undefined;
     let proven: (KernelRoute | undefined)[] | undefined;
-    // Prepared: the desired state is built already, and the guess would only cost its time.
-    if (options.once && !remembered && !this.builtFor(routes, rules, devices)) {
+    // Nothing on the machine (a first apply), or the desired state built already: the guess would only cost its time.
+    if (options.once && !remembered && !given?.empty && !this.builtFor(routes, rules, devices)) {
       const guess = planAsKernel(routes, devices, this.owner.protocol);
       if (guess) {
-        actual = await this.read(guess.byKey);
+        actual = await read(guess.byKey);
         const rulesWanted = desiredState([], rules, devices, this.owner, this.addresses);
         // Every route on the machine is one of the plan's, printed exactly as the plan writes it, and
         // none is missing: the kernel's text is canonical, so the plan's is too, and nothing changes.
@@ -183,48 +186,26 @@ export class KiloRoutingTables implements RoutingTables {
         proven = guess.list.map((r) => (printed.has(r) ? r : undefined));
       }
     }
+    await turn();
     const desired = this.desiredState(routes, rules, devices, proven);
-    // A given state serves routes only: which rule a delete hits depends on the kernel's order of
-    // rules, so a change of rules is always diffed against a fresh read.
-    actual ??= remembered && sameRules(remembered.rules, desired.rules) ? remembered : await this.read(desired.byKey);
+    await turn();
+    // A remembered state serves routes only: which rule a delete hits depends on the kernel's order of
+    // rules, so a change of rules is always diffed against a read.
+    actual ??= remembered && sameRules(remembered.rules, desired.rules) ? remembered : await read(desired.byKey);
     const ops =
       clean?.desired === desired && clean.actual === actual
         ? []
-        : prepared?.desired === desired && actual.routes.length === 0 && actual.rules.length === 0
-          ? prepared.ops
+        : given?.empty
+          ? diffFromNothing(desired)
           : diffState(desired, actual, desired.protectedKeys);
-    const done = await this.apply(ops, [...desired.problems]);
+    await turn();
+    const done = await this.apply(ops, [...desired.problems], options.after);
     if (ops.length === 0 && desired.problems.length === 0) this.clean = { desired, actual };
     // Reached only when every change took effect; with problems, routes under protected keys are
     // whatever the kernel had, so only a read knows them.
     if (desired.problems.length === 0)
       options.wrote?.({ routes: desired.routes, rules: desired.rules, byKey: desired.byKey });
     return done;
-  }
-
-  /**
-   * A one-shot apply onto a machine with none of Kilo's routes and rules (its first) builds the
-   * desired state and the changes while the interfaces are set up, and renders them: only the
-   * writes are left for the reconcile, if its read (after the interfaces) still finds none. The
-   * reads taken ahead are looked at when this is called (before a write drops them), and left to
-   * the reconcile.
-   */
-  async prepare(
-    routes: readonly PlanRoute[],
-    rules: readonly PlanRule[],
-    devices: DeviceNames,
-    options: ReconcileOptions = {},
-  ): Promise<boolean> {
-    if (!options.once || !(await this.kernel.holdsNoneAhead?.(this.owner))) return false;
-    // A turn for what waits meanwhile (the interface's commands) before each stretch of CPU.
-    await nextTurn();
-    const desired = this.desiredState(routes, rules, devices);
-    await nextTurn();
-    const ops = diffFromNothing(desired);
-    await nextTurn();
-    this.kernel.prepare?.(ops);
-    this.prepared = { desired, ops };
-    return true;
   }
 
   /** Whether the desired state of these inputs is built already. */
@@ -259,8 +240,8 @@ export class KiloRoutingTables implements RoutingTables {
     return this.apply(diffState({ routes: [], rules: [] }, actual), []);
   }
 
-  private async apply(ops: readonly RouteOp[], failures: ApplyFailure[]): Promise<Ops> {
-    const result = ops.length === 0 ? { failures: [] } : await this.kernel.apply(ops);
+  private async apply(ops: readonly RouteOp[], failures: ApplyFailure[], after?: Promise<unknown>): Promise<Ops> {
+    const result = ops.length === 0 ? { failures: [] } : await this.kernel.apply(ops, after);
     const failed = new Map(result.failures.map((f) => [f.index, f.message]));
     const applied = failed.size === 0 ? ops : ops.filter((_, i) => !failed.has(i));
     for (const [i, message] of [...failed].sort((a, b) => a[0] - b[0]))

@@ -8,9 +8,8 @@ export interface Batch {
 }
 
 /**
- * Where a batch is split in two, in lines that can go either way: the kernel spends ~14 µs of
- * system time per route, so 10,000 routes in two processes on two cores take ~0.085 s instead of
- * ~0.135 s, while a small batch would only pay for a second process.
+ * Where a batch is split in two, in lines that can go either way: two processes on two cores halve
+ * a big batch's time, a small one would only pay for the second (docs/performance.md#the-dataplane).
  */
 export const defaultSplitAt = 1000;
 
@@ -46,7 +45,7 @@ export function batchesOf(ops: readonly RouteOp[], splitAt = defaultSplitAt): Ba
     if (op.action === 'del') deleted.add(routeKey(op.route));
     else if (op.route.gw !== null && !op.route.onlink) return whole;
   }
-  // A first apply deletes nothing: no route's key is needed (10,000 of them cost ~10 ms cold).
+  // A first apply deletes nothing: no route's key is needed (docs/performance.md#the-dataplane).
   const free = (op: RouteOp) =>
     op.kind === 'route' && op.action !== 'del' && (deleted.size === 0 || !deleted.has(routeKey(op.route)));
   const isFree = rest.map((i) => free(ops[i]!));

@@ -90,13 +90,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private stopping = false;
   private restartDelayMs = 500;
   private lastConfig: WireGuardConfig | null = null;
-  /** A read whose caller configures next (read's `keep`); any other step drops it. */
-  private kept: ParsedDump | null = null;
   private queue: Promise<unknown> = Promise.resolve();
-  /** wireguard-go's answer to a `get` sent by readAhead, for the next read (once). */
-  private ahead: Promise<string> | null = null;
-  /** An ensure started by ensureAhead, for the next ensure (once): whether it created the interface. */
-  private ensuredAhead: Promise<boolean> | null = null;
   private readonly log: (line: string) => void;
   private readonly debug: ((line: string) => void) | undefined;
 
@@ -134,65 +128,9 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     return next;
   }
 
-  ensure(): Promise<void> {
-    const ahead = this.ensuredAhead;
-    if (ahead) {
-      this.ensuredAhead = null;
-      return ahead.then(() => {});
-    }
-    return this.ensureSerially().then(() => {});
-  }
-
-  private ensureSerially(): Promise<boolean> {
-    return this.serial(() =>
-      this.ensureNow().catch((e: unknown) => {
-        // No configure follows to take the read ahead; a later one must read anew.
-        this.ahead = null;
-        throw e;
-      }),
-    );
-  }
-
-  /**
-   * Starts the next ensure now (kg apply creates the interface while it parses and plans): that
-   * ensure takes the outcome, its failure included. Resolves to whether it created the interface;
-   * never rejects.
-   */
-  ensureAhead(): Promise<boolean> {
-    if (!this.ensuredAhead) {
-      this.ensuredAhead = this.ensureSerially();
-      // Its failure is the ensure's that takes it to report.
-      this.ensuredAhead.catch(() => {});
-    }
-    return this.ensuredAhead.catch(() => false);
-  }
-
-  /**
-   * Removes the interface an ensureAhead created when no ensure took it (the plan it was made for
-   * failed): an apply that writes nothing leaves nothing behind. One it found is left alone.
-   */
-  async undoAhead(): Promise<void> {
-    const ahead = this.ensuredAhead;
-    this.ensuredAhead = null;
-    if (!ahead || !(await ahead.catch(() => false))) return;
-    const userspace = this.kind === 'userspace';
-    await this.destroy();
-    // wireguard-go's log too: an apply that wrote nothing leaves nothing.
-    if (userspace) rmSync(join(this.exec.wireGuardRunDir, `${this.name}.log`), { force: true });
-  }
-
-  /**
-   * Starts the reads of the next ensure and configure now: the interface, and the device itself
-   * when wireguard-go's socket is there (a 5,000-peer device answers in tens of milliseconds).
-   * Only for a reconcile that follows at once: a read taken later is older than the write it decides.
-   */
-  readAhead(): void {
-    // An ensure under way reads the link itself.
-    if (!this.ensuredAhead) this.exec.readAhead?.(this.linkArgv);
-    if (this.options.socket === false || !existsSync(this.socketPath)) return;
-    this.ahead = uapiRequest(this.socketPath, this.name, 'get=1\n\n');
-    // Its failure is the read's that takes it to report.
-    this.ahead.catch(() => {});
+  /** Resolves to whether it created the interface (a kernel link, or wireguard-go started). */
+  ensure(): Promise<boolean> {
+    return this.serial(() => this.ensureNow());
   }
 
   private get linkArgv(): string[] {
@@ -201,7 +139,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
 
   private async linkInfo(): Promise<{ kind: string | null } | null> {
     try {
-      const { stdout } = await this.exec.run(this.linkArgv, { readOnly: true });
+      const { stdout } = await this.exec.run(this.linkArgv);
       const links = JSON.parse(stdout) as { linkinfo?: { info_kind?: string } }[];
       return { kind: links[0]?.linkinfo?.info_kind ?? null };
     } catch (e) {
@@ -234,8 +172,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     const implementation = this.options.implementation ?? 'auto';
     if (implementation !== 'userspace') {
       try {
-        // Adds a link, removes nothing: the routes read ahead stay valid.
-        await this.exec.run(['ip', 'link', 'add', this.name, 'type', 'wireguard'], { keepsRoutes: true });
+        await this.exec.run(['ip', 'link', 'add', this.name, 'type', 'wireguard']);
         this.kind = 'kernel';
         this.log(`wireguard ${this.name}: created kernel interface`);
         return true;
@@ -251,7 +188,6 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   }
 
   private async startUserspace(): Promise<void> {
-    this.ahead = null;
     // A socket left by a killed wireguard-go would look like a live one.
     rmSync(this.socketPath, { force: true });
     const argv = [
@@ -289,8 +225,6 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       exited = true;
       if (this.child !== child) return;
       this.child = null;
-      // A new wireguard-go starts empty: a read of the old one says nothing of it.
-      this.kept = null;
       // A start that failed is reported by ensure(); only a running one is restarted.
       if (this.stopping || !running) return;
       this.log(
@@ -336,12 +270,12 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     });
   }
 
-  read(options: { keep?: boolean } = {}): Promise<WireGuardState> {
-    return this.serial(async () => {
-      const read = await this.readNow();
-      this.kept = options.keep ? read : null;
-      return read.state;
-    });
+  read(): Promise<WireGuardState> {
+    return this.serial(async () => (await this.readNow()).state);
+  }
+
+  dump(): Promise<WireGuardWritten> {
+    return this.serial(() => this.readNow());
   }
 
   /** wireguard-go (ours or adopted) has a configuration socket; the kernel's device has netlink, through `wg`. */
@@ -350,10 +284,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   }
 
   private async readNow(): Promise<ParsedDump> {
-    const ahead = this.ahead;
-    this.ahead = null;
-    if (this.hasSocket) return parseUapiGet(await (ahead ?? uapiRequest(this.socketPath, this.name, 'get=1\n\n')));
-    const { stdout } = await this.exec.run(['wg', 'show', this.name, 'dump'], { readOnly: true });
+    if (this.hasSocket) return parseUapiGet(await uapiRequest(this.socketPath, this.name, 'get=1\n\n'));
+    const { stdout } = await this.exec.run(['wg', 'show', this.name, 'dump']);
     return parseDump(stdout);
   }
 
@@ -365,7 +297,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   }
 
   private async resolveEndpoints(config: WireGuardConfig): Promise<WireGuardConfig> {
-    // The resolver is loaded when an endpoint is a name: most plans have none, and kg apply starts faster.
+    // The resolver (node:dns) is loaded only for an endpoint that is a name: docs/performance.md#lazy-loading.
     const resolve =
       this.options.resolve ??
       (async (host: string) => (await (await import('node:dns/promises')).lookup(host)).address);
@@ -402,11 +334,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   ): Promise<PeerChanges> {
     const resolved = await this.resolveEndpoints(config);
     const remembered = options.current ?? null;
-    const kept = this.kept;
-    this.kept = null;
-    const { state, presharedKeyDigests } = remembered ?? kept ?? (await this.readNow());
-    // A read ahead that `current` made unnecessary is older than this write: no later read takes it.
-    this.ahead = null;
+    const { state, presharedKeyDigests } = remembered ?? (await this.readNow());
     const diff = diffWireGuard(state, resolved, presharedKeyDigests);
     this.lastConfig = config;
     if (isEmptyDiff(diff)) {
@@ -421,8 +349,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
         throw e;
       });
     } else await this.wgSet(diff);
-    // Described only when read or logged: the new key's line names its public half, and deriving
-    // it (node:crypto) is most of what a first apply's peers cost after their write.
+    // Described only when read or logged: the new key's line names its public half, costly to derive
+    // (docs/performance.md#wireguard).
     this.lastOps = opsDescribedOnRead(writesOf(diff), () => describeDiff(this.name, diff));
     if (this.options.log || this.debug)
       logDetails(`wireguard ${this.name}`, this.lastOps.details, this.log, this.debug);
@@ -448,18 +376,16 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     }
   }
 
-  destroy(): Promise<void> {
+  destroy(options: { log?: boolean } = {}): Promise<void> {
     return this.serial(async () => {
       this.stopping = true;
-      this.ahead = null;
-      this.ensuredAhead = null;
       const kind = this.kind;
       this.kind = null;
       this.lastConfig = null;
-      this.kept = null;
       if (kind === 'adopted' || kind === null) return;
       if (this.child) {
         await this.stopChild();
+        if (options.log) rmSync(join(this.exec.wireGuardRunDir, `${this.name}.log`), { force: true });
         this.log(`wireguard ${this.name}: stopped wireguard-go`);
         return;
       }

@@ -78,8 +78,8 @@ function sameList(a: readonly string[], b: readonly string[]): boolean {
 
 /**
  * Whether two lists hold the same values in any order. wireguard-go lists a peer's allowed IPs in
- * its own order; a peer has a few, so they are looked up rather than copied and sorted (5,000 peers
- * at every resync). Only a fast path: a "no" is settled by the normalized comparison.
+ * its own order; a peer has a few, so they are looked up rather than copied and sorted
+ * (docs/performance.md#wireguard). Only a fast path: a "no" is settled by the normalized comparison.
  */
 function sameMembers(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false;
@@ -158,7 +158,7 @@ export function diffWireGuard(
   const removes: PeerChange[] = [];
   const updates: PeerChange[] = [];
   const adds: PeerChange[] = [];
-  // Each list sorted by key once made: mostly empty, where sorting all 5,000 keys twice per resync was not.
+  // Each list sorted by key once made, mostly empty, not all keys twice: docs/performance.md#wireguard.
   for (const key of have.keys()) {
     if (!want.has(key)) removes.push({ kind: 'remove', publicKey: key });
   }

@@ -41,34 +41,17 @@ export class FakeWireGuardDevice implements WireGuardDevice {
 
   constructor(readonly name: string = 'kilo0') {}
 
-  /** Whether the ensure ensureAhead ran created the device; null when none is left to take. */
-  private ensuredAhead: boolean | null = null;
-
-  async ensureAhead(): Promise<boolean> {
-    if (this.ensuredAhead !== null) return this.ensuredAhead;
-    const created = !this.exists;
-    await this.create();
-    this.ensuredAhead = created;
-    return created;
+  async ensure(): Promise<boolean> {
+    return this.create();
   }
 
-  async undoAhead(): Promise<void> {
-    const created = this.ensuredAhead;
-    this.ensuredAhead = null;
-    if (created) await this.destroy();
-  }
-
-  async ensure(): Promise<void> {
-    this.ensuredAhead = null;
-    await this.create();
-  }
-
-  private async create(): Promise<void> {
-    if (this.exists) return;
+  private async create(): Promise<boolean> {
+    if (this.exists) return false;
     this.exists = true;
     // Like WireGuard with no port set: some free port.
     this.state = { publicKey: null, listenPort: 40000 + Math.floor(Math.random() * 20000), fwmark: 0, peers: [] };
     this.digests.clear();
+    return true;
   }
 
   private need(): void {
@@ -78,6 +61,11 @@ export class FakeWireGuardDevice implements WireGuardDevice {
   async read(): Promise<WireGuardState> {
     this.need();
     return clone(this.state);
+  }
+
+  async dump(): Promise<WireGuardWritten> {
+    this.need();
+    return { state: clone(this.state), presharedKeyDigests: new Map(this.digests) };
   }
 
   async configure(
@@ -103,7 +91,6 @@ export class FakeWireGuardDevice implements WireGuardDevice {
   }
 
   async destroy(): Promise<void> {
-    this.ensuredAhead = null;
     this.exists = false;
     this.state = { publicKey: null, listenPort: 0, fwmark: 0, peers: [] };
     this.digests.clear();
