@@ -1,8 +1,10 @@
 /**
- * `node --import tsx bench/firewall.ts [nodes]`: applies one node's firewall plan of a big cluster
- * to real iptables in a fresh network namespace (when root) and to the in-memory fake, and prints
- * times and writes for: first apply, unchanged re-apply, a one-node change. Asserts nothing.
- * The fake runs the same code with no process, so it shows the CPU cost; the rest is iptables.
+ * `node --import tsx bench/firewall.ts [nodes] [rounds] [granularity]`: applies one node's firewall
+ * plan of a big cluster with each backend, iptables (iptables-restore) and nftables (one `nft -f`
+ * transaction into Kilo's table), to the in-memory fakes and, when root, to the real ones in a fresh
+ * network namespace, one after the other in the same run; prints times and writes for: first apply,
+ * unchanged re-apply, a one-node change. Asserts nothing. The fakes run the same code with no process,
+ * so they show the CPU cost; the rest is iptables or nft.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import type { Exec } from '../src/dataplane/exec.js';
@@ -10,14 +12,20 @@ import { netnsExec } from '../src/dataplane/exec.js';
 import { createFakeFirewall } from '../src/dataplane/iptables/fake.js';
 import { iptablesRulesOf } from '../src/dataplane/iptables/rules.js';
 import { LinuxFirewallTables } from '../src/dataplane/iptables/tables.js';
+import { createFakeNftables } from '../src/dataplane/nftables/fake.js';
+import { nftRulesetOf } from '../src/dataplane/nftables/ruleset.js';
+import { LinuxNftablesTables } from '../src/dataplane/nftables/tables.js';
+import type { FirewallTables } from '../src/dataplane/types.js';
 import { planOf } from '../src/mesh/compute.js';
 import { defaultMeshOptions, type MeshOptions } from '../src/mesh/options.js';
+import type { Granularity } from '../src/model/types.js';
 import type { Firewall } from '../src/mesh/types.js';
 import { parseCluster, type KubeObject } from '../src/model/parse.js';
 import { Cidr } from '../src/net/cidr.js';
 
 const nodes = Number(process.argv[2] ?? 700);
 const rounds = Number(process.argv[3] ?? 5);
+const granularity = (process.argv[4] ?? 'location') as Granularity;
 const locations = 10;
 const peers = 100;
 const now = 1_764_662_400;
@@ -60,7 +68,7 @@ function cluster(skip: number | null): KubeObject[] {
 
 const options: MeshOptions = {
   ...defaultMeshOptions,
-  granularity: 'location',
+  granularity,
   encapsulate: 'always',
   iptablesForwardRules: true,
   serviceCIDRs: [Cidr.parse('10.43.0.0/16'), Cidr.parse('fd43::/112')],
@@ -68,13 +76,13 @@ const options: MeshOptions = {
 const firewall = (skip: number | null): Firewall =>
   planOf(parseCluster(cluster(skip)), 'node-0', options, now).firewall;
 
-/** Counts restore processes and the lines they were fed. */
+/** Counts the processes that write (iptables-restore, `nft -f`) and the lines they were fed. */
 function metered(exec: Exec) {
   const m = { restores: 0, lines: 0 };
   const wrapped: Exec = {
     ...exec,
     run: (argv, opts) => {
-      if (/restore$/.test(argv[0] ?? '') && !argv.includes('--test')) {
+      if ((/restore$/.test(argv[0] ?? '') && !argv.includes('--test')) || (argv[0] === 'nft' && argv[1] === '-f')) {
         m.restores++;
         m.lines += (opts?.input ?? '').split('\n').filter((l) => l !== '').length;
       }
@@ -93,7 +101,7 @@ interface Row {
 }
 
 async function measure(
-  tables: LinuxFirewallTables,
+  tables: FirewallTables,
   m: { restores: number; lines: number },
   a: Firewall,
   b: Firewall,
@@ -126,7 +134,7 @@ const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.len
 
 function print(title: string, rows: Row[]) {
   console.log(`\n## ${title} (median of ${rounds})\n`);
-  console.log('| step | ms | writes | restore runs | restore lines |');
+  console.log('| step | ms | writes | write runs | lines written |');
   console.log('|---|---:|---:|---:|---:|');
   for (const r of rows)
     console.log(`| ${r.step} | ${median(r.ms).toFixed(1)} | ${r.writes} | ${r.restores} | ${r.lines} |`);
@@ -136,14 +144,23 @@ const a = firewall(null);
 const b = firewall(locations); // node-10: a member of node-0's location, so KILO-NAT, KILO-IPIP and FORWARD all change
 const count = (fw: Firewall, f?: 4 | 6) =>
   iptablesRulesOf(fw).rules.filter((r) => f === undefined || r.family === f).length;
-console.log(`# Firewall apply: ${nodes} nodes, ${locations} locations, ${peers} Peers, location granularity, node-0`);
-console.log(`plan: ${count(a)} rules (IPv4 ${count(a, 4)}, IPv6 ${count(a, 6)}); after the change ${count(b)}`);
+const elements = (fw: Firewall) => nftRulesetOf(fw).sets.reduce((n, s) => n + s.elements.length, 0);
+console.log(
+  `# Firewall apply: ${nodes} nodes, ${locations} locations, ${peers} Peers, ${granularity} granularity, node-0`,
+);
+console.log(`iptables: ${count(a)} rules (IPv4 ${count(a, 4)}, IPv6 ${count(a, 6)}); after the change ${count(b)}`);
+console.log(`nftables: ${elements(a)} set elements; after the change ${elements(b)}`);
 
 {
   const { netfilter, tables } = createFakeFirewall();
   const { exec, m } = metered(netfilter.exec());
   void tables;
-  print('in-memory fake', await measure(new LinuxFirewallTables(exec), m, a, b));
+  print('iptables, in-memory fake', await measure(new LinuxFirewallTables(exec), m, a, b));
+}
+{
+  const fake = createFakeNftables();
+  const { exec, m } = metered(fake.exec);
+  print('nftables, in-memory fake', await measure(new LinuxNftablesTables(exec), m, a, b));
 }
 
 if (process.getuid?.() === 0 && spawnSync('ip', ['netns', 'add', `ktfwbench-${process.pid}`]).status === 0) {
@@ -156,6 +173,7 @@ if (process.getuid?.() === 0 && spawnSync('ip', ['netns', 'add', `ktfwbench-${pr
       `iptables (${(await tables.backend()).backend}) in a fresh network namespace`,
       await measure(tables, m, a, b),
     );
+    print('nftables (inet kilo) in the same namespace', await measure(new LinuxNftablesTables(exec), m, a, b));
   } finally {
     spawnSync('ip', ['netns', 'del', ns]);
     spawnSync('rm', ['-rf', runDir]);

@@ -1,6 +1,8 @@
 import type { Exec } from '../dataplane/exec.js';
 import { LinuxFirewallTables } from '../dataplane/iptables/tables.js';
 import { LinuxLinks } from '../dataplane/links.js';
+import { retiringNftables, type FirewallBackend } from '../dataplane/nftables/choice.js';
+import { LinuxNftablesTables } from '../dataplane/nftables/tables.js';
 import type { Dataplane } from '../dataplane/reconcile.js';
 import { linuxRoutingTables } from '../dataplane/routes/index.js';
 import { createWireGuardDevice, type WireGuardImplementation } from '../dataplane/wireguard/device.js';
@@ -14,6 +16,10 @@ export interface LinuxDataplaneOptions {
   debug?: (line: string) => void;
   /** Called when a crashed wireguard-go was restarted: addresses and routes must be re-applied. */
   onRestart?: () => void;
+  /** The firewall backend (--firewall, chosen at start); iptables when absent. */
+  firewall?: FirewallBackend;
+  /** Kilo's nftables table is on the machine: the iptables backend removes it once it has written. */
+  nftablesInUse?: boolean;
 }
 
 /** The real dataplane of a Linux node (or of a network namespace, through its Exec). */
@@ -29,6 +35,13 @@ export function linuxDataplane(exec: Exec, o: LinuxDataplaneOptions): Dataplane 
     }),
     links: new LinuxLinks(exec),
     routes: linuxRoutingTables(exec),
-    firewall: new LinuxFirewallTables(exec, o.log ? { log: o.log } : {}),
+    firewall: firewallOf(exec, o),
   };
+}
+
+function firewallOf(exec: Exec, o: LinuxDataplaneOptions) {
+  const log = o.log ? { log: o.log } : {};
+  if (o.firewall === 'nftables') return new LinuxNftablesTables(exec, log);
+  const iptables = new LinuxFirewallTables(exec, log);
+  return o.nftablesInUse ? retiringNftables(iptables, exec) : iptables;
 }

@@ -2,6 +2,7 @@ import { Option, type Command } from 'commander';
 import { UsageError } from '../model/errors.js';
 import { Cidr } from '../net/cidr.js';
 import { logLevels } from '../agent/log-levels.js';
+import { firewallFlags, type FirewallFlag } from '../dataplane/nftables/choice.js';
 import { addMeshFlags, boolOption, parseCidrFlag, type MeshFlagValues } from './flags.js';
 
 /** Go-style durations as Kilo's flags take them: 30s, 5m, 1h30m, 500ms. */
@@ -62,6 +63,14 @@ export function addAgentFlags(cmd: Command): Command {
         .default('kubernetes'),
     )
     .addOption(
+      new Option(
+        '--firewall <backend>',
+        "kilo-ts: who writes Kilo's firewall: iptables, nftables (its own table inet kilo) or auto (see docs/kg.md#firewall)",
+      )
+        .choices(firewallFlags)
+        .default('auto'),
+    )
+    .addOption(
       new Option('--wireguard <implementation>', 'kilo-ts: kernel, userspace (wireguard-go) or auto')
         .choices(['auto', 'kernel', 'userspace'])
         .default('auto'),
@@ -113,6 +122,7 @@ export interface AgentFlagValues extends MeshFlagValues {
   listen: string;
   logLevel: (typeof logLevels)[number];
   wireguard: 'auto' | 'kernel' | 'userspace';
+  firewall: FirewallFlag;
   leaderElection: 'annotation' | 'lease';
   namespace: string;
   leaderLeaseDuration: number;

@@ -18,6 +18,7 @@ const announceable: readonly (keyof MeshFlags)[] = [
   'compatibility',
   'leaderElection',
   'namespace',
+  'firewall',
 ];
 
 /** The announceable flags the user gave (command line or environment): those win over announcements. */

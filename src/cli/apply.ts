@@ -27,6 +27,7 @@ import { interfaceHolding } from '../agent/discovery.js';
 import { resolveMTU } from '../agent/startup.js';
 import { addAgentFlags, parseMTU, requireHostname, type AgentFlagValues } from './agent-flags.js';
 import { meshOptionsFrom, nowOption, resolveGranularity } from './flags.js';
+import { chooseFirewall, type FirewallChoice, type FirewallFlag } from '../dataplane/nftables/choice.js';
 
 interface ApplyFlags extends AgentFlagValues {
   cluster?: string;
@@ -42,11 +43,17 @@ interface ApplyFlags extends AgentFlagValues {
 export interface ApplyHost {
   host: Host;
   dataplane: (o: LinuxDataplaneOptions) => Dataplane;
+  /** Chooses the firewall backend (--firewall); absent: the flag's, iptables for auto (an in-memory host). */
+  firewall?: (flag: FirewallFlag) => Promise<FirewallChoice>;
 }
 
 function thisHost(): ApplyHost {
   const exec = hostExec();
-  return { host: new LinuxHost(exec), dataplane: (o) => linuxDataplane(exec, o) };
+  return {
+    host: new LinuxHost(exec),
+    dataplane: (o) => linuxDataplane(exec, o),
+    firewall: (flag) => chooseFirewall(exec, flag),
+  };
 }
 
 /**
@@ -64,8 +71,15 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
     const hostname = requireHostname(flags);
     if (!flags.cluster) throw new UsageError('--cluster FILE is required');
     const log = createLogger(flags.logLevel);
-    const { host, dataplane: dataplaneOf } = hostOf();
+    const { host, dataplane: dataplaneOf, firewall: chooseOn } = hostOf();
     const privateKey = loadOrCreateKey(flags.keyFile);
+    // Chosen before anything is written: a host that cannot run the backend fails here, in one line.
+    const firewall: FirewallChoice = chooseOn
+      ? await chooseOn(flags.firewall)
+      : { backend: flags.firewall === 'nftables' ? 'nftables' : 'iptables', reason: 'given', nftablesInUse: false };
+    // At debug: a pass's first lines are the user's errors, if any (the agent says it at info).
+    if (logs(flags.logLevel, 'debug'))
+      log.debug({ firewall: firewall.backend, reason: firewall.reason }, 'firewall backend');
     // A wireguard-go restarted after a crash gets its peers back, but its new interface has no
     // address or routes: with --watch that calls for a reconcile now, not at the next file change.
     let reapply = () => {};
@@ -81,6 +95,8 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
       ...(logs(flags.logLevel, 'info') ? { log: (l: string) => (held ? held.push(l) : log.info({}, l)) } : {}),
       ...(logs(flags.logLevel, 'debug') ? { debug: (l: string) => log.debug({}, l) } : {}),
       onRestart: () => reapply(),
+      firewall: firewall.backend,
+      nftablesInUse: firewall.nftablesInUse,
     });
     const mtuFlag = parseMTU(flags.mtu);
     // Measured once, after the first plan: a node missing from the snapshot is the first thing to say.

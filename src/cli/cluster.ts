@@ -33,6 +33,8 @@ export type ClusterFlags = MeshFlagValues &
     cluster?: string;
     leaderElection?: 'annotation' | 'lease';
     namespace?: string;
+    /** kgctl plan: the firewall backend to render (an agent's announcement sets it unless given). */
+    firewall?: 'auto' | 'iptables' | 'nftables';
     /** Set by addLiveFlags: the announceable flags the user gave, which the agents' announcements do not override. */
     explicitFlags?: ReadonlySet<string>;
   };

@@ -16,6 +16,7 @@ import { LeaseElection } from '../election/leader-election.js';
 import { ElectionMetrics } from '../election/metrics.js';
 import { meshOptionsFrom } from './flags.js';
 import { formatMeshFlags } from '../model/mesh-flags.js';
+import { chooseFirewall, FirewallUnavailableError, type FirewallChoice } from '../dataplane/nftables/choice.js';
 
 /** The body of `kg run`: start the agent and run it until SIGTERM or SIGINT. */
 export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Promise<void> {
@@ -48,6 +49,23 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
     },
     'discovered host addresses',
   );
+  // Chosen before anything is written: a host that cannot run the backend is told once, here.
+  let firewall: FirewallChoice;
+  try {
+    firewall = await chooseFirewall(exec, flags.firewall);
+  } catch (e) {
+    if (!(e instanceof FirewallUnavailableError)) throw e;
+    // Said once; the agent then waits to be stopped, writing nothing, instead of exiting into a
+    // restart that would fail the same way.
+    log.error({ err: e.message }, 'cannot start: the firewall backend cannot run on this host');
+    process.exitCode = 1;
+    await new Promise<void>((resolve) => {
+      process.once('SIGTERM', () => resolve());
+      process.once('SIGINT', () => resolve());
+    });
+    return;
+  }
+  log.info({ firewall: firewall.backend, reason: firewall.reason }, 'firewall backend');
   const metrics = new AgentMetrics();
   // Loaded here: the client takes seconds to import, and kg apply/webhook/lab never need it.
   const { KubernetesSource, kubeConfigFrom } = await import('../backend/kubernetes/index.js');
@@ -76,6 +94,8 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
     implementation: flags.wireguard,
     log: (line) => log.info({}, line),
     debug: (line) => log.debug({}, line),
+    firewall: firewall.backend,
+    nftablesInUse: firewall.nftablesInUse,
     // A restarted wireguard-go comes back without addresses and routes: read and reconcile.
     onRestart: () => agent.resync(),
   });
@@ -112,6 +132,7 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
         subnet: mesh.subnet,
         compatibility: flags.compatibility ?? '',
         routeHostTraffic: mesh.routeHostTraffic,
+        firewall: firewall.backend,
       }),
     },
   });

@@ -2,6 +2,7 @@ import type { Plan, PlanPeer, PlanRoute, PlanRule } from '../mesh/types.js';
 import { iptablesRulesOf, type IptablesRule } from '../dataplane/iptables/rules.js';
 import { wireGuardAddresses } from '../mesh/plan.js';
 import { kiloRouteProtocol, kiloRulePriority } from '../dataplane/routes/constants.js';
+import { nftRulesetOf, nftRulesetText } from '../dataplane/nftables/ruleset.js';
 import { interfaceSection, peerSection } from '../wireguard/ini.js';
 
 /**
@@ -10,7 +11,7 @@ import { interfaceSection, peerSection } from '../wireguard/ini.js';
  * Devices stay roles (kilo, private, tunnel): the agent maps them to interface names. Secrets
  * never appear: the private key is named by its file, a preshared key by its Peer.
  */
-export function renderPlanText(plan: Plan): string {
+export function renderPlanText(plan: Plan, o: { firewall?: 'iptables' | 'nftables' } = {}): string {
   const out: string[] = [
     `# kgctl plan ${plan.node}: granularity ${plan.granularity}, encapsulate ${plan.encapsulate}, ${segmentText(plan)}`,
     '# devices are roles: kilo = the WireGuard interface, private = the interface holding the internal IP, tunnel = the encapsulation interface',
@@ -19,7 +20,7 @@ export function renderPlanText(plan: Plan): string {
   out.push(...wireGuardText(plan), '');
   if (plan.routes.length > 0) out.push(`# ip route (proto ${kiloRouteProtocol})`, ...plan.routes.map(routeText), '');
   if (plan.rules.length > 0) out.push(`# ip rule (priority ${kiloRulePriority})`, ...plan.rules.map(ruleText), '');
-  out.push(...firewallText(plan));
+  out.push(...(o.firewall === 'nftables' ? nftablesText(plan) : firewallText(plan)));
   while (out.at(-1) === '') out.pop();
   return `${out.join('\n')}\n`;
 }
@@ -110,6 +111,15 @@ function firewallText(plan: Plan): string[] {
     out.push('');
   }
   return out;
+}
+
+/** The firewall as the nftables backend renders it: Kilo's table, as `nft list table inet kilo` shows it. */
+function nftablesText(plan: Plan): string[] {
+  return [
+    '# nft (one table for both families; every change is one nft -f transaction)',
+    ...nftRulesetText(nftRulesetOf(plan.firewall)),
+    '',
+  ];
 }
 
 /** `-A`/`-I` then the match, the Kilo comment, then the target, as iptables-save orders them. */

@@ -12,13 +12,29 @@ export function planCommand(): Command {
     .option('--cluster <file>', 'cluster snapshot (Kubernetes List or multi-document YAML)')
     .addOption(
       new Option('-o, --output <format>', 'json, yaml or text').choices(['json', 'yaml', 'text']).default('json'),
+    )
+    .addOption(
+      new Option(
+        '--firewall <backend>',
+        'the firewall -o text renders: iptables, nftables or auto (what the node announces, else iptables)',
+      )
+        .choices(['auto', 'iptables', 'nftables'])
+        .default('auto'),
     );
   addLiveFlags(addMeshFlags(cmd, { allowAuto: true }));
-  return cmd.action(async (node: string, flags: MeshFlagValues & { cluster?: string; output: string }) => {
-    const { cluster, now, options, leaders } = await loadCluster(flags, node);
-    const plan = planOf(cluster, node, options, now, leaders);
-    if (flags.output === 'yaml') process.stdout.write(await toYaml(plan));
-    else if (flags.output === 'text') process.stdout.write(renderPlanText(plan));
-    else process.stdout.write(`${JSON.stringify(plan, null, 2)}\n`);
-  });
+  return cmd.action(
+    async (
+      node: string,
+      given: MeshFlagValues & { cluster?: string; output: string; firewall: 'auto' | 'iptables' | 'nftables' },
+    ) => {
+      const { cluster, now, options, leaders, flags } = await loadCluster(given, node);
+      const plan = planOf(cluster, node, options, now, leaders);
+      if (given.output === 'yaml') process.stdout.write(await toYaml(plan));
+      else if (given.output === 'text')
+        process.stdout.write(
+          renderPlanText(plan, { firewall: flags.firewall === 'nftables' ? 'nftables' : 'iptables' }),
+        );
+      else process.stdout.write(`${JSON.stringify(plan, null, 2)}\n`);
+    },
+  );
 }

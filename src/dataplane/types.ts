@@ -5,6 +5,7 @@ import type { KiloRouting, RoutingRead } from './routes/reconciler.js';
 import type { DesiredLink, LinkState } from './links.js';
 import type { KernelRoute } from './routes/state.js';
 import type { SavedTables } from './iptables/render.js';
+import type { NftRuleset } from './nftables/ruleset.js';
 
 export type { WireGuardPeerState, WireGuardState };
 
@@ -45,8 +46,19 @@ export interface DiffAgainst<S> {
 export type WireGuardWritten = ParsedDump;
 /** Kilo's routes (also by routeKey) and rules as a reconcile left them. */
 export type RoutingWritten = KiloRouting & { byKey: ReadonlyMap<string, KernelRoute> };
-/** Per family, the iptables tables as a restore left them. */
-export type FirewallWritten = ReadonlyMap<4 | 6, SavedTables>;
+/** Per family, the iptables tables as a restore left them (the iptables backend's state). */
+export type IptablesWritten = ReadonlyMap<4 | 6, SavedTables>;
+/** The nftables backend's: Kilo's table as read or as its transaction left it (null: none), and iptables. */
+export interface NftablesWritten {
+  readonly table: NftRuleset | null;
+  /** null: the host has no iptables. */
+  readonly iptables: IptablesWritten | null;
+}
+/**
+ * What the last write of a firewall backend left. Each backend diffs only against its own kind and
+ * reads the machine when handed the other's (the memory never mixes them: a node runs one backend).
+ */
+export type FirewallWritten = IptablesWritten | NftablesWritten;
 
 /** Real interface names behind the plan's device roles. */
 export interface DeviceNames {

@@ -26,6 +26,8 @@ export interface MeshFlags {
   compatibility: (typeof compatibilities)[number];
   leaderElection: 'annotation' | 'lease';
   namespace: string;
+  /** The firewall backend the agent chose (--firewall): kgctl plan renders that one. Absent from older agents. */
+  firewall?: 'auto' | 'iptables' | 'nftables';
 }
 
 /** The annotation is small; anything bigger is not an agent's announcement. */
@@ -48,6 +50,7 @@ const wire = lazy(() => {
     compatibility: z.optional(z.enum(compatibilities)),
     'leader-election': z.optional(z.enum(['annotation', 'lease'])),
     namespace: z.optional(z.string().check(z.minLength(1), z.maxLength(63))),
+    firewall: z.optional(z.enum(['iptables', 'nftables'])),
   });
 });
 
@@ -66,6 +69,7 @@ export function formatMeshFlags(f: MeshFlags): string {
     compatibility: f.compatibility,
     'leader-election': f.leaderElection,
     namespace: f.namespace,
+    ...(f.firewall !== undefined && f.firewall !== 'auto' ? { firewall: f.firewall } : {}),
   };
   return JSON.stringify(out);
 }
@@ -109,6 +113,7 @@ export function parseMeshFlags(text: string, object: string): Partial<MeshFlags>
     compatibility: w.compatibility,
     leaderElection: w['leader-election'],
     namespace: w.namespace,
+    firewall: w.firewall,
   };
   for (const k of Object.keys(out) as (keyof MeshFlags)[]) if (out[k] === undefined) delete out[k];
   return out;

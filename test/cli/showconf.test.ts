@@ -47,6 +47,11 @@ describe('showconf golden output on examples/cross.yaml', () => {
     ['showconf-peer-backup-server-as-peer.json', ['showconf', 'peer', 'backup-server', '--as-peer', '-o', 'json']],
     ['plan-gcp-use-2.txt', ['plan', 'gcp-use-2', '-o', 'text']],
     ['plan-aws-euw-2-location.txt', ['plan', 'aws-euw-2', '-o', 'text', '--mesh-granularity', 'location']],
+    ['plan-gcp-use-2-nftables.txt', ['plan', 'gcp-use-2', '-o', 'text', '--firewall', 'nftables']],
+    [
+      'plan-aws-euw-2-location-nftables.txt',
+      ['plan', 'aws-euw-2', '-o', 'text', '--mesh-granularity', 'location', '--firewall', 'nftables'],
+    ],
   ];
   for (const [golden, args] of cases) {
     test(`kgctl ${args.join(' ')}`, () => {

@@ -148,6 +148,10 @@ const byHand = {
     await run(n, ['iptables', '-w', '-t', 'nat', '-D', 'KILO-NAT', '1']);
     memory?.forget();
   },
+  forwardPolicy: async (n: Machine, policy: 'DROP' | 'ACCEPT', memory: DataplaneMemory | null) => {
+    await run(n, ['iptables', '-w', '-t', 'filter', '-P', 'FORWARD', policy]);
+    memory?.forget();
+  },
   peerRemoved: async (n: Machine, memory: DataplaneMemory | null) => {
     // The same peer on both machines (wireguard-go lists its peers in no fixed order), one A keeps.
     const dump = await run(n, ['wg', 'show', 'kilo0', 'dump']);

@@ -2,12 +2,14 @@
  * The dataplane's memory (dataplane/cache.ts) changes what a reconcile reads, never what the machine
  * ends up holding: the same plans, with the same faults made by hand, go through a reconcile that
  * trusts the last write (as the agent's cluster events do, told what the routing monitor would tell)
- * and one that reads every time, on two machines; after each step both hold the same state.
+ * and one that reads every time, on two machines; after each step both hold the same state. Both
+ * firewall backends: iptables, and nftables (its table and what it keeps in iptables).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DataplaneMemory } from '../../src/dataplane/cache.js';
 import { createFakeFirewall, type FakeNetfilter } from '../../src/dataplane/iptables/fake.js';
+import { createFakeNftables, type FakeNftables } from '../../src/dataplane/nftables/fake.js';
 import { reconcile, type Dataplane } from '../../src/dataplane/reconcile.js';
 import { FakeLinks, FakeKernel, fakeRoutingTables } from '../../src/dataplane/routes/fake.js';
 import type { KiloRoutingTables } from '../../src/dataplane/routes/reconciler.js';
@@ -20,21 +22,36 @@ interface Node {
   kernel: FakeKernel;
   device: FakeWireGuardDevice;
   netfilter: FakeNetfilter;
+  /** The nftables backend's machine; null: the iptables backend. */
+  nft: FakeNftables | null;
 }
 
-function fakeNode(): Node {
+type Backend = 'iptables' | 'nftables';
+const backends: Backend[] = ['iptables', 'nftables'];
+
+function fakeNode(backend: Backend = 'iptables'): Node {
   const kernel = new FakeKernel();
   kernel.addLink('kilo0', { mtu: 1420, up: false });
   kernel.addLink('eth0', { addresses: ['10.1.0.1/24'] });
   const device = new FakeWireGuardDevice('kilo0');
-  const firewall = createFakeFirewall();
+  const firewall =
+    backend === 'nftables' ? createFakeNftables() : { ...createFakeFirewall(), nft: null, iptables: null };
   const dp: Dataplane = {
     device,
     links: new FakeLinks(kernel),
     routes: fakeRoutingTables(kernel),
     firewall: firewall.tables,
   };
-  return { dp, kernel, device, netfilter: firewall.netfilter };
+  return { dp, kernel, device, netfilter: firewall.iptables ?? firewall.netfilter, nft: firewall.nft };
+}
+
+/** Kilo's nftables table without its handles (they count every write, not what is there); null: none. */
+function kiloTable(nft: FakeNftables): unknown {
+  try {
+    return JSON.parse(nft.list('inet', 'kilo'), (k, v: unknown) => (k === 'handle' ? undefined : v));
+  } catch {
+    return null;
+  }
 }
 
 /** Everything a reconcile may change, in one comparable value (peers without their sessions). */
@@ -50,6 +67,7 @@ async function stateOf(n: Node): Promise<unknown> {
       peers: wg.peers.map((p) => ({ ...p, latestHandshake: 0, rxBytes: 0, txBytes: 0 })),
     },
     firewall: ([4, 6] as const).flatMap((f) => ['nat', 'filter'].map((t) => n.netfilter.save(f, t))),
+    nftables: n.nft && kiloTable(n.nft),
   };
 }
 
@@ -60,7 +78,15 @@ const faults: Faults<Node> = {
     if (memory) assert.equal(memory.accounts({ deleted: true, route }), false, 'a deletion by hand is not ours');
   },
   firewallRuleDeleted: (n, memory) => {
-    n.netfilter.command(4, ['-t', 'nat', '-D', 'KILO-NAT', '1']);
+    if (n.nft) {
+      const [rule] = n.nft.handles('inet', 'kilo', 'kilo-nat');
+      assert.ok(rule, 'a rule of Kilo to delete');
+      n.nft.script(`delete rule inet kilo kilo-nat handle ${rule.handle}\n`);
+    } else n.netfilter.command(4, ['-t', 'nat', '-D', 'KILO-NAT', '1']);
+    memory?.forget();
+  },
+  forwardPolicy: (n, policy, memory) => {
+    n.netfilter.command(4, ['-t', 'filter', '-P', 'FORWARD', policy]);
     memory?.forget();
   },
   peerRemoved: async (n, memory) => {
@@ -90,26 +116,27 @@ const readingEveryTime = (n: Node, once = false): Side<Node> => ({
   pass: (input) => reconcile(n.dp, input, once ? { once } : {}),
 });
 
-test('the same plans and faults, trusting the last write and reading every time, leave the same machine', async () => {
-  const memory = new DataplaneMemory();
-  const cached = fakeNode();
-  await runSteps(
-    faults,
-    stateOf,
-    {
-      node: cached,
-      memory,
-      pass: async (input, step) => {
-        const trusted = await reconcile(cached.dp, input, { memory });
-        // The echo of our own write is ours.
-        const mine = cached.kernel.routes.find((r) => r.protocol === 107);
-        if (mine) assert.equal(memory.accounts({ deleted: false, route: mine }), true, step.name);
-        return trusted;
+for (const backend of backends)
+  test(`${backend}: the same plans and faults, trusting the last write and reading every time, leave the same machine`, async () => {
+    const memory = new DataplaneMemory();
+    const cached = fakeNode(backend);
+    await runSteps(
+      faults,
+      stateOf,
+      {
+        node: cached,
+        memory,
+        pass: async (input, step) => {
+          const trusted = await reconcile(cached.dp, input, { memory });
+          // The echo of our own write is ours.
+          const mine = cached.kernel.routes.find((r) => r.protocol === 107);
+          if (mine) assert.equal(memory.accounts({ deleted: false, route: mine }), true, step.name);
+          return trusted;
+        },
       },
-    },
-    readingEveryTime(fakeNode()),
-  );
-});
+      readingEveryTime(fakeNode(backend)),
+    );
+  });
 
 test('without telling the memory, a fault by hand is not repaired by a trusting pass (the test can fail)', async () => {
   const cached = { node: fakeNode(), memory: new DataplaneMemory() };
@@ -124,23 +151,24 @@ test('without telling the memory, a fault by hand is not repaired by a trusting 
   assert.deepEqual(await stateOf(cached.node), before, 'after forget(): read and repaired');
 });
 
-test('the same plans and faults, each pass reading ahead (kg apply) and reading in its steps, leave the same machine', async () => {
-  const ahead = fakeNode();
-  await runSteps(
-    faults,
-    stateOf,
-    {
-      node: ahead,
-      pass: async (input) => {
-        const layer = new ReadAhead(ahead.dp, 'kilo0');
-        layer.start();
-        void layer.ensure();
-        return reconcile(ahead.dp, input, { once: true, ahead: layer });
+for (const backend of backends)
+  test(`${backend}: the same plans and faults, each pass reading ahead (kg apply) and reading in its steps, leave the same machine`, async () => {
+    const ahead = fakeNode(backend);
+    await runSteps(
+      faults,
+      stateOf,
+      {
+        node: ahead,
+        pass: async (input) => {
+          const layer = new ReadAhead(ahead.dp, 'kilo0');
+          layer.start();
+          void layer.ensure();
+          return reconcile(ahead.dp, input, { once: true, ahead: layer });
+        },
       },
-    },
-    readingEveryTime(fakeNode(), true),
-  );
-});
+      readingEveryTime(fakeNode(backend), true),
+    );
+  });
 
 test('a first apply read ahead diffs its routes against the empty read it took, not a second read (974d355)', async () => {
   const n = fakeNode();

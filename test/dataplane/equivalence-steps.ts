@@ -17,7 +17,11 @@ import { planFor, twoLocations } from '../helpers/cluster.js';
 export const privateKey = generatePrivateKey();
 const objects = twoLocations();
 export const planA = planFor(objects, 'eu-a', { granularity: 'location', encapsulate: 'never' });
-export const planB = planFor(objects, 'eu-a', { granularity: 'full', encapsulate: 'never' });
+export const planB = planFor(objects, 'eu-a', {
+  granularity: 'full',
+  encapsulate: 'never',
+  iptablesForwardRules: true,
+});
 export const planC = planFor(objects.slice(0, 4), 'eu-a', { granularity: 'full', encapsulate: 'never' });
 /**
  * A with the mesh's subnet narrowed to 10.4.0.0/24: the same routes, peers and firewall, the
@@ -67,13 +71,17 @@ export interface Faults<N> {
    * agent's wireguard-go supervisor, or the next kg apply creating it ahead).
    */
   interfaceDeleted(n: N, memory: DataplaneMemory | null): Promise<void> | void;
+  /** iptables' FORWARD policy set (DROP: Docker starts; back to ACCEPT): found by the next resync. */
+  forwardPolicy(n: N, policy: 'DROP' | 'ACCEPT', memory: DataplaneMemory | null): Promise<void> | void;
 }
 
 export interface Step {
   name: string;
   plan: Plan;
   /** Made on both machines before the step's reconciles. */
-  fault?: keyof Faults<unknown>;
+  fault?: Exclude<keyof Faults<unknown>, 'forwardPolicy'>;
+  /** iptables' FORWARD policy set on both machines before the step's reconciles. */
+  forwardPolicy?: 'DROP' | 'ACCEPT';
   /** Whether the step's pass finds no WireGuard interface (a first apply, or one deleted by hand). */
   createsInterface?: boolean;
 }
@@ -96,8 +104,9 @@ export const steps: readonly Step[] = [
     fault: 'interfaceDeleted',
     createsInterface: true,
   },
+  { name: "iptables' FORWARD policy DROP, then B at the resync", plan: planB, forwardPolicy: 'DROP' },
   { name: 'C', plan: planC },
-  { name: 'A', plan: planA },
+  { name: "iptables' FORWARD policy back to ACCEPT, then A at the resync", plan: planA, forwardPolicy: 'ACCEPT' },
 ];
 
 /** One of the two machines: how a step's pass reconciles it. */
@@ -122,6 +131,10 @@ export async function runSteps<N>(
     if (step.fault) {
       await faults[step.fault](cached.node, cached.memory ?? null);
       await faults[step.fault](plain.node, null);
+    }
+    if (step.forwardPolicy) {
+      await faults.forwardPolicy(cached.node, step.forwardPolicy, cached.memory ?? null);
+      await faults.forwardPolicy(plain.node, step.forwardPolicy, null);
     }
     const input = inputOf(step.plan);
     const viaCache = await cached.pass(input, step);

@@ -6,15 +6,42 @@ import type { Firewall, IPFamily } from '../../src/mesh/types.js';
 import { planA, planB } from './firewall-plans.js';
 import { lastWrite } from './last-write.js';
 
-/** One machine's netfilter (a fresh namespace or the in-memory model) and a FirewallTables on it. */
-export interface FirewallHarness {
-  tables: FirewallTables;
+/**
+ * How a contract test looks at one machine's firewall, in its backend's terms: each backend's
+ * harness says what "exactly the plan" is for it (the iptables rules of rules.ts, the nftables
+ * table of nftables/ruleset.ts), so the same tests hold both backends to the same behaviour.
+ */
+export interface FirewallView {
+  /** The machine shows exactly the plan's firewall, and nothing of Kilo's more. */
+  assertExact(intent: Firewall): Promise<void>;
+  /** Nothing of Kilo's is left. */
+  assertNoKilo(): Promise<void>;
+  /** Rules, chains or tables of other programs, planted as they would plant them. */
+  plantForeign(): Promise<void>;
+  /** Everything that is not Kilo's, comparable with deepEqual. */
+  foreign(): Promise<unknown>;
+  /** Deletes one of Kilo's rules by hand, as an admin would. */
+  deleteKiloRule(): Promise<void>;
+}
+
+/** iptables' own tools on the machine of an iptables harness. */
+export interface IptablesAccess {
   /** What `iptables-save -t TABLE` (or ip6tables-save) prints. */
   save(family: IPFamily, table: IptablesTable): Promise<string>;
   /** Runs one `iptables`/`ip6tables` command, as another program or an admin would. */
   iptables(family: IPFamily, args: string[]): Promise<void>;
-  /** Restore processes that could have changed something, so far. */
+}
+
+/** One machine's netfilter (a fresh namespace or the in-memory model) and a FirewallTables on it. */
+export interface FirewallHarness {
+  tables: FirewallTables;
+  view: FirewallView;
+  /** Write processes (restores, `nft -f`) that could have changed something, so far. */
   restoreRuns(): number;
+  /** Write processes one change of plan costs: one per family for iptables, one for nftables. */
+  batchesPerChange: number;
+  /** Set for iptables harnesses: the tests of jumps in built-in chains use it. */
+  iptables?: IptablesAccess;
   destroy(): void;
 }
 
@@ -65,14 +92,14 @@ function readDump(text: string): Dump {
 const isKilo = (line: string) => line.includes('--comment "Kilo:');
 const kiloChains = (d: Dump) => [...d.chains.keys()].filter((c) => c.startsWith('KILO-')).sort();
 
-async function dumps(h: FirewallHarness): Promise<Map<string, Dump>> {
+async function dumps(h: IptablesAccess): Promise<Map<string, Dump>> {
   const keys = families.flatMap((f) => tables.map((t) => [f, t] as const));
   const texts = await Promise.all(keys.map(([f, t]) => h.save(f, t)));
   return new Map(keys.map(([f, t], i) => [`${f}/${t}`, readDump(texts[i]!)]));
 }
 
 /** Non-Kilo rules of every chain, for checking that nothing foreign moved. */
-async function foreignRules(h: FirewallHarness): Promise<Record<string, string[]>> {
+export async function foreignRules(h: IptablesAccess): Promise<Record<string, string[]>> {
   const out: Record<string, string[]> = {};
   for (const [where, d] of await dumps(h)) {
     for (const [chain, lines] of d.chains)
@@ -82,7 +109,7 @@ async function foreignRules(h: FirewallHarness): Promise<Record<string, string[]
 }
 
 /** The machine shows exactly the plan: its chains with their rules, each jump once and in place. */
-async function assertExact(h: FirewallHarness, intent: Firewall): Promise<void> {
+async function assertExact(h: IptablesAccess, intent: Firewall): Promise<void> {
   const fw = iptablesRulesOf(intent);
   for (const [where, d] of await dumps(h)) {
     const [f, t] = where.split('/') as [string, IptablesTable];
@@ -108,7 +135,7 @@ async function assertExact(h: FirewallHarness, intent: Firewall): Promise<void> 
   }
 }
 
-async function assertNoKilo(h: FirewallHarness): Promise<void> {
+export async function assertNoKilo(h: IptablesAccess): Promise<void> {
   for (const [where, d] of await dumps(h)) {
     assert.deepEqual(kiloChains(d), [], `${where}: no Kilo chain left`);
     for (const [c, lines] of d.chains)
@@ -117,7 +144,7 @@ async function assertNoKilo(h: FirewallHarness): Promise<void> {
 }
 
 /** Rules of other programs: a masquerade, a chain of their own with a jump to it, INPUT and FORWARD rules. */
-async function plantForeign(h: FirewallHarness): Promise<void> {
+export async function plantForeign(h: IptablesAccess): Promise<void> {
   await h.iptables(4, ['-t', 'nat', '-A', 'POSTROUTING', '-s', '198.18.0.0/24', '-j', 'MASQUERADE']);
   await h.iptables(4, ['-t', 'nat', '-N', 'OTHER-NAT']);
   await h.iptables(4, ['-t', 'nat', '-A', 'OTHER-NAT', '-d', '198.18.1.0/24', '-j', 'RETURN']);
@@ -143,25 +170,36 @@ export function firewallContract(
       t.after(() => h.destroy());
       return h;
     };
+    /** A test of iptables' own ways (jumps in built-in chains, restore lines): skipped for other backends. */
+    const iptablesTest = (
+      title: string,
+      fn: (ipt: IptablesAccess, h: FirewallHarness, t: TestContext) => Promise<void>,
+    ) =>
+      void test(title, async (t) => {
+        const h = await harness(t);
+        if (!h.iptables) return t.skip('iptables only');
+        await fn(h.iptables, h, t);
+      });
 
     test('plan A on an empty machine: exactly its chains and each jump once, both families', async (t) => {
       const h = await harness(t);
       const ops = await h.tables.reconcile(planA());
       assert.ok(ops.writes > 0);
       assert.equal(ops.details.length, ops.writes);
-      await assertExact(h, planA());
-      const nat = await h.save(4, 'nat');
+      await h.view.assertExact(planA());
+      if (!h.iptables) return;
+      const nat = await h.iptables.save(4, 'nat');
       assert.match(
         nat,
         /^-A POSTROUTING -s 10\.42\.0\.0\/24 -m comment --comment "Kilo: jump to KILO-NAT chain" -j KILO-NAT$/m,
       );
       assert.match(nat, /^-A KILO-NAT -m comment --comment "Kilo: NAT remaining packets" -j MASQUERADE$/m);
       assert.match(
-        await h.save(4, 'filter'),
+        await h.iptables.save(4, 'filter'),
         /^-A INPUT -p (ipencap|4) -m comment --comment "Kilo: jump to IPIP chain" -j KILO-IPIP$/m,
       );
       assert.match(
-        await h.save(6, 'nat'),
+        await h.iptables.save(6, 'nat'),
         /^-A KILO-NAT -d fd05::1\/128 -m comment --comment "Kilo: do not NAT packets destined for peers" -j RETURN$/m,
       );
     });
@@ -180,11 +218,18 @@ export function firewallContract(
       const runs = h.restoreRuns();
       const ops = await h.tables.reconcile(planB());
       assert.ok(ops.writes > 0);
-      assert.equal(h.restoreRuns() - runs, 2);
-      await assertExact(h, planB());
-      for (const f of families)
-        assert.doesNotMatch(await h.save(f, 'filter'), /KILO-IPIP|ipencap| -p 4 /, `IPv${f} filter`);
-      assert.doesNotMatch(await h.save(4, 'nat'), /10\.42\.2\.0\/24|192\.168\.1\.12/, 'node-2 is gone from KILO-NAT');
+      assert.equal(h.restoreRuns() - runs, h.batchesPerChange);
+      await h.view.assertExact(planB());
+      const ipt = h.iptables;
+      if (ipt) {
+        for (const f of families)
+          assert.doesNotMatch(await ipt.save(f, 'filter'), /KILO-IPIP|ipencap| -p 4 /, `IPv${f} filter`);
+        assert.doesNotMatch(
+          await ipt.save(4, 'nat'),
+          /10\.42\.2\.0\/24|192\.168\.1\.12/,
+          'node-2 is gone from KILO-NAT',
+        );
+      }
 
       const again = h.restoreRuns();
       assert.deepEqual(await h.tables.reconcile(planB()), { writes: 0, details: [] });
@@ -193,17 +238,17 @@ export function firewallContract(
 
     test('trusting the last write: A then B, with foreign rules, writes what a read would and leaves B exactly', async (t) => {
       const h = await harness(t);
-      await plantForeign(h);
-      const before = await foreignRules(h);
+      await h.view.plantForeign();
+      const before = await h.view.foreign();
       const m = lastWrite<FirewallWritten>();
       await h.tables.reconcile(planA(), m.keep());
       const trusted = await h.tables.reconcile(planB(), m.trust());
-      await assertExact(h, planB());
-      assert.deepEqual(await foreignRules(h), before, 'foreign rules untouched and in their order');
+      await h.view.assertExact(planB());
+      assert.deepEqual(await h.view.foreign(), before, 'foreign rules untouched and in their order');
       // The same change found by reading gives the same writes; and memory agrees with the kernel:
       // a full read afterwards finds nothing to do.
       const h2 = await harness(t);
-      await plantForeign(h2);
+      await h2.view.plantForeign();
       await h2.tables.reconcile(planA());
       const spelled = (o: { writes: number; details: string[] }) => ({ ...o, details: o.details.map(norm) });
       assert.deepEqual(spelled(trusted), spelled(await h2.tables.reconcile(planB())));
@@ -214,24 +259,27 @@ export function firewallContract(
         spelled(await h2.tables.reconcile(planA())),
       );
       assert.deepEqual(await h.tables.reconcile(planA()), { writes: 0, details: [] });
-      assert.equal(h.restoreRuns() - runs, 2, 'B to A: one batch per family');
+      assert.equal(
+        h.restoreRuns() - runs,
+        h.batchesPerChange,
+        'B to A: one batch per family (iptables), one transaction (nftables)',
+      );
     });
 
     test('trusting the last write misses a Kilo rule someone deleted; the next full read restores it', async (t) => {
       const h = await harness(t);
       const m = lastWrite<FirewallWritten>();
       await h.tables.reconcile(planA(), m.keep());
-      await h.iptables(4, ['-t', 'nat', '-D', 'KILO-NAT', '1']);
+      await h.view.deleteKiloRule();
       assert.deepEqual(await h.tables.reconcile(planA(), m.trust()), { writes: 0, details: [] });
       assert.ok((await h.tables.reconcile(planA())).writes > 0);
-      await assertExact(h, planA());
+      await h.view.assertExact(planA());
     });
 
     test('foreign rules and chains survive apply, re-apply, change and cleanup, in their order', async (t) => {
       const h = await harness(t);
-      await plantForeign(h);
-      const before = await foreignRules(h);
-      assert.ok(before['4/nat/OTHER-NAT']?.length === 1, 'the foreign chain was planted');
+      await h.view.plantForeign();
+      const before = await h.view.foreign();
       for (const step of [
         () => h.tables.reconcile(planA()),
         () => h.tables.reconcile(planA()),
@@ -239,30 +287,28 @@ export function firewallContract(
         () => h.tables.cleanup(),
       ]) {
         await step();
-        assert.deepEqual(await foreignRules(h), before);
+        assert.deepEqual(await h.view.foreign(), before);
       }
     });
 
-    test('with foreign rules present, prepend jumps lead and append jumps trail', async (t) => {
-      const h = await harness(t);
-      await plantForeign(h);
+    iptablesTest('with foreign rules present, prepend jumps lead and append jumps trail', async (ipt, h) => {
+      await plantForeign(ipt);
       await h.tables.reconcile(planA());
-      await assertExact(h, planA());
+      await assertExact(ipt, planA());
       // Another program appends after Kilo's tail and inserts before Kilo's head.
-      await h.iptables(4, ['-t', 'filter', '-A', 'INPUT', '-s', '198.18.0.10/32', '-j', 'ACCEPT']);
-      await h.iptables(4, ['-t', 'nat', '-I', 'POSTROUTING', '1', '-s', '198.18.3.0/24', '-j', 'RETURN']);
+      await ipt.iptables(4, ['-t', 'filter', '-A', 'INPUT', '-s', '198.18.0.10/32', '-j', 'ACCEPT']);
+      await ipt.iptables(4, ['-t', 'nat', '-I', 'POSTROUTING', '1', '-s', '198.18.3.0/24', '-j', 'RETURN']);
       const ops = await h.tables.reconcile(planA());
       assert.ok(ops.writes > 0);
-      await assertExact(h, planA());
+      await assertExact(ipt, planA());
     });
 
-    test('a Kilo jump added twice by hand is reduced to one', async (t) => {
-      const h = await harness(t);
-      await plantForeign(h);
+    iptablesTest('a Kilo jump added twice by hand is reduced to one', async (ipt, h) => {
+      await plantForeign(ipt);
       await h.tables.reconcile(planA());
-      const foreign = await foreignRules(h);
+      const foreign = await foreignRules(ipt);
       const comment = (c: string) => ['-m', 'comment', '--comment', c];
-      await h.iptables(4, [
+      await ipt.iptables(4, [
         '-t',
         'nat',
         '-A',
@@ -273,7 +319,7 @@ export function firewallContract(
         '-j',
         'KILO-NAT',
       ]);
-      await h.iptables(4, [
+      await ipt.iptables(4, [
         '-t',
         'filter',
         '-I',
@@ -285,7 +331,7 @@ export function firewallContract(
         '-j',
         'DROP',
       ]);
-      await h.iptables(4, [
+      await ipt.iptables(4, [
         '-t',
         'filter',
         '-I',
@@ -298,23 +344,22 @@ export function firewallContract(
         'ACCEPT',
       ]);
       assert.equal(
-        (await h.save(4, 'nat')).split('-s 10.42.0.0/24 -m comment').length - 1,
+        (await ipt.save(4, 'nat')).split('-s 10.42.0.0/24 -m comment').length - 1,
         2,
         'the duplicate is there',
       );
       await h.tables.reconcile(planA());
-      await assertExact(h, planA());
-      assert.deepEqual(await foreignRules(h), foreign);
+      await assertExact(ipt, planA());
+      assert.deepEqual(await foreignRules(ipt), foreign);
       assert.equal((await h.tables.reconcile(planA())).writes, 0);
     });
 
-    test('a Kilo jump moved out of place goes back in place', async (t) => {
-      const h = await harness(t);
-      await plantForeign(h);
+    iptablesTest('a Kilo jump moved out of place goes back in place', async (ipt, h) => {
+      await plantForeign(ipt);
       await h.tables.reconcile(planA());
       const [first] = iptablesRulesOf(planA()).rules.filter((r) => r.family === 4 && r.chain === 'FORWARD');
-      await h.iptables(4, ['-t', 'filter', '-D', 'FORWARD', '1']);
-      await h.iptables(4, [
+      await ipt.iptables(4, ['-t', 'filter', '-D', 'FORWARD', '1']);
+      await ipt.iptables(4, [
         '-t',
         'filter',
         '-A',
@@ -327,14 +372,13 @@ export function firewallContract(
         ...first!.args.slice(-2),
       ]);
       await h.tables.reconcile(planA());
-      await assertExact(h, planA());
+      await assertExact(ipt, planA());
     });
 
-    test('a stale Kilo jump from an earlier run is removed', async (t) => {
-      const h = await harness(t);
-      await plantForeign(h);
-      const foreign = await foreignRules(h);
-      await h.iptables(4, [
+    iptablesTest('a stale Kilo jump from an earlier run is removed', async (ipt, h) => {
+      await plantForeign(ipt);
+      const foreign = await foreignRules(ipt);
+      await ipt.iptables(4, [
         '-t',
         'filter',
         '-A',
@@ -348,8 +392,8 @@ export function firewallContract(
         '-j',
         'ACCEPT',
       ]);
-      await h.iptables(6, ['-t', 'nat', '-N', 'KILO-NAT']);
-      await h.iptables(6, [
+      await ipt.iptables(6, ['-t', 'nat', '-N', 'KILO-NAT']);
+      await ipt.iptables(6, [
         '-t',
         'nat',
         '-I',
@@ -365,21 +409,21 @@ export function firewallContract(
         'KILO-NAT',
       ]);
       await h.tables.reconcile(planA());
-      await assertExact(h, planA());
-      assert.doesNotMatch(await h.save(4, 'filter'), /10\.99\.0\.0/);
-      assert.doesNotMatch(await h.save(6, 'nat'), /fd99::/);
-      assert.deepEqual(await foreignRules(h), foreign);
+      await assertExact(ipt, planA());
+      assert.doesNotMatch(await ipt.save(4, 'filter'), /10\.99\.0\.0/);
+      assert.doesNotMatch(await ipt.save(6, 'nat'), /fd99::/);
+      assert.deepEqual(await foreignRules(ipt), foreign);
     });
 
     test('cleanup leaves no Kilo chain or rule in either family, and a second cleanup writes nothing', async (t) => {
       const h = await harness(t);
-      await plantForeign(h);
-      const foreign = await foreignRules(h);
+      await h.view.plantForeign();
+      const foreign = await h.view.foreign();
       await h.tables.reconcile(planA());
       const ops = await h.tables.cleanup();
       assert.ok(ops.writes > 0);
-      await assertNoKilo(h);
-      assert.deepEqual(await foreignRules(h), foreign);
+      await h.view.assertNoKilo();
+      assert.deepEqual(await h.view.foreign(), foreign);
       const runs = h.restoreRuns();
       assert.deepEqual(await h.tables.cleanup(), { writes: 0, details: [] });
       assert.equal(h.restoreRuns(), runs);
@@ -391,13 +435,29 @@ export function firewallContract(
       // A mask iptables cannot parse, in the filter table's KILO-IPIP (the nat table changes too).
       bad.ipip!.sources.push('10.9.0.0/33');
       await assert.rejects(h.tables.reconcile(bad), (e: Error) => {
-        assert.match(e.message, /IPv4/);
-        assert.match(e.message, /line \d+ .*-s 10\.9\.0\.0\/33/);
+        if (h.iptables) {
+          assert.match(e.message, /IPv4/);
+          assert.match(e.message, /line \d+ .*-s 10\.9\.0\.0\/33/);
+        } else assert.match(e.message, /10\.9\.0\.0\/33/);
         return true;
       });
-      // The nat table came first in the batch; it must not have been committed alone.
-      assert.doesNotMatch(await h.save(4, 'nat'), /Kilo:/);
-      assert.doesNotMatch(await h.save(4, 'filter'), /Kilo:/);
+      // The nat table came first in the batch; it must not have been committed alone. (iptables
+      // writes each family on its own: IPv6 has no such address and is applied.)
+      if (h.iptables) {
+        assert.doesNotMatch(await h.iptables.save(4, 'nat'), /Kilo:/);
+        assert.doesNotMatch(await h.iptables.save(4, 'filter'), /Kilo:/);
+      } else await h.view.assertNoKilo();
     });
   });
+}
+
+/** The iptables backend's view: its rules as iptables-save prints them (rules.ts), jumps in place. */
+export function iptablesView(ipt: IptablesAccess): FirewallView {
+  return {
+    assertExact: (intent) => assertExact(ipt, intent),
+    assertNoKilo: () => assertNoKilo(ipt),
+    plantForeign: () => plantForeign(ipt),
+    foreign: () => foreignRules(ipt),
+    deleteKiloRule: () => ipt.iptables(4, ['-t', 'nat', '-D', 'KILO-NAT', '1']),
+  };
 }

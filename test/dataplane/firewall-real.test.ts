@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import type { Exec } from '../../src/dataplane/exec.js';
 import { LinuxFirewallTables, type IptablesBackend } from '../../src/dataplane/iptables/tables.js';
 import { createNamespace, skipNoNetns } from '../helpers/netns.js';
-import { firewallContract } from './firewall-contract.js';
+import { firewallContract, iptablesView, type IptablesAccess } from './firewall-contract.js';
 
 /** Counts restore processes that could write (dry runs with --test cannot). */
 function counting(exec: Exec): { exec: Exec; restoreRuns: () => number } {
@@ -60,10 +60,15 @@ for (const { backend, skip } of backends) {
       const ns = createNamespace('ktfw');
       try {
         const { exec, restoreRuns } = counting(ns.exec);
-        return {
-          tables: new LinuxFirewallTables(exec, backend ? { backend } : {}),
+        const ipt: IptablesAccess = {
           save: async (family, table) => (await ns.exec.run([tool(family, 'save'), '-t', table])).stdout,
           iptables: async (family, args) => void (await ns.exec.run([tool(family), '-w', ...args])),
+        };
+        return {
+          tables: new LinuxFirewallTables(exec, backend ? { backend } : {}),
+          view: iptablesView(ipt),
+          iptables: ipt,
+          batchesPerChange: 2,
           restoreRuns,
           destroy: () => ns.destroy(),
         };

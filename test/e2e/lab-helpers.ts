@@ -13,7 +13,7 @@ import { inNodeNs, run } from '../../packages/lab/src/sh.js';
 import { ensureBuilt } from '../cli/built.js';
 import { skipNoNetns } from '../helpers/netns.js';
 
-const missingTools = ['wireguard-go', 'wg', 'tcpdump', 'ping', 'iptables-save'].filter(
+const missingTools = ['wireguard-go', 'wg', 'tcpdump', 'ping', 'iptables-save', 'nft'].filter(
   (t) => spawnSync('sh', ['-c', `command -v ${t}`]).status !== 0,
 );
 

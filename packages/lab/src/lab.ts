@@ -110,7 +110,14 @@ export class Lab {
    * agent per node. Does not wait for the mesh: see converge(). On failure, tears down what it made.
    */
   static async up(dir: string, options: LabOptions, log: (line: string) => void = () => {}): Promise<Lab> {
-    const initial: LabState = { options, nodes: [], agentFlags: [], nextK: 1, peerPublicKey: null, made: [] };
+    const initial: LabState = {
+      options,
+      nodes: [],
+      agentFlags: [...(options.agentFlags ?? [])],
+      nextK: 1,
+      peerPublicKey: null,
+      made: [],
+    };
     const createdDir = !existsSync(dir);
     const state = StateDir.create(dir, initial);
     if (createdDir) state.record({ kind: 'dir', path: dir });

@@ -27,6 +27,8 @@ export interface LabOptions {
    * others run kilo-ts. Changed by `Lab.setKiloAgent` for the node's next start.
    */
   kiloAgents?: Record<string, string>;
+  /** Extra flags of every kilo-ts agent from the start (`--firewall=nftables`); restartAgents changes them. */
+  agentFlags?: string[];
 }
 
 export interface LabNode {

@@ -58,9 +58,24 @@ export function capture(ns: string, iface: string, filter: string): Promise<Capt
   });
 }
 
+/** Kilo's nftables table `inet kilo` of a node, as `nft list table` prints it (no handles); [] when there is none. */
+export function kiloNftables(ns: string): string[] {
+  return run(['ip', 'netns', 'exec', ns, 'nft', 'list', 'table', 'inet', 'kilo'], { allowFail: true })
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+}
+
+/** What of Kilo's a node's iptables hold (both families): its KILO- chains and the rules with a Kilo comment. */
+export function kiloIptables(ns: string): string[] {
+  return ['iptables-save', 'ip6tables-save']
+    .flatMap((save) => run(['ip', 'netns', 'exec', ns, save], { allowFail: true }).split('\n'))
+    .filter((l) => /\bKILO-|"Kilo:|--comment Kilo:/.test(l));
+}
+
 /**
  * What a node's kernel holds that Kilo may have written: routes (every table but local), rules,
- * iptables (without counters), kilo0's addresses. Sorted lines: two nodes with the same state
+ * iptables (without counters), Kilo's nftables table, kilo0's addresses. Sorted lines: two nodes with the same state
  * give the same list whatever order it was written in.
  */
 export function dataplaneFingerprint(ns: string): string[] {
@@ -76,6 +91,7 @@ export function dataplaneFingerprint(ns: string): string[] {
       .split('\n')
       .filter((l) => !l.startsWith('#'))
       .map((l) => `iptables ${l.replace(/\s*\[\d+:\d+\]$/, '')}`),
+    ...kiloNftables(ns).map((l) => `nft ${l}`),
     ...run(['ip', '-n', ns, '-4', '-o', 'addr', 'show', 'dev', 'kilo0'], { allowFail: true })
       .split('\n')
       .map((l) =>

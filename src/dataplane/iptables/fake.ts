@@ -208,7 +208,7 @@ function clone(t: FakeTable): FakeTable {
   return new Map([...t].map(([n, c]) => [n, { ...c, rules: c.rules.map((r) => [...r]) }]));
 }
 
-/** One command (-A, -I, -D, -N, -F, -X) on a table, as iptables would do it or refuse it. */
+/** One command (-A, -I, -D, -P, -N, -F, -X) on a table, as iptables would do it or refuse it. */
 function apply(family: IPFamily, t: FakeTable, tokens: readonly string[]): void {
   const [op, chainName, ...rest] = tokens;
   const chain = chainName !== undefined ? t.get(chainName) : undefined;
@@ -239,6 +239,12 @@ function apply(family: IPFamily, t: FakeTable, tokens: readonly string[]): void 
       const i = c.rules.findIndex((r) => ruleKey(c.name, r) === k);
       if (i < 0) throw new FakeIptablesError('Bad rule (does a matching rule exist in that chain?).');
       c.rules.splice(i, 1);
+      return;
+    }
+    case '-P': {
+      const c = need();
+      if (!c.policy) throw new FakeIptablesError(`Chain '${c.name}' is not built-in: it has no policy`);
+      c.policy = rest[0] ?? 'ACCEPT';
       return;
     }
     case '-N':

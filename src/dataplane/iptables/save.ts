@@ -18,6 +18,8 @@ export interface SavedChain {
   name: string;
   /** Built-in chains have a policy; user chains print "-". */
   builtin: boolean;
+  /** A built-in chain's policy as the dump printed it (ACCEPT, DROP). */
+  policy?: string;
   rules: SavedRule[];
 }
 
@@ -47,7 +49,13 @@ export function parseSave(dump: string, table: string): SavedTable {
     }
     if (line.startsWith(':')) {
       const [name, policy] = line.slice(1).split(/\s+/);
-      if (name) chains.set(name, { name, builtin: policy !== '-', rules: [] });
+      if (name)
+        chains.set(name, {
+          name,
+          builtin: policy !== '-',
+          ...(policy !== undefined && policy !== '-' ? { policy } : {}),
+          rules: [],
+        });
       continue;
     }
     const m = /^-A\s+(\S+)\s*(.*)$/.exec(line);

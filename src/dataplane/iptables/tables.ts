@@ -1,6 +1,6 @@
 import type { Firewall, IPFamily } from '../../mesh/types.js';
 import { ExecError, ExecInterrupted, type Exec, type RunOptions } from '../exec.js';
-import type { DiffAgainst, FirewallTables, FirewallWritten, Ops } from '../types.js';
+import type { DiffAgainst, FirewallTables, FirewallWritten, IptablesWritten, Ops } from '../types.js';
 import { describeRule, ipv6Demand, ipv6Unusable, type IPv6Demand } from './ipv6.js';
 import { familyName, renderParsed, type FamilyDump, type RestoreBatch, type SavedTables } from './render.js';
 import { iptablesRulesOf, type IptablesRules, type IptablesTable } from './rules.js';
@@ -98,11 +98,13 @@ export class LinuxFirewallTables implements FirewallTables {
   }
 
   reconcile(firewall: Firewall, options: DiffAgainst<FirewallWritten> = {}): Promise<Ops> {
-    return this.reconcileRules(iptablesRulesOf(firewall), options);
+    // Another backend's state is not this one's to diff against: then read.
+    const current = options.current instanceof Map ? options.current : undefined;
+    return this.reconcileRules(iptablesRulesOf(firewall), { current, wrote: options.wrote });
   }
 
   /** reconcile() of a firewall already rendered into iptables rules (rules.ts): this backend's own entry. */
-  reconcileRules(rules: IptablesRules, options: DiffAgainst<FirewallWritten> = {}): Promise<Ops> {
+  reconcileRules(rules: IptablesRules, options: DiffAgainst<IptablesWritten> = {}): Promise<Ops> {
     return this.serial(() => this.converge(rules, options));
   }
 
@@ -111,7 +113,7 @@ export class LinuxFirewallTables implements FirewallTables {
   }
 
   /** Both families' tables, parsed; a family whose save fails is left out (its reconcile reads, and says why). */
-  async read(): Promise<FirewallWritten> {
+  async read(): Promise<IptablesWritten> {
     const out = new Map<IPFamily, SavedTables>();
     await Promise.all(
       families.map((family) =>
@@ -156,7 +158,7 @@ export class LinuxFirewallTables implements FirewallTables {
    * costs as much as the whole table); any other is read. `wrote` is told the tables the restores
    * left, when both families succeeded.
    */
-  private async converge(firewall: IptablesRules, options: DiffAgainst<FirewallWritten>): Promise<Ops> {
+  private async converge(firewall: IptablesRules, options: DiffAgainst<IptablesWritten>): Promise<Ops> {
     const tools = await this.backend();
     const after = new Map<IPFamily, SavedTables>();
     const results = await Promise.allSettled(
