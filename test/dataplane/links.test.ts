@@ -4,16 +4,21 @@ import { diffLink, LinuxLinks, type LinkState } from '../../src/dataplane/links.
 import { FakeLinks, FakeKernel, fakeRoutingTables, settle } from '../../src/dataplane/routes/fake.js';
 import { linuxRoutingTables } from '../../src/dataplane/routes/linux.js';
 import type { KiloRoutingTables } from '../../src/dataplane/routes/reconciler.js';
+import { describeRoute, describeRule } from '../../src/dataplane/routes/state.js';
 import type { Links } from '../../src/dataplane/types.js';
+import { kiloTable, type PlanRoute, type PlanRule } from '../../src/mesh/types.js';
 import { skipNoNetns } from '../helpers/netns.js';
 import { linksNamespace, testWith } from './namespaces.js';
 import { ipExec } from './routes-exec.js';
 
-/** kilo0 exists, down, MTU 1500, no address; priv0 is up with 192.168.1.1/24. */
+/** kilo0 exists, down, MTU 1500, no address; priv0 is up with 192.168.1.1/24 and fd00::1/64. */
 interface LinksHarness {
   links: Links & { read(device: string): Promise<LinkState> };
   routes: KiloRoutingTables;
+  /** As an admin would (`ip addr add|del`, `ip link set`), beside Links. */
   addAddress(device: string, cidr: string): Promise<void>;
+  delAddress(device: string, cidr: string): Promise<void>;
+  setUp(device: string, up: boolean): Promise<void>;
   destroy(): void;
 }
 
@@ -81,6 +86,89 @@ function linksContract(label: string, make: () => LinksHarness, skip: string | f
       );
     });
 
+    // The kernel takes these routes away without telling a routing monitor of the IPv4 ones (44004a0).
+    const route = (dst: string, gw: string | null, extra: Partial<PlanRoute> = {}): PlanRoute => ({
+      ...{ dst, gw, dev: 'kilo', src: null, table: 'main', onlink: false },
+      ...extra,
+    });
+    const throughKilo = [
+      route('10.42.1.0/24', null),
+      route('10.42.2.0/24', '10.4.0.2'),
+      route('10.42.3.0/24', '10.9.0.2', { onlink: true, table: kiloTable }),
+      route('10.42.4.0/24', '10.4.0.2', { onlink: true, src: '192.168.1.1' }),
+      route('10.42.5.0/24', '10.4.0.2', { onlink: true, src: '192.168.1.1', table: kiloTable }),
+      route('10.42.6.0/24', 'fd10::2', { table: kiloTable }),
+      route('fd42:1::/64', null),
+      route('fd42:2::/64', 'fd10::2', { table: kiloTable }),
+      route('fd42:3::/64', 'fd99::2', { onlink: true }),
+      route('fd42:4::/64', 'fd10::2', { src: 'fd00::1' }),
+    ];
+    const kiloRules: PlanRule[] = [
+      { src: '10.42.1.0/24', dst: null, iif: 'kilo', table: kiloTable },
+      { src: 'fd42:1::/64', dst: null, iif: null, table: kiloTable },
+    ];
+    const state = async (h: LinksHarness) => {
+      const s = await h.routes.read();
+      return { routes: s.routes.map(describeRoute).sort(), rules: s.rules.map(describeRule).sort() };
+    };
+    const kiloHolds = async (h: LinksHarness, addresses: string[]) => {
+      await h.links.reconcile('kilo0', { address: addresses[0]!, up: true, mtu: null });
+      for (const a of addresses.slice(1)) await h.addAddress('kilo0', a);
+      const ops = await h.routes.reconcile(throughKilo, kiloRules, devices);
+      assert.equal(ops.writes, throughKilo.length + kiloRules.length, ops.details.join('\n'));
+    };
+
+    withLinks(
+      'an address taken away: only the last IPv4 one drops the IPv4 routes through the interface',
+      async (h) => {
+        await kiloHolds(h, ['10.4.0.1/16', '10.6.0.1/16', 'fd10::1/64', 'fd11::1/64']);
+        const all = await state(h);
+        // One of two IPv4 addresses, even the one the gateways are on; one of two IPv6 ones: nothing.
+        await h.delAddress('kilo0', '10.4.0.1/16');
+        await h.delAddress('kilo0', 'fd11::1/64');
+        assert.deepEqual(await state(h), all);
+        // The last IPv4 one: every IPv4 route through the interface, in every table, onlink or not.
+        await h.delAddress('kilo0', '10.6.0.1/16');
+        const v6 = all.routes.filter((x) => x.includes(':') && !x.includes('via inet6'));
+        assert.deepEqual(await state(h), { routes: v6, rules: all.rules });
+        // Given again (another subnet, as a changed --subnet does), the routes do not come back by themselves.
+        await h.addAddress('kilo0', '10.4.0.1/24');
+        assert.deepEqual(await state(h), { routes: v6, rules: all.rules });
+        assert.equal((await h.routes.reconcile(throughKilo, kiloRules, devices)).writes, all.routes.length - v6.length);
+        // The last IPv6 one: the IPv6 routes stay, their gateways no longer on a connected network or not.
+        await h.delAddress('kilo0', 'fd10::1/64');
+        assert.deepEqual(await state(h), all);
+      },
+    );
+
+    withLinks(
+      'a source address no interface holds any more: IPv4 routes in main go, IPv6 routes lose it',
+      async (h) => {
+        await kiloHolds(h, ['10.4.0.1/16', 'fd10::1/64']);
+        const all = await state(h);
+        await h.delAddress('priv0', '192.168.1.1/24');
+        await h.delAddress('priv0', 'fd00::1/64');
+        assert.deepEqual(await state(h), {
+          routes: all.routes
+            .filter((x) => !x.startsWith('route 10.42.4.0/24'))
+            .map((x) => x.replace('fd42:4::/64 via fd10::2 dev kilo0 src fd00::1', 'fd42:4::/64 via fd10::2 dev kilo0'))
+            .sort(),
+          rules: all.rules,
+        });
+      },
+    );
+
+    withLinks('down: every route through the interface and its IPv6 addresses go; rules stay', async (h) => {
+      await kiloHolds(h, ['10.4.0.1/16', 'fd10::1/64']);
+      const { rules } = await state(h);
+      await h.setUp('kilo0', false);
+      assert.deepEqual(await state(h), { routes: [], rules });
+      assert.deepEqual(await h.links.read('kilo0'), { up: false, mtu: 1500, addresses: ['10.4.0.1/16'] });
+      await h.setUp('kilo0', true);
+      assert.deepEqual(await state(h), { routes: [], rules });
+      assert.deepEqual((await h.links.read('kilo0')).addresses, ['10.4.0.1/16']);
+    });
+
     withLinks('errors name the interface, field and value', async (h) => {
       await assert.rejects(
         h.links.reconcile('nope0', { address: null, up: true, mtu: null }),
@@ -101,12 +189,14 @@ function linksContract(label: string, make: () => LinksHarness, skip: string | f
 
 linksContract('in-memory model', () => {
   const m = new FakeKernel();
-  m.addLink('priv0', { addresses: ['192.168.1.1/24'] });
+  m.addLink('priv0', { addresses: ['192.168.1.1/24', 'fd00::1/64'] });
   m.addLink('kilo0', { up: false });
   return {
     links: new FakeLinks(m),
     routes: fakeRoutingTables(m),
     addAddress: (d, c) => settle(() => m.addAddress(d, c)),
+    delAddress: (d, c) => settle(() => m.delAddress(d, c)),
+    setUp: (d, up) => settle(() => m.setUp(d, up)),
     destroy: () => {},
   };
 });
@@ -120,6 +210,8 @@ linksContract(
       links: new LinuxLinks(exec),
       routes: linuxRoutingTables(exec),
       addAddress: async (d, c) => void (await exec.run(['ip', 'addr', 'add', c, 'dev', d, 'nodad'])),
+      delAddress: async (d, c) => void (await exec.run(['ip', 'addr', 'del', c, 'dev', d])),
+      setUp: async (d, up) => void (await exec.run(['ip', 'link', 'set', 'dev', d, up ? 'up' : 'down'])),
       destroy: () => ns.destroy(),
     };
   },

@@ -32,8 +32,17 @@ export function settle<T>(f: () => T): Promise<T> {
 /**
  * An in-memory kernel: interfaces with addresses, every route (Kilo's and foreign, any protocol,
  * any table) and every rule in kernel order. It refuses what the Linux kernel refuses (missing device,
- * unreachable gateway, non-local source, duplicate key) with the kernel's messages, and like the
- * kernel drops an interface's routes when it goes down or away.
+ * unreachable gateway, non-local source, duplicate key) with the kernel's messages, and takes routes
+ * away when the kernel does (checked in a namespace, Linux 6.18; the links contract pins it):
+ * - an interface down or away: every route through it, both families, any table or protocol; its
+ *   IPv6 addresses go too (keep_addr_on_down 0), its IPv4 ones stay;
+ * - an interface's last IPv4 address taken away: every IPv4 route through it (those via an IPv6
+ *   next hop too); one of several taken away, or its IPv6 addresses, drops none, gateways no longer
+ *   on a connected network or not;
+ * - an IPv4 address no interface holds any more: the routes of the main table with it as source
+ *   (other tables keep theirs); an IPv6 one: every IPv6 route keeps going, without that source.
+ * Rules stay in every case. Not modelled: secondary addresses (one of a subnet deleted with its
+ * primary when promote_secondaries is 0), the IPv6 routes of an MTU below 1280.
  */
 export class FakeKernel {
   readonly links = new Map<string, LinkState>();
@@ -61,7 +70,7 @@ export class FakeKernel {
   deleteLink(name: string): void {
     this.link(name);
     this.links.delete(name);
-    this.dropRoutesOf(name);
+    this.dropRoutes((r) => r.dev === name);
   }
 
   link(name: string): LinkState {
@@ -70,7 +79,10 @@ export class FakeKernel {
 
   setUp(name: string, up: boolean): void {
     const l = this.link(name);
-    if (l.up && !up) this.dropRoutesOf(name);
+    if (l.up && !up) {
+      this.dropRoutes((r) => r.dev === name);
+      l.addresses = l.addresses.filter((a) => this.cidr(a).family === 4);
+    }
     l.up = up;
     this.writes++;
   }
@@ -95,6 +107,13 @@ export class FakeKernel {
     if (i < 0) fail('Cannot assign requested address');
     l.addresses.splice(i, 1);
     this.writes++;
+    const { ip } = this.cidr(a);
+    if (ip.family === 4 && !l.addresses.some((x) => this.cidr(x).family === 4))
+      this.dropRoutes((r) => r.family === 4 && r.dev === name);
+    if (this.isLocal(ip)) return;
+    const from = (r: KernelRoute) => r.src !== null && r.family === ip.family && IP.parse(r.src).equals(ip);
+    if (ip.family === 4) this.dropRoutes((r) => from(r) && r.table === mainTableId);
+    else for (const r of this.routes) if (from(r)) r.src = null;
   }
 
   /** Every route, any protocol, any table. */
@@ -102,9 +121,9 @@ export class FakeKernel {
     return [...this.byKey.values()].flat();
   }
 
-  private dropRoutesOf(name: string): void {
+  private dropRoutes(drop: (r: KernelRoute) => boolean): void {
     for (const [k, list] of this.byKey) {
-      const kept = list.filter((r) => r.dev !== name);
+      const kept = list.filter((r) => !drop(r));
       if (kept.length === 0) this.byKey.delete(k);
       else this.byKey.set(k, kept);
     }
