@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
+import type { Exec } from '../../src/dataplane/exec.js';
 import type { FirewallTables, FirewallWritten } from '../../src/dataplane/types.js';
 import { iptablesRulesOf, type IptablesRule, type IptablesTable } from '../../src/dataplane/iptables/rules.js';
 import type { Firewall, IPFamily } from '../../src/mesh/types.js';
@@ -459,5 +460,23 @@ export function iptablesView(ipt: IptablesAccess): FirewallView {
     plantForeign: () => plantForeign(ipt),
     foreign: () => foreignRules(ipt),
     deleteKiloRule: () => ipt.iptables(4, ['-t', 'nat', '-D', 'KILO-NAT', '1']),
+  };
+}
+
+/** `exec`, counting the processes `writes` says could write (a restore, an `nft -f`; not a dry run). */
+export function countingWrites(
+  exec: Exec,
+  writes: (argv: readonly string[]) => boolean,
+): { exec: Exec; runs: () => number } {
+  let runs = 0;
+  return {
+    exec: {
+      ...exec,
+      run: (argv, opts) => {
+        if (writes(argv)) runs++;
+        return exec.run(argv, opts);
+      },
+    },
+    runs: () => runs,
   };
 }

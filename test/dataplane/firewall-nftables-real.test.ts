@@ -1,31 +1,22 @@
 import type { Exec } from '../../src/dataplane/exec.js';
 import { LinuxNftablesTables } from '../../src/dataplane/nftables/tables.js';
 import { createNamespace, skipNoNetns } from '../helpers/netns.js';
-import { firewallContract, type IptablesAccess } from './firewall-contract.js';
+import { countingWrites, firewallContract, type IptablesAccess } from './firewall-contract.js';
 import { nftablesView } from './firewall-nftables-view.js';
 
 /** Counts the processes that could write: `nft -f` transactions and iptables restores (not dry runs). */
-function counting(exec: Exec): { exec: Exec; writes: () => number } {
-  let runs = 0;
-  return {
-    exec: {
-      ...exec,
-      run: (argv, opts) => {
-        if ((argv[0] === 'nft' && argv[1] === '-f') || (/restore$/.test(argv[0] ?? '') && !argv.includes('--test')))
-          runs++;
-        return exec.run(argv, opts);
-      },
-    },
-    writes: () => runs,
-  };
-}
+const counting = (exec: Exec) =>
+  countingWrites(
+    exec,
+    (argv) => (argv[0] === 'nft' && argv[1] === '-f') || (/restore$/.test(argv[0] ?? '') && !argv.includes('--test')),
+  );
 
 firewallContract(
   'nftables in a network namespace',
   () => {
     const ns = createNamespace('ktnf');
     try {
-      const { exec, writes } = counting(ns.exec);
+      const { exec, runs: writes } = counting(ns.exec);
       const ipt: IptablesAccess = {
         save: async (family, table) =>
           (await ns.exec.run([family === 6 ? 'ip6tables-save' : 'iptables-save', '-t', table])).stdout,

@@ -5,22 +5,11 @@ import { test } from 'node:test';
 import type { Exec } from '../../src/dataplane/exec.js';
 import { LinuxFirewallTables, type IptablesBackend } from '../../src/dataplane/iptables/tables.js';
 import { createNamespace, skipNoNetns } from '../helpers/netns.js';
-import { firewallContract, iptablesView, type IptablesAccess } from './firewall-contract.js';
+import { countingWrites, firewallContract, iptablesView, type IptablesAccess } from './firewall-contract.js';
 
 /** Counts restore processes that could write (dry runs with --test cannot). */
-function counting(exec: Exec): { exec: Exec; restoreRuns: () => number } {
-  let runs = 0;
-  return {
-    exec: {
-      ...exec,
-      run: (argv, opts) => {
-        if (/restore$/.test(argv[0] ?? '') && !argv.includes('--test')) runs++;
-        return exec.run(argv, opts);
-      },
-    },
-    restoreRuns: () => runs,
-  };
-}
+const counting = (exec: Exec) =>
+  countingWrites(exec, (argv) => /restore$/.test(argv[0] ?? '') && !argv.includes('--test'));
 
 /**
  * Whether iptables-legacy works here, asked in a namespace of its own: a legacy table, once
@@ -59,7 +48,7 @@ for (const { backend, skip } of backends) {
     () => {
       const ns = createNamespace('ktfw');
       try {
-        const { exec, restoreRuns } = counting(ns.exec);
+        const { exec, runs: restoreRuns } = counting(ns.exec);
         const ipt: IptablesAccess = {
           save: async (family, table) => (await ns.exec.run([tool(family, 'save'), '-t', table])).stdout,
           iptables: async (family, args) => void (await ns.exec.run([tool(family), '-w', ...args])),

@@ -195,29 +195,32 @@ const nodePrinter: Printer = {
   cells: nodeCells,
 };
 
-const namespacePrinter: Printer = {
-  columns: [nameColumn, column('Status', 'string', 'The status of the namespace'), ageColumn],
-  cells: (obj, now) => {
-    const phase = record((obj as { status?: unknown }).status)['phase'];
-    return [
-      String(metaOf(obj).name ?? ''),
-      typeof phase === 'string' ? phase : '',
-      age(metaOf(obj).creationTimestamp, now),
-    ];
-  },
-};
+/** NAME, one string field's column, AGE: the printers of Namespaces and Leases. */
+function oneFieldPrinter(name: string, description: string, field: (obj: unknown) => unknown): Printer {
+  return {
+    columns: [nameColumn, column(name, 'string', description), ageColumn],
+    cells: (obj, now) => {
+      const value = field(obj);
+      return [
+        String(metaOf(obj).name ?? ''),
+        typeof value === 'string' ? value : '',
+        age(metaOf(obj).creationTimestamp, now),
+      ];
+    },
+  };
+}
 
-const leasePrinter: Printer = {
-  columns: [nameColumn, column('Holder', 'string', 'The holder of the lease'), ageColumn],
-  cells: (obj, now) => {
-    const holder = record((obj as { spec?: unknown }).spec)['holderIdentity'];
-    return [
-      String(metaOf(obj).name ?? ''),
-      typeof holder === 'string' ? holder : '',
-      age(metaOf(obj).creationTimestamp, now),
-    ];
-  },
-};
+const namespacePrinter = oneFieldPrinter(
+  'Status',
+  'The status of the namespace',
+  (obj) => record((obj as { status?: unknown }).status)['phase'],
+);
+
+const leasePrinter = oneFieldPrinter(
+  'Holder',
+  'The holder of the lease',
+  (obj) => record((obj as { spec?: unknown }).spec)['holderIdentity'],
+);
 
 /** The generic convertor of types without a printer (CustomResourceDefinitions, for one). */
 const defaultPrinter: Printer = {

@@ -139,19 +139,7 @@ export class FakeNetfilter {
 
   /** An Exec that answers iptables, ip6tables and their -save/-restore (plain, -nft, -legacy). */
   exec(): Exec {
-    return {
-      run: (argv, opts) => {
-        try {
-          return Promise.resolve(this.answer(argv, opts?.input ?? ''));
-        } catch (e) {
-          return Promise.reject(e instanceof Error ? e : new Error(String(e)));
-        }
-      },
-      start(): ChildProcess {
-        throw new Error('the fake netfilter starts no processes');
-      },
-      wireGuardRunDir: '/nonexistent',
-    };
+    return answeringExec((argv, input) => this.answer(argv, input));
   }
 
   private answer(argv: readonly string[], input: string): ExecResult {
@@ -297,4 +285,24 @@ function canonicalRule(family: IPFamily, t: FakeTable, args: readonly string[]):
   }
   if (target !== null && t.get(target)?.policy) throw new FakeIptablesError(`cannot jump to built-in chain ${target}`);
   return out;
+}
+
+/**
+ * An Exec whose commands a fake answers at once, from their argv and standard input (its throw is
+ * the command's failure); it starts no processes.
+ */
+export function answeringExec(answer: (argv: readonly string[], input: string) => ExecResult): Exec {
+  return {
+    run: (argv, opts) => {
+      try {
+        return Promise.resolve(answer(argv, opts?.input ?? ''));
+      } catch (e) {
+        return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+      }
+    },
+    start(): ChildProcess {
+      throw new Error('the fake netfilter starts no processes');
+    },
+    wireGuardRunDir: '/nonexistent',
+  };
 }

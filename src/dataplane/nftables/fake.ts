@@ -1,7 +1,6 @@
-import type { ChildProcess } from 'node:child_process';
 import { Cidr } from '../../net/cidr.js';
 import { ExecError, type Exec, type ExecResult } from '../exec.js';
-import { FakeNetfilter } from '../iptables/fake.js';
+import { answeringExec, FakeNetfilter } from '../iptables/fake.js';
 import { LinuxNftablesTables } from './tables.js';
 
 /**
@@ -266,20 +265,8 @@ export class FakeNftables {
 /** An Exec over a fake nftables and a fake iptables: nft goes to one, everything iptables to the other. */
 export function fakeNetfilterExec(nft: FakeNftables, iptables: FakeNetfilter): Exec {
   const ipt = iptables.exec();
-  return {
-    run: (argv, opts) => {
-      if (argv[0] !== 'nft') return ipt.run(argv, opts);
-      try {
-        return Promise.resolve(nft.answer(argv, opts?.input ?? ''));
-      } catch (e) {
-        return Promise.reject(e instanceof Error ? e : new Error(String(e)));
-      }
-    },
-    start(): ChildProcess {
-      throw new Error('the fake netfilter starts no processes');
-    },
-    wireGuardRunDir: '/nonexistent',
-  };
+  const nftExec = answeringExec((argv, input) => nft.answer(argv, input));
+  return { ...nftExec, run: (argv, opts) => (argv[0] === 'nft' ? nftExec : ipt).run(argv, opts) };
 }
 
 /** The nftables FirewallTables over an in-memory nftables and iptables. */
