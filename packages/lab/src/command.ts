@@ -182,7 +182,8 @@ function status(stateDir: string, lab: Lab, multi: boolean): void {
   say(
     `lab in ${stateDir}${which}: ${o.locations} locations × ${o.nodesPerLocation} nodes, ${o.granularity}${o.natLocation ? `, location ${o.natLocation} behind NAT` : ''}${o.peer ? ', a Peer' : ''}`,
   );
-  say(`kubeconfig for kubectl and kgctl on this machine: ${lab.kubeconfig}`);
+  const kubeconfig = multi ? clusterKubeconfig(stateDir, p.cluster) : lab.kubeconfig;
+  say(`kubeconfig for kubectl and kgctl on this machine: ${kubeconfig}`);
   for (const m of lab.state.state.made) {
     if (m.kind === 'process' && !m.what.startsWith('kg '))
       say(`${m.what}: pid ${m.pid} ${isAlive(m) ? 'running' : 'GONE'}`);
