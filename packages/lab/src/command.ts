@@ -4,8 +4,8 @@ import { granularities, type Granularity } from '../../../src/model/types.js';
 import { UsageError } from '../../../src/model/errors.js';
 import { labApiProxyCommand } from './apiproxy-command.js';
 import { labApiServerCommand } from './apiserver-command.js';
-import { Lab } from './lab.js';
-import { peerNs, routerNs } from './layout.js';
+import { Lab, clusterKubeconfig } from './lab.js';
+import { internetPrefix, maxClusters, peerNs, routerNs } from './layout.js';
 import { peerRunDir } from './peer.js';
 import { inNodeNs, inNs } from './sh.js';
 import { isAlive } from './state.js';
@@ -26,6 +26,11 @@ function intOption(name: string, min: number, max: number) {
 
 const stateDirOption = () =>
   new Option('--state-dir <dir>', 'where the lab records what it made').default(defaultStateDir);
+/** --cluster N: which cluster of a lab brought up with --clusters (default: `fallback`). */
+const clusterOption = (fallback: string) =>
+  new Option('--cluster <n>', `which cluster of a --clusters lab (default: ${fallback})`).argParser(
+    intOption('cluster', 1, maxClusters),
+  );
 /**
  * The command of `kg lab exec NODE …`. Options after NODE pass through to the command, so
  * `kg lab exec n1 --state-dir D -- ip addr` would run `--state-dir D -- ip addr` in the default lab:
@@ -74,6 +79,7 @@ interface UpFlags {
   prefix: string;
   graph?: string;
   wait: boolean;
+  clusters: number;
 }
 
 /** `kg lab up`: builds the lab, starts its API server and agents, waits for the mesh and shows it. */
@@ -89,6 +95,11 @@ function upCommand(): Command {
       ),
     )
     .option('--peer', 'add a Peer (a namespace configured from kgctl showconf peer)', false)
+    .addOption(
+      new Option('--clusters <n>', 'independent clusters on one internet, each with its own API server and ranges')
+        .argParser(intOption('clusters', 1, maxClusters))
+        .default(1),
+    )
     .addOption(stateDirOption())
     .addOption(new Option('--prefix <prefix>', 'prefix of every namespace name').default('kl-'))
     .option('--graph <file>', 'where to write the SVG graph (default STATE_DIR/graph.svg)')
@@ -100,7 +111,7 @@ function upCommand(): Command {
         throw new UsageError(`--nat-location ${f.natLocation}: there are only ${f.locations} locations`);
       if (!/^[a-z0-9-]{1,12}$/.test(f.prefix))
         throw new UsageError(`--prefix: want up to 12 of a-z, 0-9 and -, got ${JSON.stringify(f.prefix)}`);
-      const lab = await Lab.up(
+      const labs = await Lab.upClusters(
         f.stateDir,
         {
           locations: f.locations,
@@ -110,12 +121,28 @@ function upCommand(): Command {
           peer: f.peer,
           prefix: f.prefix,
         },
+        f.clusters,
         say,
       );
       say(`lab up: state in ${f.stateDir}`);
-      say(`kubeconfig for kubectl and kgctl on this machine: ${lab.kubeconfig}`);
+      if (labs.length === 1) say(`kubeconfig for kubectl and kgctl on this machine: ${labs[0]!.kubeconfig}`);
+      else {
+        for (const lab of labs) {
+          const p = lab.plan;
+          say(
+            `cluster ${p.cluster}: kubeconfig ${clusterKubeconfig(f.stateDir, p.cluster)}; pods ${p.podRange}, services ${p.serviceCidr}, WireGuard ${p.wireguardSubnet}, API server ${p.apiAddress}`,
+          );
+        }
+        say('the clusters are not linked: see docs/multi-cluster.md');
+      }
       if (!f.wait) return;
-      const converged = await report(lab, f.graph ?? lab.state.path('graph.svg'), say, { verbose: verbose(cmd) });
+      let converged = true;
+      for (const lab of labs) {
+        if (labs.length > 1) say(`\ncluster ${lab.plan.cluster}:`);
+        const graph = lab.plan.cluster === 1 ? f.graph : undefined;
+        if (!(await report(lab, graph ?? lab.state.path('graph.svg'), say, { verbose: verbose(cmd) })))
+          converged = false;
+      }
       say(`\ntear down with: ${invokedAs()} lab down --state-dir ${f.stateDir}`);
       if (!converged) process.exitCode = 1;
     });
@@ -137,25 +164,37 @@ function statusCommand(): Command {
   return new Command('status')
     .description("the lab's nodes, agents and API server")
     .addOption(stateDirOption())
-    .action((f: { stateDir: string }) => {
-      const lab = Lab.open(f.stateDir);
-      const o = lab.options;
-      say(
-        `lab in ${f.stateDir}: ${o.locations} locations × ${o.nodesPerLocation} nodes, ${o.granularity}${o.natLocation ? `, location ${o.natLocation} behind NAT` : ''}${o.peer ? ', a Peer' : ''}`,
-      );
-      say(`kubeconfig for kubectl and kgctl on this machine: ${lab.kubeconfig}`);
-      for (const m of lab.state.state.made) {
-        if (m.kind === 'process' && !m.what.startsWith('kg '))
-          say(`${m.what}: pid ${m.pid} ${isAlive(m) ? 'running' : 'GONE'}`);
-      }
-      for (const n of lab.nodes) {
-        const p = lab.agentProcess(n.name);
-        const health = p ? lab.agentGet(n.name, '/health').body.trim() : 'not running';
-        say(
-          `${n.name.padEnd(10)} ns ${n.ns.padEnd(16)} lan ${n.lanIP.padEnd(14)} public ${(n.publicIP ?? 'NAT').padEnd(14)} pod ${n.podCIDR.padEnd(14)} agent ${p ? `pid ${p.pid}` : '-'}: ${health}`,
-        );
-      }
+    .addOption(clusterOption('all'))
+    .action((f: { stateDir: string; cluster?: number }) => {
+      const labs = f.cluster === undefined ? Lab.openAll(f.stateDir) : [Lab.openCluster(f.stateDir, f.cluster)];
+      const multi = Lab.openAll(f.stateDir).length > 1;
+      for (const lab of labs) status(f.stateDir, lab, multi);
     });
+}
+
+/** One cluster's part of `kg lab status` (`multi`: the lab has several: say which this is). */
+function status(stateDir: string, lab: Lab, multi: boolean): void {
+  const o = lab.options;
+  const p = lab.plan;
+  const which = multi
+    ? ` (cluster ${p.cluster}: pods ${p.podRange}, services ${p.serviceCidr}, WireGuard ${p.wireguardSubnet})`
+    : '';
+  say(
+    `lab in ${stateDir}${which}: ${o.locations} locations × ${o.nodesPerLocation} nodes, ${o.granularity}${o.natLocation ? `, location ${o.natLocation} behind NAT` : ''}${o.peer ? ', a Peer' : ''}`,
+  );
+  const kubeconfig = multi ? clusterKubeconfig(stateDir, p.cluster) : lab.kubeconfig;
+  say(`kubeconfig for kubectl and kgctl on this machine: ${kubeconfig}`);
+  for (const m of lab.state.state.made) {
+    if (m.kind === 'process' && !m.what.startsWith('kg '))
+      say(`${m.what}: pid ${m.pid} ${isAlive(m) ? 'running' : 'GONE'}`);
+  }
+  for (const n of lab.nodes) {
+    const a = lab.agentProcess(n.name);
+    const health = a ? lab.agentGet(n.name, '/health').body.trim() : 'not running';
+    say(
+      `${n.name.padEnd(10)} ns ${n.ns.padEnd(16)} lan ${n.lanIP.padEnd(14)} public ${(n.publicIP ?? 'NAT').padEnd(14)} pod ${n.podCIDR.padEnd(14)} agent ${a ? `pid ${a.pid}` : '-'}: ${health}`,
+    );
+  }
 }
 
 /** `kg lab exec`: a command in a node's (or the peer's, the router's, a pod's) namespace. */
@@ -165,17 +204,23 @@ function execCommand(): Command {
     .argument('<node>', 'node name, NODE-pod, peer or inet')
     .argument('<command...>', 'the command (after --)')
     .addOption(stateDirOption())
+    .addOption(clusterOption('the cluster that has NODE'))
     .passThroughOptions()
-    .action((target: string, rest: string[], f: { stateDir: string }) => {
+    .action((target: string, rest: string[], f: { stateDir: string; cluster?: number }) => {
       const { argv, stateDir } = execArgs(rest, f.stateDir);
       if (argv.length === 0) throw new UsageError('kg lab exec NODE -- COMMAND: no command given');
-      const lab = Lab.open(stateDir);
+      // Node names differ between clusters (cluster 2's start with c2-): NODE picks its cluster.
+      const all = f.cluster === undefined ? Lab.openAll(stateDir) : [Lab.openCluster(stateDir, f.cluster)];
+      const lab = all.find((l) => l.nodes.some((n) => n.name === target || `${n.name}-pod` === target)) ?? all[0]!;
       const prefix = lab.options.prefix;
       let code: number;
       if (lab.nodes.some((n) => n.name === target)) code = lab.exec(target, argv, 'inherit').code;
       else {
         // The Peer runs wireguard-go too: wg finds its socket only with the Peer's run directory bound.
-        const ns = target === 'inet' ? routerNs(prefix) : lab.nodes.find((n) => `${n.name}-pod` === target)?.podNs;
+        const ns =
+          target === 'inet'
+            ? routerNs(internetPrefix(lab.options))
+            : lab.nodes.find((n) => `${n.name}-pod` === target)?.podNs;
         const full =
           target === 'peer' ? inNodeNs(peerNs(prefix), peerRunDir(lab), argv) : ns ? inNs(ns, argv) : undefined;
         if (!full)
@@ -199,9 +244,10 @@ function showCommand(): Command {
         .argParser(intOption('timeout', 1, 3600))
         .default(120),
     )
+    .addOption(clusterOption('1'))
     .addOption(logLevelOption())
-    .action(async (f: { stateDir: string; graph?: string; timeout: number }, cmd: Command) => {
-      const lab = Lab.open(f.stateDir);
+    .action(async (f: { stateDir: string; graph?: string; timeout: number; cluster?: number }, cmd: Command) => {
+      const lab = Lab.openCluster(f.stateDir, f.cluster ?? 1);
       const o = { verbose: verbose(cmd), timeoutMs: f.timeout * 1000 };
       // A mesh that does not converge is a finding (report says which pairs fail): exit 1.
       if (!(await report(lab, f.graph ?? lab.state.path('graph.svg'), say, o))) process.exitCode = 1;

@@ -72,8 +72,7 @@ export async function inject(lab: Lab, node: string, fault: Fault): Promise<void
 export function repair(lab: Lab, node: string, fault: Fault): void {
   const n = lab.node(node);
   if (fault === 'kill') lab.startAgent(node);
-  else if (fault === 'uplink')
-    ipBatch(n.ns, ['link set pub0 up', `route replace default via 198.18.${n.location}.254`]);
+  else if (fault === 'uplink') ipBatch(n.ns, ['link set pub0 up', `route replace default via 198.18.${n.site}.254`]);
   else if (fault === 'forward-drop') run(['ip', 'netns', 'exec', n.ns, 'iptables', '-D', 'FORWARD', '-j', 'DROP']);
   else run(['ip', 'netns', 'exec', n.ns, 'sysctl', '-q', '-w', 'net.ipv4.ip_forward=1']);
 }

@@ -1,14 +1,17 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { KubeObject } from '../../../src/model/parse.js';
 import { Annotation } from '../../../src/model/annotations.js';
 import type { Granularity } from '../../../src/model/types.js';
+import { UsageError } from '../../../src/model/errors.js';
 import { LabApiClient } from './client.js';
 import {
-  apiAddress,
   apiNs,
   apiPort,
+  clusterPlan,
   initialNodes,
+  internetPrefix,
   labNode,
   locationLabel,
   locationName,
@@ -17,13 +20,20 @@ import {
   type LabNode,
   type LabOptions,
 } from './layout.js';
-import { buildInternet, buildLocation, buildNode, buildPeerNetwork, removeNodeNetwork } from './network.js';
+import {
+  buildApiNetwork,
+  buildInternet,
+  buildLocation,
+  buildNode,
+  buildPeerNetwork,
+  removeNodeNetwork,
+} from './network.js';
 import { ensureKiloKeyMountPoint, inKiloNodeNs, kiloArgv, kiloKeyDir, kiloStartedLine } from './kilo-agent.js';
 import { cliArgv, killNamespaceProcesses, startRecorded, stopProcess } from './processes.js';
 import { configurePeer, createPeerObject, peerEndpoint, resetPeerDevice } from './peer.js';
 import { allOk, allPairs, firstReplies, pingPairs, type Endpoint, type Matrix, type Pair } from './probe.js';
 import { inNodeNs, run, sleep } from './sh.js';
-import { StateDir, isAlive, type LabState } from './state.js';
+import { StateDir, isAlive, stateFile, type LabState } from './state.js';
 import { teardown } from './teardown.js';
 
 export interface AgentStartOptions {
@@ -105,6 +115,61 @@ export class Lab {
     return new Lab(StateDir.load(dir));
   }
 
+  /** The ranges of this lab's cluster (cluster 1 unless it is one of several). */
+  get plan(): ReturnType<typeof clusterPlan> {
+    return clusterPlan(this.options.cluster);
+  }
+
+  /** Cluster N of the lab in `dir` (1: the lab itself; N > 1: its `cluster-N` directory). */
+  static openCluster(dir: string, cluster: number): Lab {
+    if (cluster === 1) return Lab.open(dir);
+    const sub = clusterDir(dir, cluster);
+    if (!existsSync(stateFile(sub)))
+      throw new UsageError(
+        `the lab in ${dir} has no cluster ${cluster} (it was not brought up with --clusters ${cluster})`,
+      );
+    return Lab.open(sub);
+  }
+
+  /** Every cluster of the lab in `dir`, cluster 1 first. */
+  static openAll(dir: string): Lab[] {
+    const out = [Lab.open(dir)];
+    for (let c = 2; existsSync(stateFile(clusterDir(dir, c))); c++) out.push(Lab.open(clusterDir(dir, c)));
+    return out;
+  }
+
+  /**
+   * `clusters` clusters on one internet (cluster 1 builds it and keeps the one-cluster layout; the
+   * others live in STATE_DIR/cluster-N, with the ranges of clusterPlan(N)). With more than one,
+   * each cluster's kubeconfig is also STATE_DIR/kubeconfig-N. On failure, tears down all.
+   */
+  static async upClusters(
+    dir: string,
+    options: LabOptions,
+    clusters: number,
+    log: (line: string) => void = () => {},
+  ): Promise<Lab[]> {
+    const first = await Lab.up(dir, { ...options, cluster: 1 }, log);
+    const labs = [first];
+    try {
+      for (let c = 2; c <= clusters; c++) {
+        const tag = clusterPlan(c).tag;
+        log(`cluster ${c}:`);
+        const lab = await Lab.up(
+          clusterDir(dir, c),
+          { ...options, cluster: c, prefix: `${options.prefix}${tag}`, internetPrefix: options.prefix, peer: false },
+          log,
+        );
+        labs.push(lab);
+      }
+      if (clusters > 1) for (const lab of labs) copyFileSync(lab.kubeconfig, clusterKubeconfig(dir, lab.plan.cluster));
+      return labs;
+    } catch (e) {
+      await teardown(dir);
+      throw e;
+    }
+  }
+
   /**
    * Builds the network, starts the API server, creates the Node (and Peer) objects and starts an
    * agent per node. Does not wait for the mesh: see converge(). On failure, tears down what it made.
@@ -140,10 +205,14 @@ export class Lab {
       mkdirSync('/var/run/wireguard', { recursive: true, mode: 0o700 });
       this.state.record({ kind: 'dir', path: '/var/run/wireguard' });
     }
-    buildInternet(this.state, o.prefix);
-    for (let l = 1; l <= o.locations; l++) buildLocation(this.state, o.prefix, l, o.natLocation === l);
+    const inet = internetPrefix(o);
+    const plan = this.plan;
+    if (plan.cluster === 1) buildInternet(this.state, o.prefix);
+    buildApiNetwork(this.state, o.prefix, inet, plan.cluster);
+    for (let l = 1; l <= o.locations; l++)
+      buildLocation(this.state, o.prefix, l, o.natLocation === l, plan.siteOffset + l, inet);
     for (const n of initialNodes(o)) {
-      buildNode(this.state, o.prefix, n);
+      buildNode(this.state, o.prefix, n, inet);
       this.state.state.nodes.push(n);
       this.state.state.nextK = n.k + 1;
       this.state.save();
@@ -157,11 +226,11 @@ export class Lab {
     for (const n of this.nodes) await this.api.create('nodes', this.nodeObject(n));
     if (o.peer) await createPeerObject(this);
     for (const n of this.nodes) this.startAgent(n.name);
-    log(`API server at http://${apiAddress}:${apiPort}, ${this.nodes.length} agents started (${o.granularity})`);
+    log(`API server at http://${plan.apiAddress}:${apiPort}, ${this.nodes.length} agents started (${o.granularity})`);
   }
 
   private async startApiServer(readyTimeoutMs = 20_000): Promise<void> {
-    writeFileSync(this.labKubeconfig, kubeconfigYaml(`http://${apiAddress}:${apiPort}`));
+    writeFileSync(this.labKubeconfig, kubeconfigYaml(`http://${this.plan.apiAddress}:${apiPort}`));
     const argv = [
       'ip',
       'netns',
@@ -310,6 +379,8 @@ export class Lab {
       `${this.nodeDir(name)}/key`,
       '--listen',
       '127.0.0.1:1107',
+      // Clusters after the first need their own WireGuard subnet (cluster 1 keeps Kilo's default).
+      ...(this.plan.cluster === 1 ? [] : ['--subnet', this.plan.wireguardSubnet]),
       ...this.state.state.agentFlags,
     ]);
     return startRecorded(this.state, `kg ${name}`, argv, `${this.nodeDir(name)}/kg.log`);
@@ -384,8 +455,9 @@ export class Lab {
       index,
       this.state.state.nextK,
       this.options.natLocation === location,
+      this.options.cluster,
     );
-    buildNode(this.state, this.options.prefix, n);
+    buildNode(this.state, this.options.prefix, n, internetPrefix(this.options));
     this.state.state.nodes.push(n);
     this.state.state.nextK = n.k + 1;
     this.state.save();
@@ -554,6 +626,12 @@ export class Lab {
     await teardown(this.state.dir);
   }
 }
+
+/** Where cluster N (N > 1) of the lab in `dir` keeps its state. */
+export const clusterDir = (dir: string, cluster: number): string => join(dir, `cluster-${cluster}`);
+
+/** STATE_DIR/kubeconfig-N: cluster N's kubeconfig for this machine (labs of more than one cluster). */
+export const clusterKubeconfig = (dir: string, cluster: number): string => join(dir, `kubeconfig-${cluster}`);
 
 function kubeconfigYaml(server: string): string {
   return [

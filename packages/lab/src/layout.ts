@@ -29,11 +29,62 @@ export interface LabOptions {
   kiloAgents?: Record<string, string>;
   /** Extra flags of every kilo-ts agent from the start (`--firewall=nftables`); restartAgents changes them. */
   agentFlags?: string[];
+  /** Which cluster of a multi-cluster lab this is (default 1): its ranges are clusterPlan(cluster). */
+  cluster?: number;
+  /** Cluster 2 and on: the prefix of cluster 1, whose internet router they share (they build none). */
+  internetPrefix?: string;
+}
+
+/**
+ * The ranges of cluster C of a lab (`kg lab up --clusters 2`), all disjoint between clusters so
+ * that Kilo's multi-cluster procedure can route them (docs/multi-cluster.md). Cluster 1 is the
+ * one-cluster lab unchanged; cluster 2's locations are sites 101.. (LAN 192.168.101.0/24, public
+ * 198.18.101.0/24), its names start with `c2-`.
+ */
+export interface ClusterPlan {
+  cluster: number;
+  /** Prefix of node names (and of the cluster's namespace names after the lab's prefix). */
+  tag: string;
+  /** Location L is site siteOffset + L: its LAN 192.168.S.0/24, its public subnet 198.18.S.0/24. */
+  siteOffset: number;
+  /** Second octet of the pod range 10.X.0.0/16: node K has 10.X.K.0/24. */
+  podOctet: number;
+  podRange: string;
+  serviceCidr: string;
+  wireguardSubnet: string;
+  apiAddress: string;
+  /** The internet router's address on the API server's subnet, and its interface there. */
+  apiGateway: string;
+  apiRouterIf: string;
+}
+
+export const maxClusters = 2;
+
+export function clusterPlan(cluster = 1): ClusterPlan {
+  if (!Number.isInteger(cluster) || cluster < 1 || cluster > maxClusters)
+    throw new RangeError(`cluster ${cluster}: want 1 to ${maxClusters}`);
+  const c = cluster - 1;
+  const siteOffset = 100 * c;
+  const podOctet = 42 + 10 * c;
+  return {
+    cluster,
+    tag: c === 0 ? '' : `c${cluster}-`,
+    siteOffset,
+    podOctet,
+    podRange: `10.${podOctet}.0.0/16`,
+    serviceCidr: `10.${podOctet + 1}.0.0/16`,
+    wireguardSubnet: `10.${4 + 10 * c}.0.0/16`,
+    apiAddress: `198.18.${siteOffset}.1`,
+    apiGateway: `198.18.${siteOffset}.254`,
+    apiRouterIf: c === 0 ? 'api' : `api${cluster}`,
+  };
 }
 
 export interface LabNode {
   name: string;
   location: number;
+  /** The location's site number (clusterPlan): its LAN 192.168.S.0/24 and public 198.18.S.0/24. */
+  site: number;
   /** 1-based index in the location. */
   index: number;
   /** Global 1-based number: the pod CIDR is 10.42.K.0/24. */
@@ -48,7 +99,7 @@ export interface LabNode {
   podGateway: string;
 }
 
-export const apiAddress = '198.18.0.1';
+export const apiAddress = clusterPlan(1).apiAddress;
 export const apiPort = 6443;
 export const peerPublicIP = '198.18.200.10';
 export const peerAllowedIP = '10.5.0.1/32';
@@ -65,24 +116,38 @@ export const routerNs = (prefix: string) => `${prefix}inet`;
 export const apiNs = (prefix: string) => `${prefix}api`;
 export const peerNs = (prefix: string) => `${prefix}peer`;
 
-/** Node i of location L, numbered k overall (numbers are never reused within one lab). */
-export function labNode(prefix: string, location: number, index: number, k: number, nat: boolean): LabNode {
+/**
+ * Node i of location L, numbered k overall (numbers are never reused within one lab), in cluster
+ * `cluster` of the lab (its namespaces' prefix is `prefix`).
+ */
+export function labNode(
+  prefix: string,
+  location: number,
+  index: number,
+  k: number,
+  nat: boolean,
+  cluster = 1,
+): LabNode {
   if (location < 1 || location > 99) throw new RangeError(`location ${location}: want 1 to 99`);
   if (index < 1 || index > 200) throw new RangeError(`node index ${index}: want 1 to 200`);
-  if (k < 1 || k > 255) throw new RangeError(`node number ${k}: want 1 to 255 (pod CIDR 10.42.K.0/24)`);
-  const name = `loc${location}-n${index}`;
+  const plan = clusterPlan(cluster);
+  const pod = plan.podOctet;
+  if (k < 1 || k > 255) throw new RangeError(`node number ${k}: want 1 to 255 (pod CIDR 10.${pod}.K.0/24)`);
+  const site = plan.siteOffset + location;
+  const short = `loc${location}-n${index}`;
   return {
-    name,
+    name: `${plan.tag}${short}`,
     location,
+    site,
     index,
     k,
-    ns: `${prefix}${name}`,
-    podNs: `${prefix}${name}-pod`,
-    lanIP: `192.168.${location}.${10 + index}`,
-    publicIP: nat ? null : `198.18.${location}.${10 + index}`,
-    podCIDR: `10.42.${k}.0/24`,
-    podIP: `10.42.${k}.2`,
-    podGateway: `10.42.${k}.1`,
+    ns: `${prefix}${short}`,
+    podNs: `${prefix}${short}-pod`,
+    lanIP: `192.168.${site}.${10 + index}`,
+    publicIP: nat ? null : `198.18.${site}.${10 + index}`,
+    podCIDR: `10.${pod}.${k}.0/24`,
+    podIP: `10.${pod}.${k}.2`,
+    podGateway: `10.${pod}.${k}.1`,
   };
 }
 
@@ -91,7 +156,10 @@ export function initialNodes(o: LabOptions): LabNode[] {
   const out: LabNode[] = [];
   for (let l = 1; l <= o.locations; l++) {
     for (let i = 1; i <= o.nodesPerLocation; i++)
-      out.push(labNode(o.prefix, l, i, out.length + 1, o.natLocation === l));
+      out.push(labNode(o.prefix, l, i, out.length + 1, o.natLocation === l, o.cluster));
   }
   return out;
 }
+
+/** The prefix of the namespace of the internet router a cluster uses (cluster 1's own). */
+export const internetPrefix = (o: LabOptions): string => o.internetPrefix ?? o.prefix;

@@ -1,4 +1,4 @@
-import { apiAddress, apiNs, gatewayNs, lanNs, peerNs, peerPublicIP, routerNs, type LabNode } from './layout.js';
+import { apiNs, clusterPlan, gatewayNs, lanNs, peerNs, peerPublicIP, routerNs, type LabNode } from './layout.js';
 import { ipBatch, run, sysctl } from './sh.js';
 import type { StateDir } from './state.js';
 
@@ -26,29 +26,50 @@ function veth(a: { ns: string; name: string }, b: { ns: string; name: string }):
 
 const routerBridge = (l: number) => `loc${l}`;
 
-/** The internet: a router forwarding between public subnets, with no route to anything private. */
+/**
+ * The internet: a router forwarding between public subnets, with no route to anything private
+ * (built by cluster 1 only: the clusters of a lab share it).
+ */
 export function buildInternet(state: StateDir, prefix: string): void {
   const router = routerNs(prefix);
   addNamespace(state, router);
   sysctl(router, { 'net.ipv4.ip_forward': 1 });
-  // The API server lives on the internet, reachable from every node (through NAT too).
-  const api = apiNs(prefix);
-  addNamespace(state, api);
-  veth({ ns: api, name: 'pub0' }, { ns: router, name: 'api' });
-  ipBatch(api, [`addr add ${apiAddress}/24 dev pub0`, 'route add default via 198.18.0.254']);
-  ipBatch(router, ['addr add 198.18.0.254/24 dev api']);
 }
 
-/** A location: its LAN (a bridge namespace), the router's public subnet, and a NAT gateway if it is behind one. */
-export function buildLocation(state: StateDir, prefix: string, l: number, nat: boolean): void {
+/**
+ * A cluster's API server namespace on the internet (the router's, in `internetPrefix`'s lab),
+ * reachable from every node (through NAT too).
+ */
+export function buildApiNetwork(state: StateDir, prefix: string, internetPrefix: string, cluster = 1): void {
+  const plan = clusterPlan(cluster);
+  const router = routerNs(internetPrefix);
+  const api = apiNs(prefix);
+  addNamespace(state, api);
+  veth({ ns: api, name: 'pub0' }, { ns: router, name: plan.apiRouterIf });
+  ipBatch(api, [`addr add ${plan.apiAddress}/24 dev pub0`, `route add default via ${plan.apiGateway}`]);
+  ipBatch(router, [`addr add ${plan.apiGateway}/24 dev ${plan.apiRouterIf}`]);
+}
+
+/**
+ * A location: its LAN (a bridge namespace), the router's public subnet, and a NAT gateway if it
+ * is behind one. `site` numbers its subnets (clusterPlan); it is `l` in cluster 1.
+ */
+export function buildLocation(
+  state: StateDir,
+  prefix: string,
+  l: number,
+  nat: boolean,
+  site = l,
+  internetPrefix = prefix,
+): void {
   const lan = lanNs(prefix, l);
   addNamespace(state, lan);
   ipBatch(lan, ['link add br0 type bridge', 'link set br0 up']);
-  const router = routerNs(prefix);
+  const router = routerNs(internetPrefix);
   ipBatch(router, [
-    `link add ${routerBridge(l)} type bridge`,
-    `link set ${routerBridge(l)} up`,
-    `addr add 198.18.${l}.254/24 dev ${routerBridge(l)}`,
+    `link add ${routerBridge(site)} type bridge`,
+    `link set ${routerBridge(site)} up`,
+    `addr add 198.18.${site}.254/24 dev ${routerBridge(site)}`,
   ]);
   if (!nat) return;
   const gw = gatewayNs(prefix, l);
@@ -56,12 +77,12 @@ export function buildLocation(state: StateDir, prefix: string, l: number, nat: b
   sysctl(gw, { 'net.ipv4.ip_forward': 1 });
   veth({ ns: gw, name: 'lan0' }, { ns: lan, name: 'gw' });
   ipBatch(lan, ['link set gw master br0']);
-  veth({ ns: gw, name: 'pub0' }, { ns: router, name: `gw${l}` });
-  ipBatch(router, [`link set gw${l} master ${routerBridge(l)}`]);
+  veth({ ns: gw, name: 'pub0' }, { ns: router, name: `gw${site}` });
+  ipBatch(router, [`link set gw${site} master ${routerBridge(site)}`]);
   ipBatch(gw, [
-    `addr add 192.168.${l}.1/24 dev lan0`,
-    `addr add 198.18.${l}.1/24 dev pub0`,
-    `route add default via 198.18.${l}.254`,
+    `addr add 192.168.${site}.1/24 dev lan0`,
+    `addr add 198.18.${site}.1/24 dev pub0`,
+    `route add default via 198.18.${site}.254`,
   ]);
   run(['ip', 'netns', 'exec', gw, 'iptables', '-t', 'nat', '-A', 'POSTROUTING', '-o', 'pub0', '-j', 'MASQUERADE']);
 }
@@ -71,7 +92,7 @@ export function buildLocation(state: StateDir, prefix: string, l: number, nat: b
  * bridge is named `kube-bridge`, as Kilo's CNI names it: Kilo's agent skips only that name when it
  * picks its private address, so a lab node looks to it as a real Kilo node does.
  */
-export function buildNode(state: StateDir, prefix: string, n: LabNode): void {
+export function buildNode(state: StateDir, prefix: string, n: LabNode, internetPrefix = prefix): void {
   addNamespace(state, n.ns);
   sysctl(n.ns, {
     // IPv4 only: without IPv6 no router solicitation or MLD report ever crosses kilo0, so its
@@ -85,12 +106,14 @@ export function buildNode(state: StateDir, prefix: string, n: LabNode): void {
   veth({ ns: n.ns, name: 'lan0' }, { ns: lanNs(prefix, n.location), name: `n${n.index}` });
   ipBatch(lanNs(prefix, n.location), [`link set n${n.index} master br0`]);
   const lines = [`addr add ${n.lanIP}/24 dev lan0`];
+  const site = n.site;
   if (n.publicIP) {
-    veth({ ns: n.ns, name: 'pub0' }, { ns: routerNs(prefix), name: `l${n.location}n${n.index}` });
-    ipBatch(routerNs(prefix), [`link set l${n.location}n${n.index} master ${routerBridge(n.location)}`]);
-    lines.push(`addr add ${n.publicIP}/24 dev pub0`, `route add default via 198.18.${n.location}.254`);
+    const router = routerNs(internetPrefix);
+    veth({ ns: n.ns, name: 'pub0' }, { ns: router, name: `l${site}n${n.index}` });
+    ipBatch(router, [`link set l${site}n${n.index} master ${routerBridge(site)}`]);
+    lines.push(`addr add ${n.publicIP}/24 dev pub0`, `route add default via 198.18.${site}.254`);
   } else {
-    lines.push(`route add default via 192.168.${n.location}.1`);
+    lines.push(`route add default via 192.168.${site}.1`);
   }
   addNamespace(state, n.podNs);
   veth({ ns: n.ns, name: 'veth-pod' }, { ns: n.podNs, name: 'eth0' });

@@ -1,4 +1,5 @@
 import { existsSync, readdirSync, rmSync, rmdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { killNamespaceProcesses, stopProcess } from './processes.js';
 import { run } from './sh.js';
 import { StateDir, stateFile } from './state.js';
@@ -11,6 +12,10 @@ import { StateDir, stateFile } from './state.js';
  * with them. Safe to run twice, and after `up` crashed half-way.
  */
 export async function teardown(dir: string, log: (line: string) => void = () => {}): Promise<void> {
+  // The other clusters of a multi-cluster lab first: they hang on cluster 1's internet.
+  for (const sub of existsSync(dir) ? readdirSync(dir).filter((f) => /^cluster-\d+$/.test(f)) : []) {
+    if (existsSync(stateFile(join(dir, sub)))) await teardown(join(dir, sub), (line) => log(`${sub}: ${line}`));
+  }
   if (!existsSync(stateFile(dir))) {
     log(`no lab in ${dir}: nothing to do`);
     return;
