@@ -17,7 +17,7 @@ import type { Firewall, IPFamily } from '../../src/mesh/types.js';
 import { Annotation } from '../../src/model/annotations.js';
 import type { KubeObject } from '../../src/model/parse.js';
 import { Cidr, IP } from '../../src/net/cidr.js';
-import { clusterObjects, firewallOf } from './firewall-plans.js';
+import { clusterObjects, firewallOf, planWith } from './firewall-plans.js';
 
 interface Packet {
   family: IPFamily;
@@ -345,4 +345,27 @@ test('the interpreters tell packets apart: a ruleset with one exception less mas
       'continue',
     );
   }
+});
+
+test('--route-host-traffic changes no firewall rule, in either backend: only the WireGuard fwmark and the routing rules', () => {
+  let leaders = 0;
+  for (const compatibility of [null, 'flannel', 'cilium'] as (Compatibility | null)[]) {
+    for (const granularity of granularities) {
+      for (const hostname of ['node-0', 'node-1', 'node-3']) {
+        const options: Partial<MeshOptions> = { granularity, compatibility };
+        const without = planWith(cluster(), { ...options, routeHostTraffic: false }, hostname);
+        const withIt = planWith(cluster(), { ...options, routeHostTraffic: true }, hostname);
+        const what = `${JSON.stringify(options)} on ${hostname}`;
+        assert.deepEqual(withIt.firewall, without.firewall, `${what}: the intent`);
+        assert.deepEqual(iptablesRulesOf(withIt.firewall), iptablesRulesOf(without.firewall), `${what}: iptables`);
+        assert.deepEqual(nftRulesetOf(withIt.firewall), nftRulesetOf(without.firewall), `${what}: nftables`);
+        // The flag did take effect: a leader marks WireGuard's packets.
+        if (withIt.fwmark !== null) {
+          assert.equal(without.fwmark, null, what);
+          leaders++;
+        }
+      }
+    }
+  }
+  assert.ok(leaders > 0, 'some plans are a leader with the fwmark');
 });
