@@ -1,6 +1,6 @@
 import { planOf } from '../../src/mesh/compute.js';
 import { defaultMeshOptions, type MeshOptions } from '../../src/mesh/options.js';
-import type { Firewall } from '../../src/mesh/types.js';
+import type { Firewall, Plan } from '../../src/mesh/types.js';
 import { parseCluster, type KubeObject } from '../../src/model/parse.js';
 import { Cidr } from '../../src/net/cidr.js';
 
@@ -49,10 +49,15 @@ const baseOptions: MeshOptions = {
   serviceCIDRs: [Cidr.parse('10.43.0.0/16'), Cidr.parse('fd43::/112')],
 };
 
-export function firewallOf(objects: KubeObject[], options: Partial<MeshOptions> = {}, hostname = 'node-0'): Firewall {
+/** The whole plan of `hostname`, with the firewall tests' options. */
+export function planWith(objects: KubeObject[], options: Partial<MeshOptions> = {}, hostname = 'node-0'): Plan {
   const cluster = parseCluster(objects);
   if (cluster.errors.length) throw new Error(cluster.errors.map((e) => e.message).join('; '));
-  return planOf(cluster, hostname, { ...baseOptions, ...options }, now).firewall;
+  return planOf(cluster, hostname, { ...baseOptions, ...options }, now);
+}
+
+export function firewallOf(objects: KubeObject[], options: Partial<MeshOptions> = {}, hostname = 'node-0'): Firewall {
+  return planWith(objects, options, hostname).firewall;
 }
 
 /** Plan A: encapsulation always (KILO-IPIP exists), all four nodes, the Peer. */

@@ -4,12 +4,15 @@
  * `cilium_host` holding the node's Cilium internal IP and `cilium_tunl` as the IPIP tunnel Cilium
  * made (a veth routes like any device; only the encapsulation is missing). What is checked is
  * what kilo-ts does with them: it finds and publishes the address, brings cilium_tunl up, routes
- * through it to the leader's Cilium internal IP, and names each route when no tunnel exists.
+ * through it to the leader's Cilium internal IP, and names each route when no tunnel exists; and
+ * with --firewall=nftables, the same firewall in Kilo's nftables table.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { LinuxHost } from '../../src/dataplane/host/linux.js';
+import { nftRulesetOf, type NftRuleset } from '../../src/dataplane/nftables/ruleset.js';
+import { readKiloTable } from '../../src/dataplane/nftables/tables.js';
 import { ciliumHostIP, ciliumTunnel } from '../../src/encapsulation/cilium.js';
 import { encapsulationOf } from '../../src/encapsulation/index.js';
 import type { Plan } from '../../src/mesh/types.js';
@@ -123,6 +126,43 @@ test('--compatibility=cilium on a namespaced node', { skip: skipNoNetns }, async
       assert.ok(
         kernel.firewall.some((l) => l.includes('KILO-IPIP') && l.includes('-s 10.42.1.180/32')),
         kernel.firewall.join('\n'),
+      );
+    },
+  );
+
+  await t.test(
+    "--firewall=nftables: Kilo's table holds the plan's rendering, IPIP from the leader's Cilium internal IP accepted, nothing of Kilo's in iptables; and back",
+    async () => {
+      const run = await lab.apply(eu2, file, [...flags, '--firewall=nftables']);
+      assert.equal(run.status, 0, run.stderr);
+      assert.deepEqual(run.errors, []);
+      const table = await readKiloTable(eu2.ns.exec);
+      assert.ok(table, 'table inet kilo exists');
+      const byName = (r: NftRuleset): NftRuleset => ({
+        sets: [...r.sets].sort((a, b) => (a.name < b.name ? -1 : 1)),
+        chains: [...r.chains].sort((a, b) => (a.name < b.name ? -1 : 1)),
+      });
+      assert.deepEqual(byName(table), byName(nftRulesetOf(plan.firewall)));
+      assert.ok(
+        table.sets.find((s) => s.name === 'ipip-sources-v4')?.elements.includes('10.42.1.180/32'),
+        JSON.stringify(table.sets),
+      );
+      const kernel = readKernel(eu2.ns);
+      assert.deepEqual(kernel.firewall, [], "nothing of Kilo's in iptables");
+      assert.ok(
+        kernel.routes.includes('10.42.3.0/24 via 10.42.1.180 dev cilium_tunl table main onlink'),
+        kernel.routes.join('\n'),
+      );
+      // The later steps run with the default backend, auto, which keeps nftables once Kilo's table exists.
+      const back = await lab.apply(eu2, file, [...flags, '--firewall=iptables']);
+      assert.equal(back.status, 0, back.stderr);
+      assert.equal(await readKiloTable(eu2.ns.exec), null, 'table inet kilo removed');
+      assertKernelIs(
+        eu2.ns,
+        plan,
+        { kilo: 'kilo0', private: 'lan0', tunnel: 'cilium_tunl' },
+        eu2.publicKey,
+        'back to iptables',
       );
     },
   );

@@ -1,6 +1,6 @@
 /**
- * The lab with real agents run with --firewall=nftables (issue 33): every pod reaches every pod
- * and the Peer every pod, each node holds Kilo's table `inet kilo` and nothing of Kilo's in
+ * The lab with real agents run with --firewall=nftables (issue 33), in every granularity: every
+ * pod reaches every pod and the Peer every pod, each node holds Kilo's table `inet kilo` and nothing of Kilo's in
  * iptables (the lab's nodes have no DROP policy). Then the backend switched on running agents,
  * iptables → nftables → iptables, each time beside a plain restart, with a ping at 10/s across
  * locations: the other backend's rules gone, the loss of a switch printed beside a restart's.
@@ -37,8 +37,8 @@ function assertBackend(lab: Lab, backend: 'nftables' | 'iptables'): void {
   }
 }
 
-describe('lab: --firewall=nftables', { skip: skipLab, timeout: 600_000 }, () => {
-  for (const granularity of ['cross', 'location'] as const) {
+describe('lab: --firewall=nftables, every granularity', { skip: skipLab, timeout: 1_000_000 }, () => {
+  for (const granularity of ['location', 'full', 'cross', 'subnet'] as const) {
     test(
       `${granularity}: every pod reaches every pod and the Peer every pod; inet kilo on every node, no KILO- chain in iptables`,
       { timeout: 240_000 },

@@ -12,6 +12,9 @@
  * - flannel: a stand-in flannel.1 on every node of the k3s lab: the VXLAN device with the VTEP
  *   address, ARP and FDB entries and routes flannel's vxlan backend leaves; no flanneld.
  *
+ * kilo-kernel.yaml runs a second time with its commented-out `--firewall=nftables` taken: kg's
+ * table inet kilo on the nodes, written and read by the image's nft.
+ *
  * Needs the image (built by `npm run image`, which `npm run test:image` runs first), buildah, and
  * what the lab needs. Set KILO_IMAGE to test another tag.
  */
@@ -23,6 +26,7 @@ import { describe, test, type TestContext } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { apiAddress, apiPort, type LabOptions } from '../../packages/lab/src/layout.js';
 import type { Lab } from '../../packages/lab/src/lab.js';
+import { kiloIptables, kiloNftables } from '../../packages/lab/src/observe.js';
 import { killNamespaceProcesses } from '../../packages/lab/src/processes.js';
 import { ipBatch, run } from '../../packages/lab/src/sh.js';
 import { processStart } from '../../packages/lab/src/state.js';
@@ -101,10 +105,13 @@ interface Pod {
 }
 
 /** Starts the DaemonSet's pod on a lab node in place of the lab's own agent. */
-async function runPod(lab: Lab, file: string, node: string, t: TestContext): Promise<Pod> {
+async function runPod(lab: Lab, file: string, node: string, t: TestContext, kgArgs: string[] = []): Promise<Pod> {
   const docs = manifest(file);
   const ds = docs.find((d) => d.kind === 'DaemonSet');
   const spec = ds.spec.template.spec;
+  // An option the manifest offers commented out, taken as an admin would uncomment it.
+  const kilo = spec.containers.find((c: Spec) => c.name === 'kilo');
+  kilo.args = [...kilo.args, ...kgArgs];
   const namespace: string = ds.metadata.namespace;
   const configMaps = new Map<string, Record<string, string>>(
     docs
@@ -237,8 +244,45 @@ function checkVersion(pod: Pod): void {
   assert.match(lab.stderr, /^kg: the lab is not part of this installation/);
 }
 
+/**
+ * `nft` from the image runs, and reads the node's netfilter: the version, and the tables of the
+ * pod's network namespace, where with --firewall=nftables kg's table inet kilo is.
+ */
+function checkNft(lab: Lab, pod: Pod, firewall: 'nftables' | 'auto'): void {
+  const kg = pod.containers[0]!;
+  const env = Object.fromEntries(kg.env);
+  const version = spawnSync('chroot', [kg.root, 'nft', '--version'], { encoding: 'utf8', env, timeout: 30_000 });
+  assert.equal(version.status, 0, `nft --version in the image: ${version.stderr}`);
+  assert.match(version.stdout, /^nftables v\d+\.\d+/);
+  const ns = lab.node(pod.node).ns;
+  const tables = spawnSync('ip', ['netns', 'exec', ns, 'chroot', kg.root, 'nft', 'list', 'tables'], {
+    encoding: 'utf8',
+    env,
+    timeout: 30_000,
+  });
+  assert.equal(tables.status, 0, `nft list tables in the image, on ${pod.node}: ${tables.stderr}`);
+  const ipt = kiloIptables(ns);
+  if (firewall === 'nftables') {
+    assert.match(tables.stdout, /^table inet kilo$/m, `${pod.node}: kg's table, seen by the image's nft`);
+    assert.ok(
+      kiloNftables(ns).some((l) => l.includes('masquerade')),
+      `${pod.node}: the table masquerades`,
+    );
+    assert.deepEqual(ipt, [], `${pod.node}: nothing of Kilo's in iptables`);
+  } else {
+    // auto keeps iptables where it is installed, as on the lab's nodes.
+    assert.doesNotMatch(tables.stdout, /^table inet kilo$/m, `${pod.node}: auto took iptables`);
+    assert.ok(
+      ipt.some((l) => l.startsWith(':KILO-NAT')),
+      `${pod.node}: Kilo's iptables chains:\n${ipt.join('\n')}`,
+    );
+  }
+}
+
 interface Case {
   file: string;
+  /** Arguments added to kg's, as an admin uncommenting an option of the manifest would. */
+  kgArgs: string[];
   lab: Partial<LabOptions>;
   /** The nodes that run the DaemonSet's pod; the others keep the lab's own kg. */
   podNodes: string[];
@@ -253,8 +297,9 @@ interface Case {
  * kilo-kernel.yaml and kilo-userspace.yaml: kg is the CNI; one node per location (three, one behind
  * NAT), two of them running the pod. Without kernel WireGuard here, both end up on wireguard-go.
  */
-const cniCase = (file: string): Case => ({
+const cniCase = (file: string, kgArgs: string[] = []): Case => ({
   file,
+  kgArgs,
   lab: { locations: 3, nodesPerLocation: 1, natLocation: 3, peer: false, granularity: 'location' },
   podNodes: ['loc1-n1', 'loc2-n1'],
   labAgentFlags: [],
@@ -266,8 +311,10 @@ const cniCase = (file: string): Case => ({
 const cases: Case[] = [
   cniCase('kilo-kernel.yaml'),
   cniCase('kilo-userspace.yaml'),
+  cniCase('kilo-kernel.yaml', ['--firewall=nftables']),
   {
     file: 'kilo-k3s-flannel.yaml',
+    kgArgs: [],
     lab: { locations: 2, nodesPerLocation: 2, natLocation: null, peer: false, granularity: 'cross' },
     podNodes: ['loc1-n1', 'loc1-n2'],
     labAgentFlags: ['--compatibility=flannel', '--local=false', '--cni=false'],
@@ -279,7 +326,8 @@ const cases: Case[] = [
 
 describe(`the DaemonSets, run from ${image}`, () => {
   for (const c of cases) {
-    test(`${c.file}: ${c.podNodes.join(', ')} run its pod and join the mesh`, async (t) => {
+    const args = c.kgArgs.length > 0 ? ` with ${c.kgArgs.join(' ')}` : '';
+    test(`${c.file}${args}: ${c.podNodes.join(', ')} run its pod and join the mesh`, async (t) => {
       const t0 = Date.now();
       const lab = await upLab(t, c.lab);
       if (c.flannel) flannelStandIn(lab);
@@ -288,7 +336,7 @@ describe(`the DaemonSets, run from ${image}`, () => {
         await lab.restartAgents(lab.options.granularity, c.labAgentFlags);
       }
       const pods: Pod[] = [];
-      for (const node of c.podNodes) pods.push(await runPod(lab, c.file, node, t));
+      for (const node of c.podNodes) pods.push(await runPod(lab, c.file, node, t, c.kgArgs));
       for (const pod of pods) await waitReady(lab, pod);
       const { matrix, ms } = await lab.converge(120_000);
       t.diagnostic(`${matrix.length} pod pairs ping, ${ms} ms after the pods were ready; ${Date.now() - t0} ms in all`);
@@ -297,6 +345,7 @@ describe(`the DaemonSets, run from ${image}`, () => {
         if (c.cni) checkCni(lab, pod, c.file);
         else assert.ok(!existsSync(join(pod.hostRoot, 'etc', 'cni', 'net.d')), 'flannel keeps its CNI configuration');
         assert.equal(lab.agentGet(pod.node, '/health').ok, true);
+        checkNft(lab, pod, c.kgArgs.includes('--firewall=nftables') ? 'nftables' : 'auto');
       }
       if (c.flannel) {
         // Location mates through flannel's VXLAN device, the other location through kilo0.
