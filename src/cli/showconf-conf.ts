@@ -23,13 +23,17 @@ export interface AsPeer {
 
 const segmentName = (s: Segment) => s.nodes.map((n) => n.name).join(', ');
 
+/** Why a node that is not its segment's leader has no WireGuard config; null for a leader. */
+export function notLeader(t: Topology): string | null {
+  if (t.local.leader) return null;
+  const s = t.local.segment;
+  return `node ${JSON.stringify(t.local.node.name)} is not a leader: ${JSON.stringify(s.leader.name)} runs WireGuard for location ${JSON.stringify(s.location)}`;
+}
+
 /** Only a segment's leader runs WireGuard; anything else has no config to show. */
 export function requireLeader(t: Topology): void {
-  if (t.local.leader) return;
-  const s = t.local.segment;
-  throw new TopologyError(
-    `node ${JSON.stringify(t.local.node.name)} is not a leader: ${JSON.stringify(s.leader.name)} runs WireGuard for location ${JSON.stringify(s.location)}`,
-  );
+  const why = notLeader(t);
+  if (why !== null) throw new TopologyError(why);
 }
 
 /** The node's WireGuard device as the agent sets it, without the private key. */

@@ -11,6 +11,7 @@ import { addMeshFlags, boolOption, type MeshFlagValues } from './flags.js';
 import { kgctlGlobalFlags, shareFlags, showconfFlags } from './shared-flags.js';
 import {
   asPeerIni,
+  notLeader,
   nodeAsPeer,
   nodeConfig,
   peerAsPeer,
@@ -76,7 +77,14 @@ export function showconfCommand(): Command {
     checkFlags(flags);
     const loaded = await loadCluster(flags, name);
     const t = topologyOf(loaded.cluster, name, loaded.options, loaded.now, loaded.leaders);
-    if (flags.asPeer) return writeAsPeer(nodeAsPeer(t, flags.allowedIps), flags.output);
+    if (flags.asPeer) {
+      // As Kilo's kgctl: a note on stderr, nothing on stdout, exit 0, so that Kilo's documented
+      // loop over every node (`showconf node $n --as-peer | kubectl apply -f -`) goes on under
+      // `set -o pipefail` too; the location's leader gives the segment's Peer.
+      const why = notLeader(t);
+      if (why !== null) return void process.stderr.write(`kgctl: ${why}\n`);
+      return writeAsPeer(nodeAsPeer(t, flags.allowedIps), flags.output);
+    }
     requireLeader(t);
     await write(nodeConfig(planNode(t, loaded.options)), flags.output);
   });

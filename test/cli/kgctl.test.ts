@@ -225,6 +225,27 @@ describe('kgctl user errors: one line, exit 1, no stack trace', () => {
       kgctl('showconf', 'node', 'gcp-use-3', '--mesh-granularity', 'location', '--cluster', example),
       /"gcp-use-3" is not a leader: "gcp-use-1" runs WireGuard/,
     ));
+  test("--as-peer on a non-leader: as Kilo's kgctl, a note on stderr, nothing on stdout, exit 0", () => {
+    // Kilo's documented loop pipes every node's --as-peer into kubectl; under `set -o pipefail` a
+    // non-zero exit would stop it at the first node that leads no location.
+    for (const output of [[], ['-o', 'yaml']]) {
+      const r = kgctl(
+        'showconf',
+        'node',
+        'gcp-use-3',
+        '--as-peer',
+        ...output,
+        '--mesh-granularity',
+        'location',
+        '--cluster',
+        example,
+      );
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(r.stdout, '');
+      assert.match(r.stderr, /^kgctl: node "gcp-use-3" is not a leader: "gcp-use-1" runs WireGuard for location/);
+      assert.equal(r.stderr.trimEnd().split('\n').length, 1);
+    }
+  });
   test('unreadable cluster file', () => {
     const missing = join(dir, 'missing.yaml');
     userError(
