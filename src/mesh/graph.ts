@@ -83,6 +83,15 @@ export function groupDetail(segment: Segment): string {
 }
 
 /**
+ * Behind NAT, from published data only: the mesh saw the node's WireGuard at an address other
+ * than the endpoint it announces (a discovered endpoint, kilo.squat.ai/discovered-endpoints).
+ */
+export function behindNAT(t: Topology, n: KiloNode): boolean {
+  const seen = n.key ? t.discoveredEndpoints.get(n.key) : undefined;
+  return seen !== undefined && (n.endpoint === null || formatEndpoint(seen) !== formatEndpoint(n.endpoint));
+}
+
+/**
  * Clusters: one per location, or in subnet granularity one per group (the unit that talks in
  * the clear there). Ordered by label then id so the output is stable.
  */
@@ -99,6 +108,7 @@ function clustersOf(t: Topology): GraphCluster[] {
     }
     c.nodes.push(...s.nodes);
   }
+  for (const c of clusters.values()) if (c.nodes.some((n) => behindNAT(t, n))) c.label += ' (behind NAT)';
   const out = [...clusters.values()];
   for (const c of out) c.nodes.sort((x, y) => byNatural(x.name, y.name));
   return out.sort(

@@ -325,3 +325,30 @@ describe('kgctl graph (built CLI)', () => {
     assert.equal(stale.stderr.trimEnd().split('\n').length, 1);
   });
 });
+
+describe('graphDOT: locations behind NAT (examples/cross.yaml: the office behind a NAT)', () => {
+  const objects = loadSnapshot(example);
+  for (const g of ['cross', 'location'] as const) {
+    test(`${g} granularity: the office's box says so, from the discovered endpoints alone`, () => {
+      const labels = [...parseDot(dotOf(objects, g)).clusterLabels.values()];
+      assert.deepEqual(labels, ['eu-west-1', 'office (behind NAT)', 'us-east1', 'peers']);
+    });
+  }
+  test('a discovered endpoint equal to the announced one is no NAT', () => {
+    // Every node seen exactly where it says it is (the office nodes announce their public address).
+    const seen: Record<string, { IP: string; Port: number; Zone: string }> = {};
+    for (const n of parseCluster(objects).nodes) {
+      if (!n.key || !n.endpoint?.ip) continue;
+      seen[n.key] = { IP: n.endpoint.ip.toString(), Port: n.endpoint.port, Zone: '' };
+    }
+    assert.ok(Object.keys(seen).length > 4);
+    const o = objects.map((x) => {
+      const a = x.metadata?.annotations;
+      if (!a?.['kilo.squat.ai/discovered-endpoints']) return x;
+      const annotations = { ...a, 'kilo.squat.ai/discovered-endpoints': JSON.stringify(seen) };
+      return { ...x, metadata: { ...x.metadata, annotations } };
+    });
+    const labels = [...parseDot(dotOf(o, 'cross')).clusterLabels.values()];
+    assert.deepEqual(labels, ['eu-west-1', 'office', 'us-east1', 'peers']);
+  });
+});
