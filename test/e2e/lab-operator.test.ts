@@ -36,6 +36,8 @@ test(
       '--nodes',
       '1',
       '--peer',
+      '--nat-location',
+      '2',
       '--prefix',
       prefix,
       '--state-dir',
@@ -62,7 +64,14 @@ test(
     assert.equal(p.encapsulate, 'never', 'the flags the agents announce');
 
     // The Peer is configured once the mesh is shown; its wg then lists the nodes as peers.
-    assert.equal(kg('lab', 'show', '--state-dir', dir, '--graph', join(dir, 'g.svg')).status, 0);
+    const shown = kg('lab', 'show', '--state-dir', dir, '--graph', join(dir, 'g.svg'));
+    assert.equal(shown.status, 0, shown.stderr);
+    // The matrix has the Peer as a column too (pods → the Peer), measured once the mesh converged.
+    assert.match(shown.stdout, /^from\\to +loc1-n1 +loc2-n1 +peer *$/m, shown.stdout);
+    assert.match(shown.stdout, /^loc1-n1 +- +ok +ok *$/m, shown.stdout);
+    assert.match(shown.stdout, /^loc2-n1 +ok +- +ok *$/m, shown.stdout);
+    assert.match(shown.stdout, /^peer +ok +ok +- *$/m, shown.stdout);
+    assert.match(shown.stdout, /pod of loc2-n1 \(location loc2, behind NAT\)/, shown.stdout);
     const wg = kg('lab', 'exec', '--state-dir', dir, 'peer', '--', 'wg', 'show');
     assert.equal(wg.status, 0, wg.stderr);
     assert.match(wg.stdout, /^interface: kilo0$/m);
@@ -82,6 +91,21 @@ test(
     );
     assert.equal(kg('lab', 'exec', '--state-dir', dir, 'loc2-n1-pod', '--', 'iptables', '-D', ...drop).status, 0);
     assert.equal(kg('lab', 'show', '--state-dir', dir, '--graph', join(dir, 'g.svg')).status, 0);
+
+    // show and status read locations from the cluster as it is: a location renamed with kubectl.
+    const annotate = spawnSync(
+      'kubectl',
+      ['--kubeconfig', kubeconfig, 'annotate', 'node', 'loc2-n1', 'kilo.squat.ai/location=remote', '--overwrite'],
+      { encoding: 'utf8' },
+    );
+    assert.equal(annotate.status, 0, annotate.stderr);
+    const status = kg('lab', 'status', '--state-dir', dir);
+    assert.match(status.stdout, /behind NAT: remote/, status.stdout);
+    assert.match(status.stdout, /^loc1-n1 +location loc1 /m, status.stdout);
+    assert.match(status.stdout, /^loc2-n1 +location remote, behind NAT /m, status.stdout);
+    const moved = kg('lab', 'show', '--state-dir', dir, '--graph', join(dir, 'g.svg'));
+    assert.equal(moved.status, 0, moved.stderr);
+    assert.match(moved.stdout, /pod of loc2-n1 \(location remote, behind NAT\)/, moved.stdout);
 
     const down = kg('lab', 'down', '--state-dir', dir);
     assert.equal(down.status, 0, down.stderr);

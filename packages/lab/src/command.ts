@@ -4,6 +4,7 @@ import { granularities, type Granularity } from '../../../src/model/types.js';
 import { UsageError } from '../../../src/model/errors.js';
 import { labApiProxyCommand } from './apiproxy-command.js';
 import { labApiServerCommand } from './apiserver-command.js';
+import { clusterLocations, describeLocation, natLocations } from './locations.js';
 import { Lab, clusterKubeconfig } from './lab.js';
 import { internetPrefix, maxClusters, peerNs, routerNs } from './layout.js';
 import { peerRunDir } from './peer.js';
@@ -165,22 +166,26 @@ function statusCommand(): Command {
     .description("the lab's nodes, agents and API server")
     .addOption(stateDirOption())
     .addOption(clusterOption('all'))
-    .action((f: { stateDir: string; cluster?: number }) => {
+    .action(async (f: { stateDir: string; cluster?: number }) => {
       const labs = f.cluster === undefined ? Lab.openAll(f.stateDir) : [Lab.openCluster(f.stateDir, f.cluster)];
       const multi = Lab.openAll(f.stateDir).length > 1;
-      for (const lab of labs) status(f.stateDir, lab, multi);
+      for (const lab of labs) await status(f.stateDir, lab, multi);
     });
 }
 
 /** One cluster's part of `kg lab status` (`multi`: the lab has several: say which this is). */
-function status(stateDir: string, lab: Lab, multi: boolean): void {
+async function status(stateDir: string, lab: Lab, multi: boolean): Promise<void> {
   const o = lab.options;
   const p = lab.plan;
   const which = multi
     ? ` (cluster ${p.cluster}: pods ${p.podRange}, services ${p.serviceCidr}, WireGuard ${p.wireguardSubnet})`
     : '';
+  // Locations as the cluster has them now (a node may have been moved), not as the lab was built;
+  // none when its API server does not answer.
+  const locations = clusterLocations(await lab.api.list('nodes').catch(() => []));
+  const nat = natLocations(lab.nodes, locations);
   say(
-    `lab in ${stateDir}${which}: ${o.locations} locations × ${o.nodesPerLocation} nodes, ${o.granularity}${o.natLocation ? `, location ${o.natLocation} behind NAT` : ''}${o.peer ? ', a Peer' : ''}`,
+    `lab in ${stateDir}${which}: ${o.locations} locations × ${o.nodesPerLocation} nodes, ${o.granularity}${nat.size > 0 ? `, behind NAT: ${[...nat].sort().join(', ')}` : ''}${o.peer ? ', a Peer' : ''}`,
   );
   const kubeconfig = multi ? clusterKubeconfig(stateDir, p.cluster) : lab.kubeconfig;
   say(`kubeconfig for kubectl and kgctl on this machine: ${kubeconfig}`);
@@ -191,8 +196,9 @@ function status(stateDir: string, lab: Lab, multi: boolean): void {
   for (const n of lab.nodes) {
     const a = lab.agentProcess(n.name);
     const health = a ? lab.agentGet(n.name, '/health').body.trim() : 'not running';
+    const where = locations.has(n.name) ? describeLocation(locations.get(n.name)!, nat) : '?';
     say(
-      `${n.name.padEnd(10)} ns ${n.ns.padEnd(16)} lan ${n.lanIP.padEnd(14)} public ${(n.publicIP ?? 'NAT').padEnd(14)} pod ${n.podCIDR.padEnd(14)} agent ${a ? `pid ${a.pid}` : '-'}: ${health}`,
+      `${n.name.padEnd(10)} location ${where.padEnd(8)} ns ${n.ns.padEnd(16)} lan ${n.lanIP.padEnd(14)} public ${(n.publicIP ?? 'NAT').padEnd(14)} pod ${n.podCIDR.padEnd(14)} agent ${a ? `pid ${a.pid}` : '-'}: ${health}`,
     );
   }
 }

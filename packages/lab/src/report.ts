@@ -2,7 +2,9 @@ import { writeFileSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
 import { NotConverged, type Lab } from './lab.js';
 import { peerAllowedIP } from './layout.js';
-import { formatMatrix } from './probe.js';
+import { clusterLocations, describeLocation, natLocations } from './locations.js';
+import { peerEndpoint } from './peer.js';
+import { allPairs, formatMatrix, pingPairs, type Matrix } from './probe.js';
 
 /**
  * What `up` and `show` show once the mesh works: the pod→pod matrix, how one node routes to a few
@@ -35,20 +37,23 @@ export async function report(
   }
   const { matrix, ms } = converged;
   say(`converged in ${(ms / 1000).toFixed(1)} s\n`);
-  say('pod → pod connectivity (ping from each pod namespace; the "peer" row pings from the Peer):');
-  say(formatMatrix(matrix));
+  say('pod → pod connectivity (ping from each pod namespace; the "peer" row and column: from and to the Peer):');
+  say(formatMatrix([...matrix, ...(lab.options.peer ? await toPeer(lab) : [])]));
 
+  // Locations as the cluster has them now (a node may have been moved), not as the lab was built.
+  const locations = clusterLocations(await lab.api.list('nodes'));
+  const nat = natLocations(lab.nodes, locations);
+  const at = (n: { name: string }) => locations.get(n.name) ?? '';
   const viewer = lab.nodes.find((n) => n.publicIP) ?? lab.nodes[0]!;
   const destinations = [
-    ...lab.nodes.filter((n) => n.location === viewer.location && n !== viewer).slice(0, 1),
-    ...[...new Set(lab.nodes.filter((n) => n.location !== viewer.location).map((n) => n.location))].map((l) =>
-      lab.nodes.find((n) => n.location === l)!,
+    ...lab.nodes.filter((n) => at(n) === at(viewer) && n !== viewer).slice(0, 1),
+    ...[...new Set(lab.nodes.filter((n) => at(n) !== at(viewer)).map(at))].map((l) =>
+      lab.nodes.find((n) => at(n) === l)!,
     ),
   ];
-  say(`\nroutes on ${viewer.name} (location ${viewer.location}):`);
+  say(`\nroutes on ${viewer.name} (location ${describeLocation(at(viewer), nat)}):`);
   for (const d of destinations) {
-    const where =
-      d.location === viewer.location ? 'same location' : `location ${d.location}${d.publicIP ? '' : ', behind NAT'}`;
+    const where = at(d) === at(viewer) ? 'same location' : `location ${describeLocation(at(d), nat)}`;
     say(`  ${d.podIP.padEnd(12)} pod of ${d.name} (${where}): ${route(lab, viewer.name, d.podIP)}`);
   }
   if (lab.options.peer) {
@@ -64,6 +69,14 @@ export async function report(
     );
   } else say(`\ngraph: ${viewer.name}'s agent did not answer /graph: ${svg.body.trim()}`);
   return true;
+}
+
+/**
+ * Pods → the Peer, for the matrix's "peer" column: measured here, once the mesh has converged, and
+ * not in converge() (which waits for what the agents' convergence is timed by: replies from pods).
+ */
+export function toPeer(lab: Lab): Promise<Matrix> {
+  return pingPairs(allPairs(lab.podEndpoints(), [peerEndpoint(lab)]), { waitSeconds: 2 });
 }
 
 /** `ip route get`'s first line without what says nothing about the path (`uid 0`, trailing blanks). */
