@@ -3,8 +3,11 @@ import { test } from 'node:test';
 import type { KubeObject } from '../../src/model/parse.js';
 import { clusterLocations, describeLocation, natLocations } from '../../packages/lab/src/locations.js';
 
-const node = (name: string, labels: Record<string, string>, annotations: Record<string, string> = {}): KubeObject =>
-  ({ apiVersion: 'v1', kind: 'Node', metadata: { name, labels, annotations } }) as KubeObject;
+const node = (name: string, labels: Record<string, string>, annotations: Record<string, string> = {}): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Node',
+  metadata: { name, labels, annotations },
+});
 
 test('locations as the cluster has them: the annotation over the topology label, as Kilo reads them', () => {
   const r = 'topology.kubernetes.io/region';
