@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import { UsageError } from '../model/errors.js';
 import { Cidr } from '../net/cidr.js';
 import { logLevels } from '../agent/log-levels.js';
-import { firewallFlags, type FirewallFlag } from '../dataplane/nftables/choice.js';
+import { firewallFlags, type FirewallFlag } from '../dataplane/firewall-flag.js';
 import { addMeshFlags, boolOption, parseCidrFlag, type MeshFlagValues } from './flags.js';
 
 /** Go-style durations as Kilo's flags take them: 30s, 5m, 1h30m, 500ms. */

@@ -36,4 +36,5 @@ firewallContract(
     }
   },
   skipNoNetns,
+  'nftables',
 );

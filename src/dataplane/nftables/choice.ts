@@ -3,11 +3,9 @@ import { UsageError } from '../../model/errors.js';
 import { ExecError, type Exec } from '../exec.js';
 import type { DiffAgainst, FirewallTables, FirewallWritten, Ops } from '../types.js';
 import { ForeignTableError, NftablesUnavailableError, readKiloTable, removeKiloTable } from './tables.js';
+import type { FirewallBackend, FirewallFlag } from '../firewall-flag.js';
 
-/** --firewall: which backend writes Kilo's firewall; `auto` chooses at start (chooseFirewall). */
-export const firewallFlags = ['auto', 'iptables', 'nftables'] as const;
-export type FirewallFlag = (typeof firewallFlags)[number];
-export type FirewallBackend = Exclude<FirewallFlag, 'auto'>;
+export { firewallFlags, type FirewallBackend, type FirewallFlag } from '../firewall-flag.js';
 
 export interface FirewallChoice {
   backend: FirewallBackend;
