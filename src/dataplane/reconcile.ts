@@ -112,8 +112,14 @@ export async function reconcile(
   // An interface the last pass configured is taken to be there still (the routing monitor reports it
   // if it goes, wireguard-go's exit is seen anyway).
   const ensured = memory?.hasDevice === true;
-  const deviceReady =
-    ensured || report(await step('WireGuard interface', () => taken?.ensured ?? dp.device.ensure())) !== null;
+  const created = ensured
+    ? false
+    : report(await step('WireGuard interface', () => taken?.ensured ?? dp.device.ensure()));
+  const deviceReady = ensured || created !== null;
+  // An interface this pass created holds nothing of a read taken before it: its configure reads.
+  const remembered = memory?.forDevice();
+  const deviceState =
+    remembered && created === true ? (remembered.wrote ? { wrote: remembered.wrote } : {}) : remembered;
   const link = { address: plan.wireGuardIP, up: plan.interfaceUp, mtu: input.mtu };
   const kilo = input.devices.kilo;
   const linkRead = taken?.link;
@@ -175,7 +181,7 @@ export async function reconcile(
                 fwmark: plan.fwmark ?? 0,
                 peers: plan.peers,
               },
-              { ...options, ...(memory?.forDevice() ?? (await given(taken?.device))) },
+              { ...options, ...(deviceState ?? (await given(taken?.device))) },
             ),
           ),
       )

@@ -210,3 +210,19 @@ test('a read ahead is taken by one reconcile only: a later pass reads, and the j
   await reconcile(plain.dp, input, { once: true });
   assert.deepEqual(await stateOf(n), await stateOf(plain));
 });
+
+test("a pass whose ensure creates the interface configures it whole, not against the pass's earlier read", async () => {
+  const n = fakeNode();
+  const memory = new DataplaneMemory();
+  const input = inputOf(planA);
+  assert.deepEqual((await reconcile(n.dp, input, { memory })).errors, []);
+  // The agent's full pass: it forgets, reads the device for its configure to diff against…
+  memory.forget();
+  memory.deviceRead(await n.device.dump());
+  // …and wireguard-go goes before the pass's ensure, which starts an empty one.
+  await n.device.destroy();
+  const result = await reconcile(n.dp, input, { memory });
+  assert.deepEqual(result.errors, []);
+  assert.equal(result.wireGuard.added.length, planA.peers.length, 'every peer written to the new interface');
+  assert.equal((await n.device.read()).peers.length, planA.peers.length);
+});
