@@ -123,9 +123,8 @@ export async function reconcile(
   const link = { address: plan.wireGuardIP, up: plan.interfaceUp, mtu: input.mtu };
   const kilo = input.devices.kilo;
   const linkRead = taken?.link;
-  const linksDone: Promise<{ value: Ops | null; error?: Error }> = !deviceReady
-    ? Promise.resolve({ value: noOps() })
-    : memory?.linkHolds(kilo, link)
+  const linksDone: Promise<{ value: Ops | null; error?: Error }> =
+    !deviceReady || memory?.linkHolds(kilo, link)
       ? Promise.resolve({ value: noOps() })
       : step(`interface ${kilo}`, async () => dp.links.reconcile(kilo, link, await given(linkRead)), written).then(
           (r) => {
