@@ -73,6 +73,9 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
     const log = createLogger(flags.logLevel);
     const { host, dataplane: dataplaneOf, firewall: chooseOn } = hostOf();
     const privateKey = loadOrCreateKey(flags.keyFile);
+    // The host's addresses are read while the firewall backend is chosen (two commands), not after.
+    let addressesAhead: Promise<HostAddress[]> | null = host.addresses();
+    addressesAhead.catch(() => {});
     // Chosen before anything is written: a host that cannot run the backend fails here, in one line.
     const firewall: FirewallChoice = chooseOn
       ? await chooseOn(flags.firewall)
@@ -109,9 +112,8 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
     // internal IP nor the default route. The MTU's error, if any, is still said after the plan's.
     let ahead: ReadAhead | null = new ReadAhead(dataplane, flags.interface);
     ahead.start();
-    let addressesAhead: Promise<HostAddress[]> | null = host.addresses();
     let mtuAhead: Promise<number | null> | null = resolveMTU(host, mtuFlag);
-    for (const p of [addressesAhead, mtuAhead]) p.catch(() => {});
+    mtuAhead.catch(() => {});
     const source = new FileSource(flags.cluster, { watch: flags.watch, logger: log });
     await source.start();
     // Once the snapshot names this node, the WireGuard interface is created while it is parsed and
