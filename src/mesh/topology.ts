@@ -5,6 +5,7 @@ import { PrefixIndex } from '../net/prefix-index.js';
 import { byName, inNameOrder } from './order.js';
 import type { Endpoint, Granularity, KiloNode, KiloPeer } from '../model/types.js';
 import type { ElectedLeaders, LeaderReason } from './leaders.js';
+import { kiloSlots } from './allocation.js';
 
 /**
  * A set of nodes that the rest of the mesh sees as one WireGuard peer: the leader's key and
@@ -171,12 +172,13 @@ export function buildTopology(
     );
   }
 
+  const slots = kiloSlots(placed);
   const segments: Segment[] = placed.map(({ key, group, members }, i) => {
     const chosen = key.startsWith('location:') ? leaders?.get(members[0]!.location) : undefined;
     const elected = chosen && members.find((n) => n.name === chosen.node);
     const leader = elected ?? electLeader(members);
     const leaderReason: LeaderReason = elected ? chosen.reason : 'annotation';
-    const wireGuardIPs = [subnet.nth(i + 1)!];
+    const wireGuardIPs = [subnet.nth(slots[i]!)!];
     const allowedIPs: Cidr[] = [];
     // Most nodes have no allowed-location IPs: no map for those (one segment per node in cross).
     let alips: Map<string, Cidr> | undefined;
