@@ -7,7 +7,8 @@
 #     init container and bin/kg's #! line use (cp, rm, mv, env, cat) or a shell in the pod wants;
 #   - the CNI plugins the manifests' install-cni copies to the host, not the package's other twelve;
 #   - node (stripped of its symbols: 99 → 86 MB; V8's code cache does not depend on them), the
-#     certificate bundle, the alternatives (iptables → iptables-nft) and root's passwd/group lines;
+#     certificate bundle, the alternatives (iptables → iptables-nft), root's passwd/group lines,
+#     os-release and nsswitch.conf;
 #   - every library each of those ELF files needs (ldd), and ld.so's cache for them.
 # No dpkg, apt, perl or bash: nothing in the image installs anything.
 # Usage: scripts/image-rootfs.sh ROOTFS NODE   (NODE: the node binary the build stage trained with)
@@ -52,7 +53,10 @@ copy_list() {
 dpkg-query -L $packages | grep -Ev '^/usr/share/(doc|man|info|locale|lintian|bug|bash-completion|zsh|fish)/' >"$list"
 for f in $coreutils; do echo "/usr/bin/$f"; done >>"$list"
 for f in $plugins; do echo "/usr/lib/cni/$f"; done >>"$list"
-for f in /etc/passwd /etc/group /etc/protocols /etc/services /etc/ld.so.conf /etc/ld.so.conf.d/*; do
+# Which Debian this is (os-release), how names resolve (/etc/hosts first, as on the base), ld.so's
+# configuration, the protocol and service names iptables and nft may read.
+for f in /etc/os-release /usr/lib/os-release /etc/debian_version /etc/nsswitch.conf /etc/passwd /etc/group \
+  /etc/protocols /etc/services /etc/ld.so.conf /etc/ld.so.conf.d/*; do
   echo "$f"
 done >>"$list"
 copy_list
