@@ -17,9 +17,9 @@ rootfs=$1
 node=$2
 here=$(dirname "$0")
 
-# What kg runs (system-packages.txt's runtime row, which holds ca-certificates too: only its bundle is
-# copied, below), and the shell.
-packages="$("$here/system-packages.sh" runtime) dash"
+# What kg runs (system-packages.txt's runtime row, but for ca-certificates: of that only the bundle
+# its script made is copied, below), and the shell.
+packages="$("$here/system-packages.sh" runtime | tr ' ' '\n' | grep -vx ca-certificates | tr '\n' ' ') dash"
 plugins="bridge host-local portmap loopback"
 coreutils="cat cp env ln ls mkdir mv rm sleep"
 
