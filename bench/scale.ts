@@ -37,6 +37,8 @@ const timeoutMs = 120_000;
 const kgctlSizes = (process.env['KILO_BENCH_KGCTL_SIZES'] ?? '1000,2000,5000,10000,20000').split(',').map(Number);
 /** kg apply's and kg run's sizes: up to 5,000 unless KILO_BENCH_SIZES names them (20,000: issue 37's agent figures). */
 const agentSizes = process.env['KILO_BENCH_SIZES'] ? sizes : sizes.filter((s) => s <= 5000);
+/** KILO_BENCH_KILO_SIZES: the sizes of the side-by-side rows (issue 37: 5,000 and 20,000). */
+const kiloSizes = (process.env['KILO_BENCH_KILO_SIZES'] ?? '5000,20000').split(',').map(Number);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 interface Run {
@@ -220,9 +222,6 @@ function benchKgctl(): void {
   row('kgctl graph --full (DOT)', (file) => ['graph', '--cluster', file, '--full'], [200, 500]);
   console.log(`\nload average ${load()} after kgctl\n`);
 }
-
-/** KILO_BENCH_KILO_SIZES: the sizes of the side-by-side rows (issue 37: 5,000 and 20,000). */
-const kiloSizes = (process.env['KILO_BENCH_KILO_SIZES'] ?? '5000,20000').split(',').map(Number);
 
 /**
  * `kgctl plan -o json` next to Kilo's own Go planning the same cluster (bench/kilo-reference.ts),
