@@ -441,7 +441,7 @@ export class Agent {
         this.fullReadDue = true;
       }
       // The pass's one read, as the write left it: the removed peers' series go with them.
-      if (device) metrics.observeDevice(peersPlanned(device, plan));
+      if (device) metrics.observeDevice(peersPlanned(device, plan), this.clock() / 1000);
       const failures = [
         ...(publishError ? [publishError] : []),
         ...(cniError ? [cniError] : []),

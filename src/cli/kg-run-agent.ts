@@ -66,7 +66,7 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
     return;
   }
   log.info({ firewall: firewall.backend, reason: firewall.reason }, 'firewall backend');
-  const metrics = new AgentMetrics();
+  const metrics = new AgentMetrics({ perPeer: flags.metricsPerPeer });
   // Loaded here: the client takes seconds to import, and kg apply/webhook/lab never need it.
   const { KubernetesSource, kubeConfigFrom } = await import('../backend/kubernetes/index.js');
   const source = new KubernetesSource({
