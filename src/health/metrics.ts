@@ -1,0 +1,54 @@
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { PathObserver } from './path-health.js';
+import type { PathHealthSummary } from './summary.js';
+
+/**
+ * Per-pair health in /metrics, bounded whatever the cluster's size: counts per path and state,
+ * handshakes per state, and one series per failing pair for the few the Node's annotation lists
+ * (health/summary.ts maxListed), never one per peer.
+ */
+export class PathMetrics implements PathObserver {
+  private readonly probes: Counter<'path' | 'result'>;
+  private readonly pairs: Gauge<'state'>;
+  private readonly handshakes: Gauge<'state'>;
+  private readonly failing: Gauge<'node' | 'path'>;
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.probes = new Counter({
+      name: 'kilo_path_probes_total',
+      help: 'Probes of the paths this node is responsible for (private: a location mate in the clear; wireguard: a remote leader through the tunnel), by result.',
+      labelNames: ['path', 'result'],
+      registers,
+    });
+    this.pairs = new Gauge({
+      name: 'kilo_path_pairs',
+      help: 'The pairs this node is responsible for, by state (ok, failing, unknown: not judged yet).',
+      labelNames: ['state'],
+      registers,
+    });
+    this.handshakes = new Gauge({
+      name: 'kilo_wireguard_handshakes',
+      help: "The WireGuard device's peers by their latest handshake: recent (3 minutes), stale, never.",
+      labelNames: ['state'],
+      registers,
+    });
+    this.failing = new Gauge({
+      name: 'kilo_path_failing',
+      help: 'A failing pair (1), for at most 8 of them; kilo_path_pairs{state="failing"} counts them all.',
+      labelNames: ['node', 'path'],
+      registers,
+    });
+  }
+
+  probed(path: string, ok: boolean): void {
+    this.probes.inc({ path, result: ok ? 'ok' : 'failed' });
+  }
+
+  judged(s: PathHealthSummary): void {
+    for (const [state, n] of Object.entries(s.pairs)) this.pairs.set({ state }, n);
+    for (const [state, n] of Object.entries(s.handshakes)) this.handshakes.set({ state }, n);
+    this.failing.reset();
+    for (const f of s.failing) this.failing.set({ node: f.node, path: f.path }, 1);
+  }
+}
