@@ -28,7 +28,7 @@ import { annotationElection, type LeaderElection } from '../election/leader-elec
 import { LeadershipLog } from './leadership.js';
 import { HostEncapsulation } from './encapsulation.js';
 import { encapsulationOf, type EncapsulationDevice, type Encapsulator } from '../encapsulation/index.js';
-import type { PathHealth } from '../health/path-health.js';
+import type { PathHealth } from './path-health.js';
 
 export interface AgentOptions {
   hostname: string;
@@ -89,7 +89,7 @@ export interface AgentDeps {
   election?: LeaderElection;
   /** Counts a change of a location's leader (metrics). */
   leaderTransition?: (location: string) => void;
-  /** Per-pair health (health/path-health.ts): told each plan, published on the Node. */
+  /** Per-pair health (path-health.ts): told each plan, published on the Node. */
   paths?: PathHealth;
 }
 

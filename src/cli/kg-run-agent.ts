@@ -16,9 +16,9 @@ import { LeaseElection } from '../election/leader-election.js';
 import { ElectionMetrics } from '../election/metrics.js';
 import { meshOptionsFrom } from './flags.js';
 import { formatMeshFlags } from '../model/mesh-flags.js';
-import { PathHealth } from '../health/path-health.js';
-import { PathMetrics } from '../health/metrics.js';
-import { Prober } from '../health/prober.js';
+import { PathHealth } from '../agent/path-health.js';
+import { PathMetrics } from '../agent/health-metrics.js';
+import { Prober } from '../agent/health-prober.js';
 import { chooseFirewall, FirewallUnavailableError, type FirewallChoice } from '../dataplane/nftables/choice.js';
 
 /** The body of `kg run`: start the agent and run it until SIGTERM or SIGINT. */
@@ -78,10 +78,11 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
     nodeLabels: [flags.topologyLabel],
   });
   const electionMetrics = new ElectionMetrics(metrics.registry);
-  // One prober for the per-pair health and the election's probes (health/prober.ts).
+  // One prober for the per-pair health and the election's probes (health-prober.ts).
   const prober = new Prober((address) => host.ping(address));
   const paths = new PathHealth({
     prober,
+    mesh,
     log,
     observer: new PathMetrics(metrics.registry),
     onChange: () => agent.schedule(undefined, true),

@@ -3,8 +3,8 @@ import { notReadyReason, topologyOf } from '../mesh/compute.js';
 import { Annotation } from '../model/annotations.js';
 import { UsageError } from '../model/errors.js';
 import { isNodeReady } from '../model/ready.js';
-import { meshStatus, renderStatus } from '../health/status.js';
-import { parsePathHealth, type PathHealthSummary } from '../health/summary.js';
+import { meshStatus, renderStatus } from '../agent/health-status.js';
+import { parsePathHealth, type PathHealthSummary } from '../agent/health-summary.js';
 import { addLiveFlags, loadCluster } from './cluster.js';
 import { addMeshFlags, meshOptionsFrom, resolveGranularity, type MeshFlagValues } from './flags.js';
 
@@ -48,7 +48,7 @@ export function statusCommand(): Command {
       cluster.nodes,
       (n) => (isNodeReady(n, now) ? null : notReadyReason(n, now)),
       (name) => health.get(name) ?? null,
-      { granularity: options.granularity, limit: given.limit },
+      { mesh: options, limit: given.limit },
     );
     process.stdout.write(given.output === 'json' ? `${JSON.stringify(s, null, 2)}\n` : renderStatus(s));
   });

@@ -1,5 +1,9 @@
 import type { Cidr } from '../net/cidr.js';
+import type { MeshOptions } from '../mesh/options.js';
 import type { Granularity, KiloNode } from '../model/types.js';
+
+/** What decides whether location mates are routed to on-link, in the clear (the only case a LAN decides). */
+export type LanMesh = Pick<MeshOptions, 'granularity' | 'encapsulate' | 'local' | 'compatibility'>;
 
 /**
  * A location whose mates are not on one LAN: the mesh plans them to reach each other in the clear
@@ -23,6 +27,15 @@ export interface LanMistake {
 /** Granularities that place nodes of one location in one group (reached in the clear). */
 const groupedByLocation: ReadonlySet<Granularity> = new Set(['location', 'cross']);
 
+/**
+ * Mates are reached by an on-link route via their internal IP only without encapsulation: IPIP
+ * (--encapsulate always or crosssubnet) and a CNI's overlay route the outer packet, which crosses
+ * routed subnets; --local=false sends them through WireGuard.
+ */
+function onLink(m: LanMesh): boolean {
+  return groupedByLocation.has(m.granularity) && m.encapsulate === 'never' && m.local && !m.compatibility;
+}
+
 /** Neither address is on the other's network: the two are on different LANs. */
 function apart(a: Cidr, b: Cidr): boolean {
   return !a.contains(b.ip) && !b.contains(a.ip);
@@ -37,17 +50,18 @@ export function lanReason(node: string, ip: Cidr, mate: string, network: Cidr, l
  * most `limit` of them (and how many in all). Nodes are grouped by location and, within it, by
  * network, so the cost is the number of nodes plus the pairs listed, not the square of a
  * location's size. Only `location` and `cross` group by location; `subnet` groups by network
- * already and `full` has no groups. `only`: just the pairs of that node (the agent's own).
+ * already and `full` has no groups; and only mates routed to on-link count (onLink). `only`: just
+ * the pairs of that node (the agent's own).
  */
 export function lanMistakes(
   nodes: readonly KiloNode[],
-  granularity: Granularity,
+  mesh: LanMesh,
   o: { limit?: number; only?: string } = {},
 ): { mistakes: LanMistake[]; total: number } {
   const limit = o.limit ?? Infinity;
   const out: LanMistake[] = [];
   let total = 0;
-  if (!groupedByLocation.has(granularity)) return { mistakes: out, total };
+  if (!onLink(mesh)) return { mistakes: out, total };
   const only = o.only === undefined ? null : nodes.find((n) => n.name === o.only);
   if (o.only !== undefined && !only) return { mistakes: out, total };
   const byLocation = new Map<string, KiloNode[]>();

@@ -1,14 +1,14 @@
 import { effectiveEndpoint, type Topology } from '../mesh/topology.js';
 import { formatEndpoint } from '../model/parse.js';
 import type { Granularity, KiloNode } from '../model/types.js';
-import { lanMistakes } from './lan.js';
-import type { PathHealthSummary } from './summary.js';
+import { lanMistakes, type LanMesh } from './health-lan.js';
+import type { PathHealthSummary } from './health-summary.js';
 
 /**
  * The mesh as `kgctl status` shows it (pure): per node its readiness, whether it leads its
  * segment, the endpoint its peers dial and what its agent published of its paths; and every pair
  * that is planned but not working, with a reason: computed from published data where it can be
- * (health/lan.ts), else as the agents report it (kilo.squat.ai/path-health).
+ * (health-lan.ts), else as the agents report it (kilo.squat.ai/path-health).
  */
 export interface NodeStatus {
   name: string;
@@ -49,11 +49,11 @@ export interface MeshStatus {
  */
 export function brokenPairs(
   ready: readonly KiloNode[],
-  granularity: Granularity,
+  mesh: LanMesh,
   healthOf: (node: string) => PathHealthSummary | null,
   limit = 100,
 ): { broken: BrokenPair[]; total: number } {
-  const lan = lanMistakes(ready, granularity, { limit });
+  const lan = lanMistakes(ready, mesh, { limit });
   const broken: BrokenPair[] = lan.mistakes.map((m) => ({
     from: m.node,
     to: m.mate,
@@ -88,7 +88,7 @@ export function meshStatus(
   nodes: readonly KiloNode[],
   isReady: (n: KiloNode) => string | null,
   healthOf: (node: string) => PathHealthSummary | null,
-  o: { granularity: Granularity; limit?: number },
+  o: { mesh: LanMesh; limit?: number },
 ): MeshStatus {
   const leaders = new Set(t?.segments.map((s) => s.leader.name) ?? []);
   const sorted = [...nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -108,8 +108,8 @@ export function meshStatus(
     };
   });
   const ready = sorted.filter((n) => isReady(n) === null);
-  const { broken, total } = brokenPairs(ready, o.granularity, healthOf, o.limit);
-  return { granularity: o.granularity, nodes: out, broken, brokenTotal: total };
+  const { broken, total } = brokenPairs(ready, o.mesh, healthOf, o.limit);
+  return { granularity: o.mesh.granularity, nodes: out, broken, brokenTotal: total };
 }
 
 /** The broken pairs as lines an operator reads (kgctl status, the lab's finding). */

@@ -1,11 +1,11 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { PathObserver } from './path-health.js';
-import type { PathHealthSummary } from './summary.js';
+import type { PathHealthSummary } from './health-summary.js';
 
 /**
  * Per-pair health in /metrics, bounded whatever the cluster's size: counts per path and state,
  * handshakes per state, and one series per failing pair for the few the Node's annotation lists
- * (health/summary.ts maxListed), never one per peer.
+ * (health-summary.ts maxListed), never one per peer.
  */
 export class PathMetrics implements PathObserver {
   private readonly probes: Counter<'path' | 'result'>;

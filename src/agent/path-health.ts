@@ -1,7 +1,7 @@
 import type { Topology } from '../mesh/topology.js';
 import type { WireGuardState } from '../wireguard/state.js';
-import { lanMistakes, type LanMistake } from './lan.js';
-import type { Prober } from './prober.js';
+import { lanMistakes, type LanMesh, type LanMistake } from './health-lan.js';
+import type { Prober } from './health-prober.js';
 import {
   emptySummary,
   formatPathHealth,
@@ -11,10 +11,10 @@ import {
   pathStateKey,
   type FailingPath,
   type PathHealthSummary,
-} from './summary.js';
-import { pairKey, pathTargets, type PathTarget } from './targets.js';
+} from './health-summary.js';
+import { pairKey, pathTargets, type PathTarget } from './health-targets.js';
 
-/** What the figures are told (health/metrics.ts over prom-client; nothing in tests). */
+/** What the figures are told (health-metrics.ts over prom-client; nothing in tests). */
 export interface PathObserver {
   probed(path: PathTarget['path'], ok: boolean): void;
   judged(s: PathHealthSummary): void;
@@ -22,6 +22,8 @@ export interface PathObserver {
 
 export interface PathHealthOptions {
   prober: Prober;
+  /** The agent's flags that decide how mates are reached (health-lan.ts). */
+  mesh: Omit<LanMesh, 'granularity'>;
   log: { warn(o: object, m: string): void; info(o: object, m: string): void };
   observer?: PathObserver;
   /** A pair changed state: the summary on the Node is due (the agent publishes it). */
@@ -43,12 +45,12 @@ interface PairState {
 }
 
 /**
- * Per-pair health on one node: the paths it is responsible for (health/targets.ts) are pinged in
+ * Per-pair health on one node: the paths it is responsible for (health-targets.ts) are pinged in
  * rounds of at most `perRound` probes: the pairs under suspicion first (up to half the round), the
  * rest round-robin. So a node sends at most perRound / interval echo requests a second (2 by
  * default) at any cluster size; with 5,000 WireGuard peers each is probed about every 40 minutes,
  * a suspect one every round, and every peer's latest handshake is read from the device at each
- * full pass at no cost. A location whose mates are on different LANs (health/lan.ts) fails its
+ * full pass at no cost. A location whose mates are on different LANs (health-lan.ts) fails its
  * pairs at once, from published data, with the reason and a warning in the log, once.
  */
 export class PathHealth {
@@ -86,7 +88,11 @@ export class PathHealth {
     for (const k of [...this.pairs.keys()]) if (!keep.has(k)) this.pairs.delete(k);
     for (const k of keep) if (!this.pairs.has(k)) this.pairs.set(k, { fails: 0, ok: null });
     const nodes = t.segments.flatMap((s) => s.nodes);
-    const own = lanMistakes(nodes, t.granularity, { only: t.local.node.name, limit: 64 }).mistakes;
+    const own = lanMistakes(
+      nodes,
+      { ...this.o.mesh, granularity: t.granularity },
+      { only: t.local.node.name, limit: 64 },
+    ).mistakes;
     this.lan = new Map(own.map((m) => [m.node === t.local.node.name ? m.mate : m.node, m]));
     const reasons = new Set(own.map((m) => m.reason));
     for (const r of reasons)
@@ -156,12 +162,13 @@ export class PathHealth {
     const suspect = probeable.filter((p) => (this.pairs.get(pairKey(p))?.fails ?? 0) > 0).slice(0, budget >> 1);
     const out = [...suspect];
     const taken = new Set(suspect.map(pairKey));
+    const start = this.cursor;
     for (let i = 0; i < probeable.length && out.length < budget; i++) {
-      const p = probeable[(this.cursor + i) % probeable.length]!;
+      const p = probeable[(start + i) % probeable.length]!;
       if (taken.has(pairKey(p))) continue;
       out.push(p);
       taken.add(pairKey(p));
-      this.cursor = (this.cursor + i + 1) % probeable.length;
+      this.cursor = (start + i + 1) % probeable.length;
     }
     return out;
   }

@@ -7,7 +7,7 @@ import type { KiloNode } from '../model/types.js';
  * through the tunnel (only a segment's leader has WireGuard peers: a follower's remote traffic is
  * its leader's path). The address is the first of the node's pod CIDR, the pod bridge's gateway,
  * as the Lease election's probes use (election/probes.ts): so a probe takes the route pod traffic
- * takes, and the election's probe of the same node is the same packet (health/prober.ts).
+ * takes, and the election's probe of the same node is the same packet (health-prober.ts).
  */
 export interface PathTarget {
   node: string;

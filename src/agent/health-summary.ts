@@ -68,7 +68,7 @@ export function parsePathHealth(text: string | undefined): PathHealthSummary | n
       const x = f as Record<string, unknown> | null;
       if (!x || typeof x['node'] !== 'string' || typeof x['reason'] !== 'string') return [];
       const path = x['path'] === 'wireguard' ? 'wireguard' : 'private';
-      return [{ node: x['node'], path, reason: x['reason'].slice(0, maxReason) } as FailingPath];
+      return [{ node: x['node'], path, reason: x['reason'].slice(0, maxReason) }];
     }),
     more: count(r['more']),
   };
