@@ -7,6 +7,7 @@ import { peerEndpoint } from './peer.js';
 import { allPairs, formatMatrix, pingPairs, type Matrix } from './probe.js';
 import { brokenLines, brokenPairs } from '../../../src/agent/health-status.js';
 import { parsePathHealth } from '../../../src/agent/health-summary.js';
+import { NodeType } from '../../../src/backend/source.js';
 import { Annotation } from '../../../src/model/annotations.js';
 import { parseCluster } from '../../../src/model/parse.js';
 import { isNodeReady } from '../../../src/model/ready.js';
@@ -84,7 +85,8 @@ export async function report(
 
 /** kgctl status's broken pairs, computed the same way (agent/health-status.ts) from the lab's Nodes. */
 async function whyBroken(lab: Lab): Promise<string[]> {
-  const objects = await lab.api.list('nodes');
+  // A list's items carry no kind: the parser reads Nodes by theirs.
+  const objects = (await lab.api.list('nodes')).map((o) => ({ ...o, ...NodeType }));
   const now = Math.floor(Date.now() / 1000);
   const ready = parseCluster(objects, {}).nodes.filter((n) => isNodeReady(n, now));
   const summaries = new Map(
