@@ -152,8 +152,9 @@ export class PathHealth {
    * next check-in's patch rather than cost one of their own.
    */
   publishable(current: string | undefined): { value: string; urgent: boolean } {
-    const s = this.summary();
-    return { value: formatPathHealth(s), urgent: pathStateKey(parsePathHealth(current)) !== pathStateKey(s) };
+    const value = formatPathHealth(this.summary());
+    // Compared as both read back: the value bounds reasons, so the summary itself may differ from it.
+    return { value, urgent: pathStateKey(parsePathHealth(current)) !== pathStateKey(parsePathHealth(value)) };
   }
 
   private pick(): PathTarget[] {

@@ -4,7 +4,7 @@ import { PathHealth } from '../../src/agent/path-health.js';
 import { Prober } from '../../src/agent/health-prober.js';
 import { formatPathHealth, maxListed, parsePathHealth } from '../../src/agent/health-summary.js';
 import { pathTargets } from '../../src/agent/health-targets.js';
-import type { WireGuardState } from '../../src/wireguard/state.js';
+import { newPeerState, type WireGuardState } from '../../src/wireguard/state.js';
 import { NOW, node, topologyFor, wgKey } from '../helpers/cluster.js';
 
 const lab = (n2Location = 'loc1') => [
@@ -93,6 +93,19 @@ test('a location mistake fails its pairs at once, from published data: degraded,
   assert.equal(h.health.publishable(first.value).urgent, true);
   h.health.planned(t, null);
   assert.equal(h.warnings.length, 2);
+
+  // A reason longer than the annotation keeps is still the same once published.
+  const long = 'x'.repeat(100);
+  const far = topologyFor(
+    lab('loc2').map((n) =>
+      n.metadata?.name === 'loc1-n2' ? { ...n, metadata: { ...n.metadata, name: `loc1-n2${long}` } } : n,
+    ),
+    'loc2-n1',
+    { granularity: 'cross' },
+  );
+  h.health.planned(far, null);
+  const bounded = h.health.publishable(undefined);
+  assert.equal(h.health.publishable(bounded.value).urgent, false);
 });
 
 test('a path whose probes go unanswered three times fails, with the handshake age; an answer mends it', async () => {
@@ -103,36 +116,9 @@ test('a path whose probes go unanswered three times fails, with the handshake ag
     listenPort: 51820,
     fwmark: 0,
     peers: [
-      {
-        publicKey: wgKey('loc1-n1'),
-        endpoint: null,
-        allowedIPs: [],
-        persistentKeepalive: 0,
-        hasPresharedKey: false,
-        latestHandshake: NOW - 600,
-        rxBytes: 0,
-        txBytes: 0,
-      },
-      {
-        publicKey: wgKey('loc1-n2'),
-        endpoint: null,
-        allowedIPs: [],
-        persistentKeepalive: 0,
-        hasPresharedKey: false,
-        latestHandshake: NOW - 5,
-        rxBytes: 0,
-        txBytes: 0,
-      },
-      {
-        publicKey: wgKey('loc2-n2'),
-        endpoint: null,
-        allowedIPs: [],
-        persistentKeepalive: 0,
-        hasPresharedKey: false,
-        latestHandshake: 0,
-        rxBytes: 0,
-        txBytes: 0,
-      },
+      { ...newPeerState(wgKey('loc1-n1')), latestHandshake: NOW - 600 },
+      { ...newPeerState(wgKey('loc1-n2')), latestHandshake: NOW - 5 },
+      newPeerState(wgKey('loc2-n2')),
     ],
   };
   h.health.planned(topologyFor(lab(), 'loc2-n1', { granularity: 'cross' }), device);
