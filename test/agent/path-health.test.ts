@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Registry } from 'prom-client';
+import { PathMetrics } from '../../src/agent/health-metrics.js';
 import { PathHealth } from '../../src/agent/path-health.js';
 import { Prober } from '../../src/agent/health-prober.js';
 import { formatPathHealth, maxListed, parsePathHealth } from '../../src/agent/health-summary.js';
@@ -199,4 +201,33 @@ test('the annotation is bounded and reads back; a foreign value reads as none', 
   assert.equal(back.more, 12);
   assert.equal(parsePathHealth('not json'), null);
   assert.equal(parsePathHealth('42'), null);
+});
+
+test('the metrics are bounded: counts by state, and a series for at most 8 failing pairs', async () => {
+  const registry = new Registry();
+  const metrics = new PathMetrics(registry);
+  const failing = Array.from({ length: 20 }, (_, i) => ({ node: `n${i}`, path: 'wireguard' as const, reason: 'r' }));
+  metrics.judged(
+    parsePathHealth(
+      formatPathHealth({
+        pairs: { ok: 5, failing: 20, unknown: 1 },
+        handshakes: { recent: 3, stale: 2, never: 1 },
+        failing,
+        more: 0,
+      }),
+    )!,
+  );
+  metrics.probed('private', false);
+  const text = await registry.metrics();
+  assert.match(text, /^kilo_path_pairs\{state="failing"\} 20$/m);
+  assert.match(text, /^kilo_wireguard_handshakes\{state="stale"\} 2$/m);
+  assert.match(text, /^kilo_path_probes_total\{path="private",result="failed"\} 1$/m);
+  assert.equal(text.match(/^kilo_path_failing\{/gm)?.length, maxListed);
+  metrics.judged({
+    pairs: { ok: 1, failing: 0, unknown: 0 },
+    handshakes: { recent: 0, stale: 0, never: 0 },
+    failing: [],
+    more: 0,
+  });
+  assert.doesNotMatch(await registry.metrics(), /^kilo_path_failing\{/m, 'a mended pair leaves no series');
 });
