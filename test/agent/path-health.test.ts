@@ -75,7 +75,8 @@ test('a location mistake fails its pairs at once, from published data: degraded,
   const h = harness(() => true);
   const t = topologyFor(lab('loc2'), 'loc2-n1', { granularity: 'cross' });
   h.health.planned(t, null);
-  h.health.planned(t, null);
+  // The next pass's topology: the same mistake, said once.
+  h.health.planned(topologyFor(lab('loc2'), 'loc2-n1', { granularity: 'cross' }), null);
   assert.equal(h.warnings.length, 1, 'the warning is said once');
   assert.match(
     h.warnings[0]!,

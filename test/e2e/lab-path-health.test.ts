@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { kgctl, root } from '../cli/built.js';
@@ -58,6 +59,14 @@ test(
         return h.ok && /^degraded: .*loc1-n2's internal IP 192\.168\.1\.12\/24 is not on/.test(h.body);
       });
     assert.ok(Date.now() - since < 30_000, `${Date.now() - since} ms`);
+    // The agents on both sides warn once, whatever the passes since.
+    for (const n of ['loc1-n2', 'loc2-n1']) {
+      const log = readFileSync(join(lab.nodeDir(n), 'kg.log'), 'utf8');
+      const warned = log
+        .split('\n')
+        .filter((l) => l.includes("location mistake: loc1-n2's internal IP 192.168.1.12/24"));
+      assert.equal(warned.length, n === 'loc1-n2' ? 2 : 1, `${n}: ${warned.join('\n')}`);
+    }
     assert.equal(health('loc1-n1').body, 'ok\n', 'loc1-n1 lost no planned path');
     // The agents' own summaries reach kgctl status too: loc2-n1's probes.
     await eventually('kgctl status shows the agents judging their paths', () =>
