@@ -28,6 +28,7 @@ import { annotationElection, type LeaderElection } from '../election/leader-elec
 import { LeadershipLog } from './leadership.js';
 import { HostEncapsulation } from './encapsulation.js';
 import { encapsulationOf, type EncapsulationDevice, type Encapsulator } from '../encapsulation/index.js';
+import type { PathHealth } from './path-health.js';
 
 export interface AgentOptions {
   hostname: string;
@@ -88,6 +89,8 @@ export interface AgentDeps {
   election?: LeaderElection;
   /** Counts a change of a location's leader (metrics). */
   leaderTransition?: (location: string) => void;
+  /** Per-pair health (path-health.ts): told each plan, published on the Node. */
+  paths?: PathHealth;
 }
 
 export interface AgentStatus {
@@ -183,6 +186,7 @@ export class Agent {
     );
     this.timers.push(setInterval(() => this.schedule(undefined, true), lastSeenIntervalSeconds * 1000));
     this.timers.push(setInterval(() => this.resync(), options.resyncPeriodMs));
+    this.deps.paths?.start();
     this.schedule(0);
   }
 
@@ -190,6 +194,7 @@ export class Agent {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
+    this.deps.paths?.stop();
     if (this.pending) clearTimeout(this.pending);
     // First, so the next leader takes over while this one cleans up.
     await this.election.stop();
@@ -414,6 +419,7 @@ export class Agent {
       }
       this.leadership.observe(topology);
       this.status.topology = topology;
+      this.deps.paths?.planned(topology, device);
       if (device) this.roaming = this.roamingSeen(device, nowSeconds);
       this.status.plan = plan;
       metrics.nodes.set(topology.segments.reduce((n, s) => n + s.nodes.length, 0));
@@ -562,6 +568,9 @@ export class Agent {
       now,
       ciliumInternalIP: await this.encapsulation.ownAddress(),
       leaderHealth: this.election.report(),
+      ...(this.deps.paths
+        ? { pathHealth: this.deps.paths.publishable(self.metadata?.annotations?.[Annotation.pathHealth]) }
+        : {}),
     });
     if (patch) await source.patchNodeAnnotations(options.hostname, patch);
   }

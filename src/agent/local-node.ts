@@ -21,6 +21,11 @@ export interface LocalFacts {
   ciliumInternalIP?: IP | null;
   /** kilo.squat.ai/leader-health (the election's report on this node's leader); null or absent: none. */
   leaderHealth?: string | null;
+  /**
+   * kilo.squat.ai/path-health: written when `urgent` (a pair's state changed), else only with
+   * last-seen's refresh, so that moving counts cost no patch of their own. Absent: left alone.
+   */
+  pathHealth?: { value: string; urgent: boolean };
 }
 
 const lastSeenSlackSeconds = 5;
@@ -67,6 +72,8 @@ export function annotationPatch(
   // edge of readiness. The slack makes every tick refresh.
   if (!(facts.now - lastSeen < lastSeenIntervalSeconds - lastSeenSlackSeconds))
     want[Annotation.lastSeen] = String(facts.now);
+  if (facts.pathHealth && (facts.pathHealth.urgent || want[Annotation.lastSeen] !== undefined))
+    want[Annotation.pathHealth] = facts.pathHealth.value;
 
   const patch: Record<string, string | null> = {};
   for (const [k, v] of Object.entries(want)) {

@@ -30,6 +30,8 @@ export const Annotation = {
    * names that leader and its term, so the leader learns it no longer forwards (see election/relay.ts).
    */
   leaderHealth: `${prefix}leader-health`,
+  /** kilo-ts: the node's per-pair health, summarised and bounded (src/agent/health-summary.ts); kgctl status reads it. */
+  pathHealth: `${prefix}path-health`,
 } as const;
 
 export const defaultTopologyLabel = 'topology.kubernetes.io/region';
