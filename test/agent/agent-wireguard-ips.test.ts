@@ -10,6 +10,7 @@ import { formatMeshFlags } from '../../src/model/mesh-flags.js';
 import { publishedWireGuardIP } from '../../src/agent/published-wireguard-ip.js';
 import { defaultMeshOptions } from '../../src/mesh/options.js';
 import { node, peer } from '../helpers/cluster.js';
+import { defaultAnnounced } from '../helpers/mesh-flags.js';
 import { TestApiServer } from '../fixtures/apiserver.js';
 import { bareLocalNode, settled, startHarness, waitUntil } from './agent-harness.js';
 
@@ -37,21 +38,7 @@ function seed(api: TestApiServer): void {
   api.addPeer(peer('laptop', { allowedIPs: ['10.5.0.1/32'] }));
 }
 
-const stableFlags = formatMeshFlags({
-  subnet: defaultMeshOptions.subnet,
-  port: 51820,
-  encapsulate: 'always',
-  local: true,
-  cni: true,
-  iptablesForwardRules: false,
-  routeHostTraffic: false,
-  serviceCidr: [],
-  topologyLabel: 'topology.kubernetes.io/region',
-  compatibility: '',
-  leaderElection: 'annotation',
-  namespace: 'kube-system',
-  wireguardIpAllocation: 'stable',
-});
+const stableFlags = formatMeshFlags({ ...defaultAnnounced, wireguardIpAllocation: 'stable' });
 
 describe('agent: WireGuard IP allocation', () => {
   test('stable: a follower publishes its location address (us keeps the one it published); kilo: "" as Kilo', async (t) => {

@@ -8,12 +8,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { Plan } from '../../src/mesh/types.js';
 import { Annotation } from '../../src/model/annotations.js';
-import { formatMeshFlags, type MeshFlags } from '../../src/model/mesh-flags.js';
-import { Cidr } from '../../src/net/cidr.js';
+import type { Plan } from '../../src/mesh/types.js';
+import { formatMeshFlags } from '../../src/model/mesh-flags.js';
 import { node, type NodeSpec } from '../helpers/cluster.js';
-import { ensureBuilt, kgctl } from './built.js';
+import { ensureBuilt, kgctl, kgctlPlan } from './built.js';
+import { defaultAnnounced } from '../helpers/mesh-flags.js';
 
 let dir = '';
 before(() => {
@@ -25,21 +25,7 @@ after(() => {
 });
 
 const flags = (allocation: 'kilo' | 'stable'): string =>
-  formatMeshFlags({
-    subnet: Cidr.parse('10.4.0.0/16'),
-    port: 51820,
-    encapsulate: 'always',
-    local: true,
-    cni: true,
-    iptablesForwardRules: false,
-    routeHostTraffic: false,
-    serviceCidr: [],
-    topologyLabel: 'topology.kubernetes.io/region',
-    compatibility: '',
-    leaderElection: 'annotation',
-    namespace: 'kube-system',
-    wireguardIpAllocation: allocation,
-  } satisfies MeshFlags);
+  formatMeshFlags({ ...defaultAnnounced, wireguardIpAllocation: allocation });
 
 /**
  * Locations a (new, sorts first), b and c; b and c published 10.4.0.1 and 10.4.0.2 before a
@@ -68,11 +54,7 @@ function snapshot(name: string, announce: (n: string) => string | undefined, ext
   return p;
 }
 
-function plan(...args: string[]): { plan: Plan; stderr: string } {
-  const r = kgctl('plan', ...args);
-  assert.equal(r.status, 0, r.stderr);
-  return { plan: JSON.parse(r.stdout) as Plan, stderr: r.stderr };
-}
+const plan = kgctlPlan;
 
 describe('kgctl and --wireguard-ip-allocation', () => {
   test('agents announcing stable: kgctl plans with it, the published addresses stay', () => {
