@@ -21,6 +21,8 @@ import { syncCNIConfig } from './cni.js';
 import { interfaceHolding } from './discovery.js';
 import { onlyLastSeenMoved } from './heartbeat.js';
 import { annotationPatch } from './local-node.js';
+import { publishedWireGuardIP } from './published-wireguard-ip.js';
+import { mixedAllocation } from '../mesh/allocation-mix.js';
 import type { AgentMetrics } from './metrics.js';
 import { keepRoamingEndpoints } from './roaming.js';
 import { isNodeReady } from '../model/ready.js';
@@ -403,7 +405,8 @@ export class Agent {
       lap('planMs');
       this.readyNodes = new Set(topology?.segments.flatMap((s) => s.nodes.map((n) => n.name)));
       // An API server that is away must not stop the dataplane from being kept as planned.
-      const publishError = await this.publish(plan, discovered, nowSeconds).then(
+      this.reportMixedAllocation();
+      const publishError = await this.publish(plan, topology, discovered, nowSeconds).then(
         () => null,
         (e: unknown) => {
           metrics.errors.inc();
@@ -507,7 +510,7 @@ export class Agent {
     const judged = judgeReadiness(this.readiness, nodes, nowSeconds);
     if (readyKey(nodes.filter((n) => isNodeReady(n, judged.at))) !== last.ready) return false;
     this.readiness = judged.memory;
-    const error = await this.publish(last.plan, this.lastDiscovered, nowSeconds).then(
+    const error = await this.publish(last.plan, last.topology, this.lastDiscovered, nowSeconds).then(
       () => null,
       (e: unknown) => {
         metrics.errors.inc();
@@ -553,15 +556,27 @@ export class Agent {
     this.status.lastError = error;
   }
 
-  private async publish(plan: Plan | null, discovered: Map<string, Endpoint>, now: number): Promise<void> {
+  /** A cluster whose agents allocate WireGuard IPs by different rules is said once per mix of rules. */
+  private reportMixedAllocation(): void {
+    const mixed = mixedAllocation(this.deps.source.objects(), this.readyNodes);
+    if (mixed) this.once(`wireguard-ip-allocation:${mixed.key}`, () => this.deps.log.warn({}, mixed.message));
+  }
+
+  private async publish(
+    plan: Plan | null,
+    topology: Topology | null,
+    discovered: Map<string, Endpoint>,
+    now: number,
+  ): Promise<void> {
     const { source, options, facts } = this.deps;
     const self = source.objects().find((o) => o.kind === 'Node' && o.metadata?.name === options.hostname);
     if (!self) throw new Error(`node ${JSON.stringify(options.hostname)} does not exist in the cluster`);
-    const patch = annotationPatch(self.metadata?.annotations ?? {}, {
+    const current = self.metadata?.annotations ?? {};
+    const patch = annotationPatch(current, {
       publicKey: this.publicKey,
       endpoint: facts.endpointIP ? formatEndpoint({ ip: facts.endpointIP, dns: null, port: options.mesh.port }) : null,
       internalIP: facts.internalIP,
-      wireGuardIP: plan?.wireGuardIP ?? null,
+      wireGuardIP: publishedWireGuardIP(options.mesh, plan, topology, current[Annotation.wireGuardIP]),
       granularity: options.mesh.granularity,
       ...(options.meshFlags !== undefined ? { meshFlags: options.meshFlags } : {}),
       discoveredEndpoints: discovered,

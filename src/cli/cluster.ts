@@ -16,6 +16,8 @@ import type { LeaseRecord } from '../backend/leases.js';
 import { defaultElectionTiming } from '../election/types.js';
 import type { ElectedLeaders } from '../mesh/leaders.js';
 import { announcedFlags, explicitFlags, withAnnounced } from './announced-flags.js';
+import { allocationProblems } from '../mesh/allocation-report.js';
+import { mixedAllocation } from '../mesh/allocation-mix.js';
 import { logLevels } from '../agent/log-levels.js';
 
 export interface LoadedCluster {
@@ -114,6 +116,9 @@ export async function loadCluster(given: ClusterFlags, viewer?: string): Promise
   const granularity = resolveGranularity(flags.meshGranularity, cluster.nodes, viewer);
   const options = meshOptionsFrom(flags, granularity);
   for (const e of readyMesh(cluster, options, now).conflicts) warn(`conflict: ${e.message}`);
+  for (const e of allocationProblems(cluster, options, now)) warn(`conflict: ${e.message}`);
+  const mixed = mixedAllocation(objects, readyNames);
+  if (mixed) warn(mixed.message);
   if (flags.leaderElection !== 'lease') return { flags, cluster, now, options, objects };
   if (!live) {
     if (given.explicitFlags?.has('leaderElection'))

@@ -13,6 +13,8 @@ export const Annotation = {
   endpoint: `${prefix}endpoint`,
   internalIP: `${prefix}internal-ip`,
   wireGuardIP: `${prefix}wireguard-ip`,
+  /** The operator's WireGuard IP for the node's segment (squat/kilo#221's name); src/mesh/allocation.ts. */
+  forceWireGuardIP: `${prefix}force-wireguard-ip`,
   lastSeen: `${prefix}last-seen`,
   discoveredEndpoints: `${prefix}discovered-endpoints`,
   granularity: `${prefix}granularity`,
