@@ -11,6 +11,7 @@ import { parseAllDocuments } from 'yaml';
 import { healthPath, validatePath } from '../src/agent/webhook.js';
 import { kgProgram } from '../src/cli/kg.js';
 import { parseListenAddress, webhookCommand } from '../src/cli/webhook.js';
+import { multiclusterCommand } from '../src/cli/multicluster.js';
 import { isWireGuardKey, parsePeer } from '../src/model/parse.js';
 import { encapsulations, granularities } from '../src/model/types.js';
 import { Cidr, IP } from '../src/net/cidr.js';
@@ -69,6 +70,7 @@ test('the expected manifest files are there', () => {
     'kilo-userspace.yaml',
     'kilo-k3s-flannel.yaml',
     'webhook.yaml',
+    'kilo-multicluster.yaml',
   ]) {
     assert.ok(files.has(f), f);
   }
@@ -378,10 +380,11 @@ describe('kilo-rbac.yaml: least privilege', () => {
     ]);
   });
 
-  test('no other manifest grants anything', () => {
+  test('no other manifest grants anything (but the multi-cluster controller its own, below)', () => {
     for (const kind of ['ClusterRole', 'Role', 'ClusterRoleBinding', 'RoleBinding']) {
+      const own = [...inFile('kilo-rbac.yaml'), ...inFile('kilo-multicluster.yaml')];
       assert.deepEqual(
-        ofKind(kind).filter((d) => !inFile('kilo-rbac.yaml').includes(d)),
+        ofKind(kind).filter((d) => !own.includes(d)),
         [],
         kind,
       );
@@ -669,5 +672,77 @@ describe('webhook.yaml', () => {
       assert.equal(probe.httpGet.scheme, 'HTTPS');
       assert.equal(probe.httpGet.port, container.ports.find((p: Doc) => p.name === 'webhook').containerPort);
     }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The multi-cluster controller
+
+describe('kilo-multicluster.yaml', () => {
+  const file = 'kilo-multicluster.yaml';
+  const sa = one('ServiceAccount', file);
+  const role = one('ClusterRole', file);
+  const binding = one('ClusterRoleBinding', file);
+  const deployment = one('Deployment', file);
+  const pod = deployment.spec.template.spec;
+  const container = pod.containers[0];
+
+  test('grants exactly what kg multicluster reads and writes, no wildcard', () => {
+    const grants = new Set<string>();
+    for (const rule of role.rules) {
+      assert.deepEqual(Object.keys(rule).sort(), ['apiGroups', 'resources', 'verbs']);
+      for (const g of rule.apiGroups)
+        for (const r of rule.resources) for (const v of rule.verbs) grants.add(`${g}/${r}:${v}`);
+    }
+    const writes = (r: string) => ['create', 'delete', 'list', 'update'].map((v) => `${r}:${v}`);
+    assert.deepEqual(
+      [...grants].sort(),
+      [
+        '/nodes:list',
+        '/nodes:watch',
+        ...writes('/services'),
+        ...writes('discovery.k8s.io/endpointslices'),
+        ...writes('kilo.squat.ai/peers'),
+        'kilo.squat.ai/peers:watch',
+      ].sort(),
+    );
+  });
+
+  test('binds that role to its ServiceAccount, which the Deployment runs as', () => {
+    assert.deepEqual(binding.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: role.metadata.name,
+    });
+    assert.deepEqual(binding.subjects, [
+      { kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace },
+    ]);
+    assert.equal(pod.serviceAccountName, sa.metadata.name);
+    assert.equal(deployment.metadata.namespace, sa.metadata.namespace);
+  });
+
+  test('one replica, never two at once: one writer per link', () => {
+    assert.equal(deployment.spec.replicas, 1);
+    assert.equal(deployment.spec.strategy.type, 'Recreate');
+  });
+
+  test("runs `kg multicluster` with that command's flags, the remote kubeconfig from the mounted Secret", () => {
+    assert.equal(container.command, undefined, 'the entrypoint is kg');
+    assert.equal(container.args[0], 'multicluster');
+    const known = new Set(multiclusterCommand().options.map((o) => o.long!.slice(2)));
+    const flags = flagsOf(container.args.slice(1), file);
+    for (const f of flags.keys()) assert.ok(known.has(f), `kg multicluster has no flag --${f}`);
+    for (const f of ['service-cidr', 'remote-service-cidr']) assert.ok(Cidr.tryParse(flags.get(f)!), f);
+    assert.notEqual(flags.get('name'), flags.get('remote-name'));
+    const remote = flags.get('remote-kubeconfig')!;
+    const mount = container.volumeMounts.find((m: Doc) => remote.startsWith(`${m.mountPath}/`));
+    assert.ok(mount, `${remote} is on a mounted volume`);
+    assert.ok(pod.volumes.find((v: Doc) => v.name === mount.name)?.secret?.secretName, 'from a Secret');
+    assert.ok(
+      readFileSync(join(dir, file), 'utf8').includes(
+        `secret generic ${pod.volumes[0].secret.secretName} --from-file=kubeconfig=`,
+      ),
+      'says how to make the Secret',
+    );
   });
 });

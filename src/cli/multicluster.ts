@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import { logLevels, type LogLevel } from '../agent/log-levels.js';
 import { UsageError } from '../model/errors.js';
 import type { Cidr } from '../net/cidr.js';
-import { parseCidrFlag, parseIntFlag } from './flags.js';
+import { boolOption, parseCidrFlag, parseIntFlag } from './flags.js';
 import { stopSignal } from './webhook.js';
 
 interface MulticlusterFlags {
@@ -47,8 +47,10 @@ export function multiclusterCommand(): Command {
         .argParser(cidrList('remote-service-cidr'))
         .default(undefined, 'what its agents announce, else none'),
     )
-    .option('--unlink', 'remove everything the link made in both clusters, and exit', false)
-    .option('--unlink-on-exit', 'on SIGTERM or SIGINT, remove everything the link made before exiting', false)
+    .addOption(boolOption('unlink', 'remove everything the link made in both clusters, and exit', false))
+    .addOption(
+      boolOption('unlink-on-exit', 'on SIGTERM or SIGINT, remove everything the link made before exiting', false),
+    )
     .addOption(
       new Option('--resync-period <seconds>', 'full passes (Services, repairs) this often')
         .argParser(parseIntFlag('resync-period', 1, 3600))
