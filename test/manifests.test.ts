@@ -319,22 +319,35 @@ describe('crds.yaml: the Peer CRD', () => {
 // ---------------------------------------------------------------------------------------------
 // RBAC
 
+/** A role's grants as `group/resource:verb`; a rule with resourceNames or nonResourceURLs fails. */
+function grantsOf(role: Doc): Set<string> {
+  const grants = new Set<string>();
+  for (const rule of role.rules) {
+    assert.deepEqual(
+      Object.keys(rule).sort(),
+      ['apiGroups', 'resources', 'verbs'],
+      'no resourceNames or nonResourceURLs',
+    );
+    for (const g of rule.apiGroups)
+      for (const r of rule.resources) for (const v of rule.verbs) grants.add(`${g}/${r}:${v}`);
+  }
+  return grants;
+}
+
+function assertBinds(binding: Doc, role: Doc, sa: Doc, kind = 'ClusterRole'): void {
+  assert.deepEqual(binding.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind, name: role.metadata.name });
+  assert.deepEqual(binding.subjects, [
+    { kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace },
+  ]);
+}
+
 describe('kilo-rbac.yaml: least privilege', () => {
   const sa = one('ServiceAccount', 'kilo-rbac.yaml');
   const role = one('ClusterRole', 'kilo-rbac.yaml');
   const binding = one('ClusterRoleBinding', 'kilo-rbac.yaml');
 
   test('grants exactly nodes get/list/watch/patch and peers get/list/watch', () => {
-    const grants = new Set<string>();
-    for (const rule of role.rules) {
-      assert.deepEqual(
-        Object.keys(rule).sort(),
-        ['apiGroups', 'resources', 'verbs'],
-        'no resourceNames or nonResourceURLs',
-      );
-      for (const g of rule.apiGroups)
-        for (const r of rule.resources) for (const v of rule.verbs) grants.add(`${g}/${r}:${v}`);
-    }
+    const grants = grantsOf(role);
     assert.deepEqual([...grants].sort(), [
       '/nodes:get',
       '/nodes:list',
@@ -347,16 +360,7 @@ describe('kilo-rbac.yaml: least privilege', () => {
     assert.ok(![...grants].some((g) => g.includes('*')), 'no wildcard');
   });
 
-  test('binds that role to the ServiceAccount', () => {
-    assert.deepEqual(binding.roleRef, {
-      apiGroup: 'rbac.authorization.k8s.io',
-      kind: 'ClusterRole',
-      name: role.metadata.name,
-    });
-    assert.deepEqual(binding.subjects, [
-      { kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace },
-    ]);
-  });
+  test('binds that role to the ServiceAccount', () => assertBinds(binding, role, sa));
 
   test("grants Leases in the agent's own namespace only, for the Lease election", () => {
     const leases = one('Role', 'kilo-rbac.yaml');
@@ -370,14 +374,7 @@ describe('kilo-rbac.yaml: least privilege', () => {
       },
     ]);
     assert.equal(bound.metadata.namespace, sa.metadata.namespace);
-    assert.deepEqual(bound.roleRef, {
-      apiGroup: 'rbac.authorization.k8s.io',
-      kind: 'Role',
-      name: leases.metadata.name,
-    });
-    assert.deepEqual(bound.subjects, [
-      { kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace },
-    ]);
+    assertBinds(bound, leases, sa, 'Role');
   });
 
   test('no other manifest grants anything (but the multi-cluster controller its own, below)', () => {
@@ -688,12 +685,7 @@ describe('kilo-multicluster.yaml', () => {
   const container = pod.containers[0];
 
   test('grants exactly what kg multicluster reads and writes, no wildcard', () => {
-    const grants = new Set<string>();
-    for (const rule of role.rules) {
-      assert.deepEqual(Object.keys(rule).sort(), ['apiGroups', 'resources', 'verbs']);
-      for (const g of rule.apiGroups)
-        for (const r of rule.resources) for (const v of rule.verbs) grants.add(`${g}/${r}:${v}`);
-    }
+    const grants = grantsOf(role);
     const writes = (r: string) => ['create', 'delete', 'list', 'update'].map((v) => `${r}:${v}`);
     assert.deepEqual(
       [...grants].sort(),
@@ -709,14 +701,7 @@ describe('kilo-multicluster.yaml', () => {
   });
 
   test('binds that role to its ServiceAccount, which the Deployment runs as', () => {
-    assert.deepEqual(binding.roleRef, {
-      apiGroup: 'rbac.authorization.k8s.io',
-      kind: 'ClusterRole',
-      name: role.metadata.name,
-    });
-    assert.deepEqual(binding.subjects, [
-      { kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace },
-    ]);
+    assertBinds(binding, role, sa);
     assert.equal(pod.serviceAccountName, sa.metadata.name);
     assert.equal(deployment.metadata.namespace, sa.metadata.namespace);
   });
