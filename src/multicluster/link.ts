@@ -43,7 +43,7 @@ export class Link {
   private resync: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private pending: 'none' | 'peers' | 'full' = 'none';
-  private reported = new Set<string>();
+  private readonly reported = new Map<'overlap' | 'peers' | 'services', Set<string>>();
   private stopped = false;
 
   constructor(
@@ -96,11 +96,11 @@ export class Link {
     }
   }
 
-  /** Errors and conflicts are logged once while they last, not at every pass. */
-  private report(messages: readonly string[]): void {
-    const now = new Set(messages);
-    for (const m of now) if (!this.reported.has(m)) this.o.logger.error({}, m);
-    this.reported = now;
+  /** Errors and conflicts are logged once while they last, not at every pass (each topic by the passes that look at it). */
+  private report(topic: 'overlap' | 'peers' | 'services', messages: readonly string[]): void {
+    const before = this.reported.get(topic);
+    for (const m of messages) if (!before?.has(m)) this.o.logger.error({}, m);
+    this.reported.set(topic, new Set(messages));
   }
 
   private async pass(kind: 'peers' | 'full', first: boolean): Promise<void> {
@@ -110,28 +110,30 @@ export class Link {
     const overlap = overlapError(va, vb);
     if (overlap) {
       if (first) throw new Error(overlap);
-      return this.report([overlap]);
+      return this.report('overlap', [overlap]);
     }
+    this.report('overlap', []);
     const intoB = mirroredPeers(va);
     const intoA = mirroredPeers(vb);
     const text = JSON.stringify([intoA, intoB]);
     if (kind === 'peers' && text === this.lastPeers) return;
-    const problems: string[] = [];
+    const conflicts: string[] = [];
     for (const [to, wanted, from] of [
       [this.a, intoA, vb.name],
       [this.b, intoB, va.name],
     ] as const) {
       const existing = to.source.objects().filter((o) => o.kind === 'Peer');
       const plan = planChanges(wanted, existing, from);
-      problems.push(...plan.conflicts);
+      conflicts.push(...plan.conflicts);
       await this.carryOut(to.api, plan.changes);
     }
     this.lastPeers = text;
-    if (kind === 'full') {
-      problems.push(...(await this.services(this.a, this.b, va.name)));
-      problems.push(...(await this.services(this.b, this.a, vb.name)));
-    }
-    this.report(problems);
+    this.report('peers', conflicts);
+    if (kind === 'full')
+      this.report('services', [
+        ...(await this.services(this.a, this.b, va.name)),
+        ...(await this.services(this.b, this.a, vb.name)),
+      ]);
   }
 
   /** The exported Services of `from` mirrored into `to`; the problems found. */

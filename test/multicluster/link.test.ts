@@ -136,6 +136,21 @@ test('kg multicluster keeps two clusters linked', { timeout: 120_000 }, async (t
     await waitUntil('Peer a2 repaired', () => peerSpec(b, 'a2')?.allowedIPs[0] === '10.42.2.0/24', 10_000);
   });
 
+  await t.test('a Peer of that name made by someone else: left alone, said once, taken over once gone', async () => {
+    a.addPeer(peer('b4', { allowedIPs: ['10.5.0.4/32'] }));
+    b.addNode(nodeOf('b4', 4, 52, 'cross'));
+    const said = () =>
+      lines.filter((l) => l.startsWith('Peer b4 exists and is not mirrored from cluster "two"')).length;
+    await waitUntil('the conflict reported', () => said() === 1, 10_000);
+    await new Promise((r) => setTimeout(r, 1500)); // three resyncs
+    assert.equal(said(), 1, 'reported once while it lasts');
+    assert.deepEqual(peerSpec(a, 'b4')?.allowedIPs, ['10.5.0.4/32'], 'untouched');
+    a.deletePeer('b4');
+    await waitUntil('the controller’s own b4', () => a.peer('b4')?.metadata?.labels?.[sourceLabel] === 'two', 10_000);
+    b.deleteNode('b4');
+    await waitUntil('b4 gone', () => a.peer('b4') === undefined, 10_000);
+  });
+
   await t.test('an exported Service becomes a selector-less Service and an EndpointSlice', async () => {
     const services = a.types.find((x) => x.name === 'services')!;
     const slices = b.types.find((x) => x.name === 'endpointslices')!;
@@ -152,6 +167,32 @@ test('kg multicluster keeps two clusters linked', { timeout: 120_000 }, async (t
     assert.match(String(svc.spec['clusterIP']), /^10\.53\./, "a clusterIP of cluster two's own range");
     const slice = b.get(slices, 'default', 'gpu-one') as KubeObject & { endpoints: unknown };
     assert.deepEqual(slice.endpoints, [{ addresses: ['10.43.0.7'], conditions: { ready: true } }]);
+    // A Service of that name in cluster two that is not the link's: left alone, no slice, said once.
+    b.createObject(bServices, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'db', namespace: 'default' },
+      spec: { clusterIP: '10.53.0.99', ports: [{ port: 5432, protocol: 'TCP' }] },
+    } as KubeObject);
+    a.createObject(services, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'db', namespace: 'default', labels: { [exportLabel]: 'true' } },
+      spec: { clusterIP: '10.43.0.8', ports: [{ port: 5432, protocol: 'TCP' }] },
+    } as KubeObject);
+    const said = () => lines.filter((l) => l.startsWith('Service default/db exists and is not mirrored')).length;
+    await waitUntil('the conflict reported', () => said() === 1, 10_000);
+    // Three resyncs, with passes of the Peers alone between them (an endpoint changing).
+    for (const ip of ['198.51.100.10', '198.51.100.11', '198.51.100.12']) {
+      b.patchNode('b2', { metadata: { annotations: { 'kilo.squat.ai/endpoint': `${ip}:51820` } } });
+      await waitUntil(`Peer b2 at ${ip}`, () => peerSpec(a, 'b2')?.endpoint.dnsOrIP.ip === ip);
+      await new Promise((r) => setTimeout(r, 600));
+    }
+    assert.equal(said(), 1, 'reported once while it lasts');
+    assert.equal(b.get(slices, 'default', 'db-one'), undefined, 'no endpoints added to their Service');
+    assert.equal(b.get(bServices, 'default', 'db')?.metadata?.labels?.[sourceLabel], undefined);
+    a.deleteObject(services, 'default', 'db');
+
     // Not exported any more: both go.
     a.replaceObject(services, {
       ...a.get(services, 'default', 'gpu')!,
