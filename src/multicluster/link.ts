@@ -58,9 +58,17 @@ export class Link {
    */
   async start(): Promise<void> {
     await Promise.all([this.a.source.start(), this.b.source.start()]);
-    await this.pass('full', true);
+    // Listening before the first pass: a change during it makes the next one, not a wait for the resync.
     for (const side of [this.a, this.b]) side.source.onChange(() => this.schedule('peers'));
+    const first = this.pass('full', true);
+    this.running = first.catch(() => {});
+    try {
+      await first;
+    } finally {
+      this.running = undefined;
+    }
     this.resync = setInterval(() => this.schedule('full'), this.o.resyncMs);
+    if (this.pending !== 'none') void this.drain();
   }
 
   async stop(): Promise<void> {
