@@ -15,7 +15,6 @@ import { formatEndpoint, parseCluster, parseEndpoint, type ParsedCluster, type P
 import { Annotation, lastSeenIntervalSeconds } from '../model/annotations.js';
 import { judgeReadiness, rememberCheckIn, type ReadinessMemory } from '../model/ready.js';
 import type { Endpoint, KiloNode } from '../model/types.js';
-import { publicKeyOf } from '../wireguard/keys.js';
 import type { Cidr, IP } from '../net/cidr.js';
 import { syncCNIConfig } from './cni.js';
 import { interfaceHolding } from './discovery.js';
@@ -28,6 +27,7 @@ import { annotationElection, type LeaderElection } from '../election/leader-elec
 import { LeadershipLog } from './leadership.js';
 import { HostEncapsulation } from './encapsulation.js';
 import { encapsulationOf, type EncapsulationDevice, type Encapsulator } from '../encapsulation/index.js';
+import { KeyRotation, type KeyRotationOptions } from './key-rotation.js';
 
 export interface AgentOptions {
   hostname: string;
@@ -88,6 +88,8 @@ export interface AgentDeps {
   election?: LeaderElection;
   /** Counts a change of a location's leader (metrics). */
   leaderTransition?: (location: string) => void;
+  /** Rotates the key on a period and on request (docs/key-rotation.md); absent: the key is kept for life. */
+  keyRotation?: KeyRotationOptions;
 }
 
 export interface AgentStatus {
@@ -117,7 +119,9 @@ export class Agent {
     topology: null,
     lastResult: null,
   };
-  private readonly publicKey: string;
+  /** The node's key: the one the device holds and the one published, which a rotation changes. */
+  private readonly keys: KeyRotation;
+  private rotationTimer: NodeJS.Timeout | null = null;
   private readonly clock: () => number;
   private timers: NodeJS.Timeout[] = [];
   private pending: NodeJS.Timeout | null = null;
@@ -161,8 +165,8 @@ export class Agent {
   private lastPlan: { changes: number; ready: string; topology: Topology; plan: Plan } | null = null;
 
   constructor(private readonly deps: AgentDeps) {
-    this.publicKey = publicKeyOf(deps.privateKey);
     this.clock = deps.clock ?? Date.now;
+    this.keys = new KeyRotation(deps.privateKey, deps.keyRotation ?? null, deps.log, deps.metrics.registry, this.clock);
     this.election = deps.election ?? annotationElection;
     this.leadership = new LeadershipLog(deps.log, deps.leaderTransition ?? (() => {}));
     const chosen = encapsulationOf(deps.options.mesh);
@@ -183,13 +187,29 @@ export class Agent {
     );
     this.timers.push(setInterval(() => this.schedule(undefined, true), lastSeenIntervalSeconds * 1000));
     this.timers.push(setInterval(() => this.resync(), options.resyncPeriodMs));
+    this.armRotation();
     this.schedule(0);
+  }
+
+  /** A pass when the key rotation period runs out (the timer is re-armed by each rotation). */
+  private armRotation(): void {
+    if (this.rotationTimer) clearTimeout(this.rotationTimer);
+    const due = this.keys.dueAt;
+    if (due === null || this.stopped) return;
+    // setTimeout takes at most 2^31-1 ms; a longer period re-arms on the way.
+    const wait = Math.min(Math.max(0, due - this.clock()), 2 ** 31 - 1);
+    this.rotationTimer = setTimeout(() => {
+      this.rotationTimer = null;
+      if (this.keys.dueAt !== null && this.clock() >= this.keys.dueAt) this.schedule(0);
+      else this.armRotation();
+    }, wait);
   }
 
   /** Stops the loop; with clean-up, removes what Kilo added. Waits for a running reconcile. */
   async stop(): Promise<void> {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
+    if (this.rotationTimer) clearTimeout(this.rotationTimer);
     if (this.pending) clearTimeout(this.pending);
     // First, so the next leader takes over while this one cleans up.
     await this.election.stop();
@@ -357,7 +377,8 @@ export class Agent {
         metrics.dropped.inc({ kind: e.object.split(' ')[0] ?? 'object' });
       }
       lap('parseMs');
-      if (checkInOnly && (await this.checkInOnly(cluster.nodes, took))) return;
+      this.keys.step(this.ownAnnotations());
+      if (checkInOnly && !this.keys.busy && (await this.checkInOnly(cluster.nodes, took))) return;
       const cniError = await this.syncCNI(cluster.nodes.find((n) => n.name === options.hostname)?.podCIDRs[0] ?? null);
       const nowSeconds = Math.floor(this.clock() / 1000);
       // Without a monitor nothing tells foreign changes apart, so every pass reads.
@@ -426,7 +447,7 @@ export class Agent {
         {
           plan: keepRoamingEndpoints(plan, roaming?.state ?? null, this.roamingKeys(), roaming?.at ?? nowSeconds),
           devices: await this.devices(),
-          privateKey: this.deps.privateKey,
+          privateKey: this.keys.deviceKey,
           mtu: options.mtu,
         },
         { memory: this.memory },
@@ -440,10 +461,12 @@ export class Agent {
         metrics.errors.inc(result.errors.length);
         this.fullReadDue = true;
       }
+      const keyError = result.errors.length === 0 ? await this.publishSwitchedKey(plan, discovered, nowSeconds) : null;
       // The pass's one read, as the write left it: the removed peers' series go with them.
       if (device) metrics.observeDevice(peersPlanned(device, plan));
       const failures = [
         ...(publishError ? [publishError] : []),
+        ...(keyError ? [keyError] : []),
         ...(cniError ? [cniError] : []),
         ...result.errors.map((e) => e.message),
       ];
@@ -547,12 +570,41 @@ export class Agent {
     this.status.lastError = error;
   }
 
+  /** The local Node's annotations as the source holds them ({} while it is absent). */
+  private ownAnnotations(): Readonly<Record<string, string>> {
+    const name = this.deps.options.hostname;
+    return (
+      this.deps.source.objects().find((o) => o.kind === 'Node' && o.metadata?.name === name)?.metadata?.annotations ??
+      {}
+    );
+  }
+
+  /**
+   * A pass that applied a switched key publishes it at once, after the write: peers must not learn
+   * it before the device holds it (docs/key-rotation.md#the-order). Returns the failure, if any: the
+   * next passes publish it then.
+   */
+  private async publishSwitchedKey(plan: Plan, discovered: Map<string, Endpoint>, now: number): Promise<string | null> {
+    if (!this.keys.applied()) return null;
+    this.armRotation();
+    return this.publish(plan, discovered, now).then(
+      () => null,
+      (e: unknown) => {
+        this.deps.metrics.errors.inc();
+        this.deps.log.error({ err: (e as Error).message }, 'publishing the rotated key failed');
+        return (e as Error).message;
+      },
+    );
+  }
+
   private async publish(plan: Plan | null, discovered: Map<string, Endpoint>, now: number): Promise<void> {
     const { source, options, facts } = this.deps;
     const self = source.objects().find((o) => o.kind === 'Node' && o.metadata?.name === options.hostname);
     if (!self) throw new Error(`node ${JSON.stringify(options.hostname)} does not exist in the cluster`);
     const patch = annotationPatch(self.metadata?.annotations ?? {}, {
-      publicKey: this.publicKey,
+      publicKey: this.keys.publicKey,
+      nextKey: this.keys.nextPublicKey,
+      ...(this.keys.acknowledged !== undefined ? { keyRotated: this.keys.acknowledged } : {}),
       endpoint: facts.endpointIP ? formatEndpoint({ ip: facts.endpointIP, dns: null, port: options.mesh.port }) : null,
       internalIP: facts.internalIP,
       wireGuardIP: plan?.wireGuardIP ?? null,
@@ -564,6 +616,8 @@ export class Agent {
       leaderHealth: this.election.report(),
     });
     if (patch) await source.patchNodeAnnotations(options.hostname, patch);
+    // The announcement is out: the next pass may switch the device to the key.
+    if (this.keys.publishedNext()) this.schedule(0);
   }
 
   /** Endpoints WireGuard learned for roaming peers (those that keep the tunnel alive from behind NAT). */

@@ -21,6 +21,10 @@ export interface LocalFacts {
   ciliumInternalIP?: IP | null;
   /** kilo.squat.ai/leader-health (the election's report on this node's leader); null or absent: none. */
   leaderHealth?: string | null;
+  /** kilo.squat.ai/next-key: the public key of a rotation under way; null removes it; absent: untouched. */
+  nextKey?: string | null;
+  /** kilo.squat.ai/key-rotated: the rotation request last served; absent: untouched. */
+  keyRotated?: string;
 }
 
 const lastSeenSlackSeconds = 5;
@@ -58,6 +62,8 @@ export function annotationPatch(
     [Annotation.ciliumInternalIP]: facts.ciliumInternalIP?.text ?? '',
     [Annotation.cniCompatibilityIP]: facts.ciliumInternalIP?.text ?? '',
     [Annotation.leaderHealth]: facts.leaderHealth ?? null,
+    ...(facts.nextKey !== undefined ? { [Annotation.nextKey]: facts.nextKey } : {}),
+    ...(facts.keyRotated !== undefined ? { [Annotation.keyRotated]: facts.keyRotated } : {}),
   };
   // The endpoint is the operator's once set (Kilo's behaviour): detect it only for a new node.
   if (!current[Annotation.endpoint] && facts.endpoint) want[Annotation.endpoint] = facts.endpoint;
