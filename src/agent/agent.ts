@@ -22,6 +22,7 @@ import { onlyLastSeenMoved } from './heartbeat.js';
 import { annotationPatch } from './local-node.js';
 import type { AgentMetrics } from './metrics.js';
 import { keepRoamingEndpoints } from './roaming.js';
+import { carryRekeyedEndpoints, rekeyedSegments } from './rekeyed-endpoints.js';
 import { isNodeReady } from '../model/ready.js';
 import { annotationElection, type LeaderElection } from '../election/leader-election.js';
 import { LeadershipLog } from './leadership.js';
@@ -436,6 +437,7 @@ export class Agent {
       this.leadership.observe(topology);
       this.status.topology = topology;
       if (device) this.roaming = this.roamingSeen(device, nowSeconds);
+      const lastPlan = this.status.plan;
       this.status.plan = plan;
       metrics.nodes.set(topology.segments.reduce((n, s) => n + s.nodes.length, 0));
       metrics.peers.set(topology.peers.length);
@@ -445,7 +447,12 @@ export class Agent {
       const result = await reconcile(
         this.deps.dataplane,
         {
-          plan: keepRoamingEndpoints(plan, roaming?.state ?? null, this.roamingKeys(), roaming?.at ?? nowSeconds),
+          plan: keepRoamingEndpoints(
+            await this.rekeyed(plan, lastPlan, device, nowSeconds),
+            roaming?.state ?? null,
+            this.roamingKeys(),
+            roaming?.at ?? nowSeconds,
+          ),
           devices: await this.devices(),
           privateKey: this.keys.deviceKey,
           mtu: options.mtu,
@@ -618,6 +625,26 @@ export class Agent {
     if (patch) await source.patchNodeAnnotations(options.hostname, patch);
     // The announcement is out: the next pass may switch the device to the key.
     if (this.keys.publishedNext()) this.schedule(0);
+  }
+
+  /**
+   * The plan with the endpoints of peers that changed their key carried over (rekeyed-endpoints.ts),
+   * said in the log. It needs the device as it is now, before the write removes the old peers: the
+   * pass's own read, or one made for it (a key changes seldom; the last full read may predate the
+   * old key's session).
+   */
+  private async rekeyed(plan: Plan, last: Plan | null, read: WireGuardState | null, now: number): Promise<Plan> {
+    const rekeyed = rekeyedSegments(plan, last);
+    if (rekeyed.size === 0) return plan;
+    const state = read ?? (await this.deps.dataplane.device.dump().catch(() => null))?.state ?? null;
+    const out = carryRekeyedEndpoints(plan, rekeyed, state, read ? now : Math.floor(this.clock() / 1000));
+    for (const i of rekeyed.keys())
+      if (out.peers[i]!.endpoint !== plan.peers[i]!.endpoint)
+        this.deps.log.info(
+          { peer: out.peers[i]!.names, publicKey: out.peers[i]!.publicKey, endpoint: out.peers[i]!.endpoint },
+          'a peer changed its key: keeping the endpoint its old key was reached at',
+        );
+    return out;
   }
 
   /** Endpoints WireGuard learned for roaming peers (those that keep the tunnel alive from behind NAT). */
