@@ -22,7 +22,7 @@ import { onlyLastSeenMoved } from './heartbeat.js';
 import { annotationPatch } from './local-node.js';
 import type { AgentMetrics } from './metrics.js';
 import { keepRoamingEndpoints } from './roaming.js';
-import { carryRekeyedEndpoints, rekeyedSegments } from './rekeyed-endpoints.js';
+import { RekeyedEndpoints } from './rekeyed-endpoints.js';
 import { isNodeReady } from '../model/ready.js';
 import { annotationElection, type LeaderElection } from '../election/leader-election.js';
 import { LeadershipLog } from './leadership.js';
@@ -123,6 +123,8 @@ export class Agent {
   /** The node's key: the one the device holds and the one published, which a rotation changes. */
   private readonly keys: KeyRotation;
   private rotationTimer: NodeJS.Timeout | null = null;
+  /** Endpoints of peers that changed their key, carried from their old key (rekeyed-endpoints.ts). */
+  private readonly rekeyedEndpoints: RekeyedEndpoints;
   private readonly clock: () => number;
   private timers: NodeJS.Timeout[] = [];
   private pending: NodeJS.Timeout | null = null;
@@ -167,6 +169,7 @@ export class Agent {
 
   constructor(private readonly deps: AgentDeps) {
     this.clock = deps.clock ?? Date.now;
+    this.rekeyedEndpoints = new RekeyedEndpoints(deps.log);
     this.keys = new KeyRotation(deps.privateKey, deps.keyRotation ?? null, deps.log, deps.metrics.registry, this.clock);
     this.election = deps.election ?? annotationElection;
     this.leadership = new LeadershipLog(deps.log, deps.leaderTransition ?? (() => {}));
@@ -448,7 +451,12 @@ export class Agent {
         this.deps.dataplane,
         {
           plan: keepRoamingEndpoints(
-            await this.rekeyed(plan, lastPlan, device, nowSeconds),
+            await this.rekeyedEndpoints.apply(plan, lastPlan, device, nowSeconds, () =>
+              this.deps.dataplane.device.dump().then(
+                (d) => d.state,
+                () => null,
+              ),
+            ),
             roaming?.state ?? null,
             this.roamingKeys(),
             roaming?.at ?? nowSeconds,
@@ -625,26 +633,6 @@ export class Agent {
     if (patch) await source.patchNodeAnnotations(options.hostname, patch);
     // The announcement is out: the next pass may switch the device to the key.
     if (this.keys.publishedNext()) this.schedule(0);
-  }
-
-  /**
-   * The plan with the endpoints of peers that changed their key carried over (rekeyed-endpoints.ts),
-   * said in the log. It needs the device as it is now, before the write removes the old peers: the
-   * pass's own read, or one made for it (a key changes seldom; the last full read may predate the
-   * old key's session).
-   */
-  private async rekeyed(plan: Plan, last: Plan | null, read: WireGuardState | null, now: number): Promise<Plan> {
-    const rekeyed = rekeyedSegments(plan, last);
-    if (rekeyed.size === 0) return plan;
-    const state = read ?? (await this.deps.dataplane.device.dump().catch(() => null))?.state ?? null;
-    const out = carryRekeyedEndpoints(plan, rekeyed, state, read ? now : Math.floor(this.clock() / 1000));
-    for (const i of rekeyed.keys())
-      if (out.peers[i]!.endpoint !== plan.peers[i]!.endpoint)
-        this.deps.log.info(
-          { peer: out.peers[i]!.names, publicKey: out.peers[i]!.publicKey, endpoint: out.peers[i]!.endpoint },
-          'a peer changed its key: keeping the endpoint its old key was reached at',
-        );
-    return out;
   }
 
   /** Endpoints WireGuard learned for roaming peers (those that keep the tunnel alive from behind NAT). */

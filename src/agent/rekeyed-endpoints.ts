@@ -1,3 +1,4 @@
+import type { Logger } from '../backend/source.js';
 import type { WireGuardState } from '../dataplane/types.js';
 import type { Plan } from '../mesh/types.js';
 import { liveHandshakeSeconds } from './roaming.js';
@@ -46,4 +47,61 @@ export function carryRekeyedEndpoints(
     changed[i] = { ...plan.peers[i]!, endpoint: learned.endpoint };
   }
   return changed ? { ...plan, peers: changed } : plan;
+}
+
+/**
+ * The agent's side of carryRekeyedEndpoints: an endpoint carried to a new key is written again by
+ * every pass until a read of the device sees the new key's own session live (then the roaming rule
+ * keeps what WireGuard learned, and the endpoint is published as discovered under the new key).
+ * Passes that trust the last write hold an older read, in which the new key has no session: they
+ * would write the planned (private) endpoint over the working one.
+ */
+export class RekeyedEndpoints {
+  /** New key → the endpoint carried to it. */
+  private readonly carried = new Map<string, string>();
+
+  constructor(private readonly log: Logger) {}
+
+  /**
+   * `read`: the pass's own read of the device, if it made one; `readNow` reads it when a key changed
+   * and the pass made none (the last full read may predate the old key's session).
+   */
+  async apply(
+    plan: Plan,
+    last: Plan | null,
+    read: WireGuardState | null,
+    nowSeconds: number,
+    readNow: () => Promise<WireGuardState | null>,
+  ): Promise<Plan> {
+    const rekeyed = rekeyedSegments(plan, last);
+    if (rekeyed.size > 0) {
+      const out = carryRekeyedEndpoints(plan, rekeyed, read ?? (await readNow()), nowSeconds);
+      for (const i of rekeyed.keys()) {
+        const p = out.peers[i]!;
+        if (p.endpoint === plan.peers[i]!.endpoint || p.endpoint === null) continue;
+        this.carried.set(p.publicKey, p.endpoint);
+        this.log.info(
+          { peer: p.names, publicKey: p.publicKey, endpoint: p.endpoint },
+          'a peer changed its key: keeping the endpoint its old key was reached at',
+        );
+      }
+    }
+    if (this.carried.size === 0) return plan;
+    const keys = new Set(plan.peers.map((p) => p.publicKey));
+    for (const k of [...this.carried.keys()])
+      if (!keys.has(k) || (read && isLive(read, k, nowSeconds))) this.carried.delete(k);
+    if (this.carried.size === 0) return plan;
+    return {
+      ...plan,
+      peers: plan.peers.map((p) => {
+        const endpoint = this.carried.get(p.publicKey);
+        return endpoint === undefined ? p : { ...p, endpoint };
+      }),
+    };
+  }
+}
+
+function isLive(device: WireGuardState, publicKey: string, nowSeconds: number): boolean {
+  const p = device.peers.find((d) => d.publicKey === publicKey);
+  return !!p && p.latestHandshake > 0 && nowSeconds - p.latestHandshake < liveHandshakeSeconds;
 }
