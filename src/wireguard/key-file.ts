@@ -1,6 +1,6 @@
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { checkedPrivateKey, KeyFileError } from './keys.js';
+import { checkedPrivateKey, KeyFileError, writeNewKeyFile } from './keys.js';
 
 /**
  * Replaces the key file at `path` with `privateKey`: written to a temporary file of mode 0600 in the
@@ -16,13 +16,7 @@ export function replaceKeyFile(path: string, privateKey: string): void {
   // 'wx' below refuses an existing name, so a leftover of a crash is never written through.
   const tmp = join(dir, `.${basename(path)}-${process.pid}-${process.hrtime.bigint()}`);
   try {
-    const fd = openSync(tmp, 'wx', 0o600);
-    try {
-      writeSync(fd, `${privateKey}\n`);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
+    writeNewKeyFile(tmp, privateKey);
     renameSync(tmp, path);
   } catch (e) {
     rmSync(tmp, { force: true });

@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import { carryRekeyedEndpoints, RekeyedEndpoints, rekeyedSegments } from '../../src/agent/rekeyed-endpoints.js';
 import type { WireGuardPeerState, WireGuardState } from '../../src/dataplane/types.js';
 import type { Plan, PlanPeer } from '../../src/mesh/types.js';
+import { peerState as seen } from '../helpers/wireguard-state.js';
 
 const now = 1_000_000;
 const segment = (name: string, publicKey: string, endpoint: string | null): PlanPeer => ({
@@ -16,16 +17,6 @@ const segment = (name: string, publicKey: string, endpoint: string | null): Plan
   presharedKey: null,
 });
 const planOf = (...peers: PlanPeer[]) => ({ peers }) as unknown as Plan;
-const seen = (publicKey: string, endpoint: string | null, latestHandshake: number): WireGuardPeerState => ({
-  publicKey,
-  endpoint,
-  allowedIPs: [],
-  persistentKeepalive: 0,
-  hasPresharedKey: false,
-  latestHandshake,
-  rxBytes: 0,
-  txBytes: 0,
-});
 const device = (...peers: WireGuardPeerState[]): WireGuardState => ({
   publicKey: 'me',
   listenPort: 51820,
