@@ -15,7 +15,6 @@ import { formatEndpoint, parseCluster, parseEndpoint, type ParsedCluster, type P
 import { Annotation, lastSeenIntervalSeconds } from '../model/annotations.js';
 import { judgeReadiness, rememberCheckIn, type ReadinessMemory } from '../model/ready.js';
 import type { Endpoint, KiloNode } from '../model/types.js';
-import { publicKeyOf } from '../wireguard/keys.js';
 import type { Cidr, IP } from '../net/cidr.js';
 import { syncCNIConfig } from './cni.js';
 import { interfaceHolding } from './discovery.js';
@@ -25,12 +24,14 @@ import { publishedWireGuardIP } from './published-wireguard-ip.js';
 import { mixedAllocation } from '../mesh/allocation-mix.js';
 import type { AgentMetrics } from './metrics.js';
 import { keepRoamingEndpoints } from './roaming.js';
+import { RekeyedEndpoints } from './rekeyed-endpoints.js';
 import { isNodeReady } from '../model/ready.js';
 import { annotationElection, type LeaderElection } from '../election/leader-election.js';
 import { LeadershipLog } from './leadership.js';
 import { HostEncapsulation } from './encapsulation.js';
 import { encapsulationOf, type EncapsulationDevice, type Encapsulator } from '../encapsulation/index.js';
 import type { PathHealth } from './path-health.js';
+import { KeyRotation, type KeyRotationOptions } from './key-rotation.js';
 
 export interface AgentOptions {
   hostname: string;
@@ -93,6 +94,8 @@ export interface AgentDeps {
   leaderTransition?: (location: string) => void;
   /** Per-pair health (path-health.ts): told each plan, published on the Node. */
   paths?: PathHealth;
+  /** Rotates the key on a period and on request (docs/key-rotation.md); absent: the key is kept for life. */
+  keyRotation?: KeyRotationOptions;
 }
 
 export interface AgentStatus {
@@ -122,7 +125,11 @@ export class Agent {
     topology: null,
     lastResult: null,
   };
-  private readonly publicKey: string;
+  /** The node's key: the one the device holds and the one published, which a rotation changes. */
+  private readonly keys: KeyRotation;
+  private rotationTimer: NodeJS.Timeout | null = null;
+  /** Endpoints of peers that changed their key, carried from their old key (rekeyed-endpoints.ts). */
+  private readonly rekeyedEndpoints: RekeyedEndpoints;
   private readonly clock: () => number;
   private timers: NodeJS.Timeout[] = [];
   private pending: NodeJS.Timeout | null = null;
@@ -166,8 +173,9 @@ export class Agent {
   private lastPlan: { changes: number; ready: string; topology: Topology; plan: Plan } | null = null;
 
   constructor(private readonly deps: AgentDeps) {
-    this.publicKey = publicKeyOf(deps.privateKey);
     this.clock = deps.clock ?? Date.now;
+    this.rekeyedEndpoints = new RekeyedEndpoints(deps.log);
+    this.keys = new KeyRotation(deps.privateKey, deps.keyRotation ?? null, deps.log, deps.metrics.registry, this.clock);
     this.election = deps.election ?? annotationElection;
     this.leadership = new LeadershipLog(deps.log, deps.leaderTransition ?? (() => {}));
     const chosen = encapsulationOf(deps.options.mesh);
@@ -189,7 +197,22 @@ export class Agent {
     this.timers.push(setInterval(() => this.schedule(undefined, true), lastSeenIntervalSeconds * 1000));
     this.timers.push(setInterval(() => this.resync(), options.resyncPeriodMs));
     this.deps.paths?.start();
+    this.armRotation();
     this.schedule(0);
+  }
+
+  /** A pass when the key rotation period runs out (the timer is re-armed by each rotation). */
+  private armRotation(): void {
+    if (this.rotationTimer) clearTimeout(this.rotationTimer);
+    const due = this.keys.dueAt;
+    if (due === null || this.stopped) return;
+    // setTimeout takes at most 2^31-1 ms; a longer period re-arms on the way.
+    const wait = Math.min(Math.max(0, due - this.clock()), 2 ** 31 - 1);
+    this.rotationTimer = setTimeout(() => {
+      this.rotationTimer = null;
+      if (this.keys.dueAt !== null && this.clock() >= this.keys.dueAt) this.schedule(0);
+      else this.armRotation();
+    }, wait);
   }
 
   /** Stops the loop; with clean-up, removes what Kilo added. Waits for a running reconcile. */
@@ -197,6 +220,7 @@ export class Agent {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
     this.deps.paths?.stop();
+    if (this.rotationTimer) clearTimeout(this.rotationTimer);
     if (this.pending) clearTimeout(this.pending);
     // First, so the next leader takes over while this one cleans up.
     await this.election.stop();
@@ -364,7 +388,8 @@ export class Agent {
         metrics.dropped.inc({ kind: e.object.split(' ')[0] ?? 'object' });
       }
       lap('parseMs');
-      if (checkInOnly && (await this.checkInOnly(cluster.nodes, took))) return;
+      this.keys.step(this.ownAnnotations());
+      if (checkInOnly && !this.keys.busy && (await this.checkInOnly(cluster.nodes, took))) return;
       const cniError = await this.syncCNI(cluster.nodes.find((n) => n.name === options.hostname)?.podCIDRs[0] ?? null);
       const nowSeconds = Math.floor(this.clock() / 1000);
       // Without a monitor nothing tells foreign changes apart, so every pass reads.
@@ -424,6 +449,7 @@ export class Agent {
       this.status.topology = topology;
       this.deps.paths?.planned(topology, device);
       if (device) this.roaming = this.roamingSeen(device, nowSeconds);
+      const lastPlan = this.status.plan;
       this.status.plan = plan;
       metrics.nodes.set(topology.segments.reduce((n, s) => n + s.nodes.length, 0));
       metrics.peers.set(topology.peers.length);
@@ -433,9 +459,19 @@ export class Agent {
       const result = await reconcile(
         this.deps.dataplane,
         {
-          plan: keepRoamingEndpoints(plan, roaming?.state ?? null, this.roamingKeys(), roaming?.at ?? nowSeconds),
+          plan: keepRoamingEndpoints(
+            await this.rekeyedEndpoints.apply(plan, lastPlan, device, nowSeconds, () =>
+              this.deps.dataplane.device.dump().then(
+                (d) => d.state,
+                () => null,
+              ),
+            ),
+            roaming?.state ?? null,
+            this.roamingKeys(),
+            roaming?.at ?? nowSeconds,
+          ),
           devices: await this.devices(),
-          privateKey: this.deps.privateKey,
+          privateKey: this.keys.deviceKey,
           mtu: options.mtu,
         },
         { memory: this.memory },
@@ -449,10 +485,13 @@ export class Agent {
         metrics.errors.inc(result.errors.length);
         this.fullReadDue = true;
       }
+      const keyError =
+        result.errors.length === 0 ? await this.publishSwitchedKey(plan, topology, discovered, nowSeconds) : null;
       // The pass's one read, as the write left it: the removed peers' series go with them.
       if (device) metrics.observeDevice(peersPlanned(device, plan), this.clock() / 1000);
       const failures = [
         ...(publishError ? [publishError] : []),
+        ...(keyError ? [keyError] : []),
         ...(cniError ? [cniError] : []),
         ...result.errors.map((e) => e.message),
       ];
@@ -562,6 +601,38 @@ export class Agent {
     if (mixed) this.once(`wireguard-ip-allocation:${mixed.key}`, () => this.deps.log.warn({}, mixed.message));
   }
 
+  /** The local Node's annotations as the source holds them ({} while it is absent). */
+  private ownAnnotations(): Readonly<Record<string, string>> {
+    const name = this.deps.options.hostname;
+    return (
+      this.deps.source.objects().find((o) => o.kind === 'Node' && o.metadata?.name === name)?.metadata?.annotations ??
+      {}
+    );
+  }
+
+  /**
+   * A pass that applied a switched key publishes it at once, after the write: peers must not learn
+   * it before the device holds it (docs/key-rotation.md#the-order). Returns the failure, if any: the
+   * next passes publish it then.
+   */
+  private async publishSwitchedKey(
+    plan: Plan,
+    topology: Topology | null,
+    discovered: Map<string, Endpoint>,
+    now: number,
+  ): Promise<string | null> {
+    if (!this.keys.applied()) return null;
+    this.armRotation();
+    return this.publish(plan, topology, discovered, now).then(
+      () => null,
+      (e: unknown) => {
+        this.deps.metrics.errors.inc();
+        this.deps.log.error({ err: (e as Error).message }, 'publishing the rotated key failed');
+        return (e as Error).message;
+      },
+    );
+  }
+
   private async publish(
     plan: Plan | null,
     topology: Topology | null,
@@ -573,7 +644,9 @@ export class Agent {
     if (!self) throw new Error(`node ${JSON.stringify(options.hostname)} does not exist in the cluster`);
     const current = self.metadata?.annotations ?? {};
     const patch = annotationPatch(current, {
-      publicKey: this.publicKey,
+      publicKey: this.keys.publicKey,
+      nextKey: this.keys.nextPublicKey,
+      ...(this.keys.acknowledged !== undefined ? { keyRotated: this.keys.acknowledged } : {}),
       endpoint: facts.endpointIP ? formatEndpoint({ ip: facts.endpointIP, dns: null, port: options.mesh.port }) : null,
       internalIP: facts.internalIP,
       wireGuardIP: publishedWireGuardIP(options.mesh, plan, topology, current[Annotation.wireGuardIP]),
@@ -588,6 +661,8 @@ export class Agent {
         : {}),
     });
     if (patch) await source.patchNodeAnnotations(options.hostname, patch);
+    // The announcement is out: the next pass may switch the device to the key.
+    if (this.keys.publishedNext()) this.schedule(0);
   }
 
   /** Endpoints WireGuard learned for roaming peers (those that keep the tunnel alive from behind NAT). */

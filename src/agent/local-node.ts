@@ -26,6 +26,10 @@ export interface LocalFacts {
    * last-seen's refresh, so that moving counts cost no patch of their own. Absent: left alone.
    */
   pathHealth?: { value: string; urgent: boolean };
+  /** kilo.squat.ai/next-key: the public key of a rotation under way; null removes it; absent: untouched. */
+  nextKey?: string | null;
+  /** kilo.squat.ai/key-rotated: the rotation request last served; absent: untouched. */
+  keyRotated?: string;
 }
 
 const lastSeenSlackSeconds = 5;
@@ -63,6 +67,8 @@ export function annotationPatch(
     [Annotation.ciliumInternalIP]: facts.ciliumInternalIP?.text ?? '',
     [Annotation.cniCompatibilityIP]: facts.ciliumInternalIP?.text ?? '',
     [Annotation.leaderHealth]: facts.leaderHealth ?? null,
+    ...(facts.nextKey !== undefined ? { [Annotation.nextKey]: facts.nextKey } : {}),
+    ...(facts.keyRotated !== undefined ? { [Annotation.keyRotated]: facts.keyRotated } : {}),
   };
   // The endpoint is the operator's once set (Kilo's behaviour): detect it only for a new node.
   if (!current[Annotation.endpoint] && facts.endpoint) want[Annotation.endpoint] = facts.endpoint;

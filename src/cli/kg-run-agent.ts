@@ -4,6 +4,7 @@ import { startRoutingMonitor } from '../dataplane/monitor.js';
 import { kiloRouteProtocol, kiloRulePriority } from '../dataplane/routes/constants.js';
 import { UsageError } from '../model/errors.js';
 import { loadOrCreateKey } from '../wireguard/keys.js';
+import { keyWrittenAt, replaceKeyFile } from '../wireguard/key-file.js';
 import { Agent } from '../agent/agent.js';
 import { createAgentServer, parseListen } from '../agent/http.js';
 import { linuxDataplane } from '../agent/linux-dataplane.js';
@@ -11,7 +12,8 @@ import { encapsulationOf } from '../encapsulation/index.js';
 import { createLogger } from '../agent/log.js';
 import { AgentMetrics } from '../agent/metrics.js';
 import { discoverHost, resolveMTU } from '../agent/startup.js';
-import { electionTiming, parseMTU, requireHostname, type AgentFlagValues } from './agent-flags.js';
+import { electionTiming, parseMTU, requireHostname } from './agent-flags.js';
+import type { RunFlagValues } from './kg-run.js';
 import { LeaseElection } from '../election/leader-election.js';
 import { ElectionMetrics } from '../election/metrics.js';
 import { meshOptionsFrom } from './flags.js';
@@ -22,7 +24,7 @@ import { Prober } from '../agent/health-prober.js';
 import { chooseFirewall, FirewallUnavailableError, type FirewallChoice } from '../dataplane/nftables/choice.js';
 
 /** The body of `kg run`: start the agent and run it until SIGTERM or SIGINT. */
-export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Promise<void> {
+export async function runAgent(flags: RunFlagValues): Promise<void> {
   const hostname = requireHostname(flags);
   const listen = parseListen(flags.listen);
   if (!listen) throw new UsageError(`--listen: not host:port: ${JSON.stringify(flags.listen)}`);
@@ -122,6 +124,11 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
     ...(election ? { election } : {}),
     paths,
     leaderTransition: (location) => electionMetrics.transitions.inc({ location }),
+    keyRotation: {
+      periodMs: flags.keyRotationPeriod,
+      keyCreatedAtMs: keyWrittenAt(flags.keyFile),
+      persist: (key) => replaceKeyFile(flags.keyFile, key),
+    },
     watchRouting: (onEvent) =>
       startRoutingMonitor(
         exec,

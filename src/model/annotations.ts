@@ -34,6 +34,12 @@ export const Annotation = {
   leaderHealth: `${prefix}leader-health`,
   /** kilo-ts: the node's per-pair health, summarised and bounded (src/agent/health-summary.ts); kgctl status reads it. */
   pathHealth: `${prefix}path-health`,
+  /** kilo-ts: the public key the node switches to next, published while a rotation is under way (docs/key-rotation.md). */
+  nextKey: `${prefix}next-key`,
+  /** kilo-ts, set by the administrator: a value not yet acknowledged in key-rotated asks the node to rotate its key. */
+  rotateKey: `${prefix}rotate-key`,
+  /** kilo-ts: the value of rotate-key that the node's last rotation served. */
+  keyRotated: `${prefix}key-rotated`,
 } as const;
 
 export const defaultTopologyLabel = 'topology.kubernetes.io/region';

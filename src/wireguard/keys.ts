@@ -117,13 +117,7 @@ export function loadOrCreateKey(path: string = defaultKeyPath): string {
   // Write beside the target and link it into place: readers never see a partial file, and
   // when two processes race, the first link wins and the other reads that key.
   const tmp = join(dir, `.key-${process.pid}-${Date.now()}`);
-  const fd = openSync(tmp, 'wx', 0o600);
-  try {
-    writeSync(fd, `${key}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  writeNewKeyFile(tmp, key);
   try {
     linkSync(tmp, path);
   } catch (e) {
@@ -133,4 +127,15 @@ export function loadOrCreateKey(path: string = defaultKeyPath): string {
     rmSync(tmp, { force: true });
   }
   return key;
+}
+
+/** Writes `key` to a file that must not exist yet, mode 0600, flushed to disk before it returns. */
+export function writeNewKeyFile(path: string, key: string): void {
+  const fd = openSync(path, 'wx', 0o600);
+  try {
+    writeSync(fd, `${key}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }

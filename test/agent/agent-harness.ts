@@ -95,7 +95,7 @@ export interface HarnessOptions {
   mesh?: Partial<MeshOptions>;
   agent?: Partial<AgentOptions>;
   /** Extra dependencies of the agent (e.g. the --compatibility=cilium lookups). */
-  deps?: Partial<Pick<AgentDeps, 'encapsulationDevice' | 'watchRouting' | 'paths'>>;
+  deps?: Partial<Pick<AgentDeps, 'encapsulationDevice' | 'watchRouting' | 'paths' | 'keyRotation'>>;
   /** Start the agent (default true). */
   start?: boolean;
   /** kg's --metrics-per-peer. */

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { keepRoamingEndpoints } from '../../src/agent/roaming.js';
 import type { WireGuardPeerState, WireGuardState } from '../../src/dataplane/types.js';
 import type { Plan, PlanPeer } from '../../src/mesh/types.js';
+import { peerState } from '../helpers/wireguard-state.js';
 
 const now = 1_000_000;
 const planPeer = (publicKey: string, endpoint: string): PlanPeer => ({
@@ -13,16 +14,6 @@ const planPeer = (publicKey: string, endpoint: string): PlanPeer => ({
   allowedIPs: ['10.4.0.1/32'],
   persistentKeepalive: 0,
   presharedKey: null,
-});
-const peerState = (publicKey: string, endpoint: string | null, latestHandshake: number): WireGuardPeerState => ({
-  publicKey,
-  endpoint,
-  allowedIPs: [],
-  persistentKeepalive: 0,
-  hasPresharedKey: false,
-  latestHandshake,
-  rxBytes: 0,
-  txBytes: 0,
 });
 const plan = {
   peers: [planPeer('nat', '192.168.2.11:51820'), planPeer('public', '198.18.1.11:51820')],

@@ -10,11 +10,9 @@
  * interruptions are printed, not asserted. Some 3 minutes on 2 idle cores.
  */
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
 import { describe, test } from 'node:test';
 import { pinger } from '../../packages/lab/src/failover.js';
 import type { Lab } from '../../packages/lab/src/lab.js';
@@ -27,33 +25,7 @@ import type { Granularity } from '../../src/model/types.js';
 import { parseCluster } from '../../src/model/parse.js';
 import { snapshotNow } from '../../src/model/ready.js';
 import { eventually, skipLab, upLab } from './lab-helpers.js';
-import { skipUnless } from '../helpers/requirements.js';
-
-const kiloGz = process.env['KILO_TS_KILO_AGENT_GZ'] ?? join(import.meta.dirname, '../../../shared/kilo/kg-9bba9d4.gz');
-const kiloSha256 = '5275026c4684d54cd687e498080614b59f5b3de0a510bf7dea7dde64aaf61f4e';
-
-/**
- * Kilo's agent is not the project's: it lies beside the repository (../shared/kilo). Where it is
- * absent the file skips loudly (in the skip banner too); with KILO_TS_REQUIRE_ROOT_TESTS=1 (CI, whose
- * copy of shared/ has it) its absence fails the file like any other missing requirement.
- */
-function skipNoKilo(): string | false {
-  const present = existsSync(kiloGz);
-  const reason = `needs Kilo's agent at ${kiloGz}, which is absent (set KILO_TS_KILO_AGENT_GZ): the mixed Kilo/kilo-ts cluster was NOT tested`;
-  if (!present) console.error(`\n${'!'.repeat(100)}\n${reason}\n${'!'.repeat(100)}\n`);
-  return skipUnless(present, reason);
-}
-
-/** Kilo's `kg`, unpacked into a directory of this test's (removed after it). */
-function unpackKilo(dir: string): string {
-  const bin = join(dir, 'kg');
-  const data = gunzipSync(readFileSync(kiloGz));
-  const sum = createHash('sha256').update(data).digest('hex');
-  assert.equal(sum, kiloSha256, `${kiloGz} is not the Kilo build ../shared/kilo/README.md describes`);
-  writeFileSync(bin, data);
-  chmodSync(bin, 0o755);
-  return bin;
-}
+import { skipNoKilo, unpackKilo } from './kilo-agent.js';
 
 /** What a node's kernel holds, in the plan's terms (the private key never leaves `wg show`). */
 interface Programmed {
