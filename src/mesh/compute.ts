@@ -1,7 +1,7 @@
 import type { ParsedCluster } from '../model/parse.js';
 import { isNodeReady, isPeerReady } from '../model/ready.js';
 import type { KiloNode } from '../model/types.js';
-import type { MeshOptions } from './options.js';
+import { subnetsOf, type MeshOptions } from './options.js';
 import { planNode } from './plan.js';
 import { buildTopology, TopologyError, type Topology } from './topology.js';
 import type { Plan } from './types.js';
@@ -72,23 +72,28 @@ export function topologyOf(
     const lost = conflicts.find((e) => e.object === `Node ${JSON.stringify(hostname)}`);
     throw new TopologyError(`node ${JSON.stringify(hostname)} was dropped: ${lost?.message ?? 'a conflict'}`);
   }
-  return { ...buildTopology(nodes, peers, options.granularity, hostname, options.subnet, leaders), conflicts };
+  return { ...buildTopology(nodes, peers, options.granularity, hostname, subnetsOf(options), leaders), conflicts };
 }
 
 /**
  * The ready nodes and Peers with their conflicts resolved (conflicts.ts): what every agent builds
  * its topology from. Callers that report problems (kgctl, the agent) print `conflicts` once.
  */
-export function readyMesh(cluster: ParsedCluster, options: Pick<MeshOptions, 'subnet'>, now: number): Resolved {
+export function readyMesh(
+  cluster: ParsedCluster,
+  options: Pick<MeshOptions, 'subnet' | 'subnets'>,
+  now: number,
+): Resolved {
   // kgctl reports the conflicts, then plans from the same cluster: resolve once. Keyed by the
   // cluster object, so each new one starts afresh.
-  const subnet = options.subnet.networkText;
+  const subnets = subnetsOf(options);
+  const subnet = subnets.length === 1 ? options.subnet.networkText : subnets.map((c) => c.networkText).join(',');
   const last = lastResolved.get(cluster);
   if (last?.now === now && last.subnet === subnet) return last.resolved;
   const resolved = resolveConflicts(
     cluster.nodes.filter((n) => isNodeReady(n, now)),
     cluster.peers.filter(isPeerReady),
-    options.subnet,
+    subnets,
   );
   lastResolved.set(cluster, { now, subnet, resolved });
   return resolved;

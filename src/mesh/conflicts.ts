@@ -13,6 +13,7 @@
  * share a name never get here: parseCluster drops them all.) Pure, so every agent agrees.
  */
 import type { Cidr } from '../net/cidr.js';
+import type { ByFamily } from '../net/family.js';
 import { ValidationError } from '../model/errors.js';
 import type { KiloNode, KiloPeer } from '../model/types.js';
 import { inNameOrder } from './order.js';
@@ -166,8 +167,16 @@ function dropNode(conflicts: ValidationError[], n: KiloNode, field: string, valu
 }
 
 /** Resolves the conflicts among ready nodes and Peers; `subnet` (the WireGuard IPs) is claimed first. */
-export function resolveConflicts(nodes: readonly KiloNode[], peers: readonly KiloPeer[], subnet: Cidr): Resolved {
-  return withoutConflicts(nodes, peers, subnet) ?? resolveInOrder(nodes, peers, subnet);
+export function resolveConflicts(
+  nodes: readonly KiloNode[],
+  peers: readonly KiloPeer[],
+  subnet: Cidr | ByFamily<Cidr>,
+): Resolved {
+  // Two families (a dual-stack --subnet) hold IPv6 prefixes, which withoutConflicts leaves to resolveInOrder.
+  const one = Array.isArray(subnet) ? (subnet.length === 1 ? (subnet[0] as Cidr) : null) : (subnet as Cidr);
+  return one
+    ? (withoutConflicts(nodes, peers, one) ?? resolveInOrder(nodes, peers, one))
+    : resolveInOrder(nodes, peers, subnet);
 }
 
 /** 2^(32 - prefix): the number of addresses of an IPv4 prefix. */
@@ -266,10 +275,15 @@ function claimNode(n: KiloNode, claims: PrefixClaims<Holder>, conflicts: Validat
 }
 
 /** resolveConflicts claim by claim, in the documented order: what it answers whatever the input. */
-export function resolveInOrder(nodes: readonly KiloNode[], peers: readonly KiloPeer[], subnet: Cidr): Resolved {
+export function resolveInOrder(
+  nodes: readonly KiloNode[],
+  peers: readonly KiloPeer[],
+  subnet: Cidr | ByFamily<Cidr>,
+): Resolved {
   const conflicts: ValidationError[] = [];
   const claims = new PrefixClaims<Holder>();
-  claims.claim(subnet, `the WireGuard subnet ${subnet.networkText} (--subnet)`);
+  for (const s of Array.isArray(subnet) ? (subnet as ByFamily<Cidr>) : [subnet as Cidr])
+    claims.claim(s, `the WireGuard subnet ${s.networkText} (--subnet)`);
   const keys = new Map<string, Holder>();
 
   const keptNodes: KiloNode[] = [];

@@ -134,6 +134,24 @@ export class IP {
     return v >>> 24 === 10 || v >>> 20 === 0xac1 || v >>> 16 === 0xc0a8;
   }
 
+  /**
+   * Not routed on the Internet: RFC 1918, 100.64.0.0/10 (carrier-grade NAT, RFC 6598) and fc00::/7
+   * (unique local, RFC 4193). Wider than isPrivate, which stays Kilo's leader rule so that Kilo and
+   * kilo-ts agents elect the same leaders; this one decides what an address is for (internal IP or
+   * endpoint) and whether IPv6 pod traffic is masqueraded.
+   */
+  isNonPublic(): boolean {
+    if (this.v6) return (this.v6[0]! & 0xfe) === 0xfc;
+    const v = this.v4;
+    return v >>> 24 === 10 || v >>> 20 === 0xac1 || v >>> 16 === 0xc0a8 || v >>> 22 === 0x191;
+  }
+
+  /** 169.254.0.0/16 or fe80::/10: valid on one link only, so never an internal IP or an endpoint. */
+  isLinkLocal(): boolean {
+    if (this.v6) return this.v6[0] === 0xfe && (this.v6[1]! & 0xc0) === 0x80;
+    return this.v4 >>> 16 === 0xa9fe;
+  }
+
   /** The address as a single-address CIDR (/32 or /128). */
   toHostCidr(): Cidr {
     // Memoised: plans of large clusters ask for the same /32s many times.
