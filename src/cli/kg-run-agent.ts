@@ -36,7 +36,7 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
   const privateKey = loadOrCreateKey(flags.keyFile);
   const facts = await discoverHost(host, {
     interfaceName: flags.interface,
-    subnet: mesh.subnet,
+    subnet: mesh.subnets ?? mesh.subnet,
     internalCIDRs: flags.internalCidr,
     prioritisePrivate: flags.prioritisePrivateAddresses,
   });
@@ -129,7 +129,7 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
       cniPath: flags.cni ? flags.cniPath : null,
       meshFlags: formatMeshFlags({
         ...flags,
-        subnet: mesh.subnet,
+        subnet: mesh.subnets ?? mesh.subnet,
         compatibility: flags.compatibility ?? '',
         routeHostTraffic: mesh.routeHostTraffic,
         firewall: firewall.backend,

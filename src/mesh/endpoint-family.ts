@@ -1,6 +1,9 @@
 import type { Family } from '../net/cidr.js';
 import type { Endpoint, KiloNode } from '../model/types.js';
 
+/** Who dials: a node, or a Peer (one endpoint, or none for a roaming one). */
+export type Dialler = Pick<KiloNode, 'endpoint' | 'ipv6Endpoint'>;
+
 /**
  * Which of a node's endpoints a peer dials (docs/dual-stack.md#which-endpoint). A node has at most
  * one endpoint per family: Kilo's annotation (IPv4 on a dual-stack node, so that Kilo agents reach
@@ -11,7 +14,7 @@ import type { Endpoint, KiloNode } from '../model/types.js';
  * (as Kilo agents do), a dual-stack node and an IPv6-only one IPv6. Two nodes sharing no family
  * (IPv4-only and IPv6-only) cannot meet directly: Kilo's endpoint, as before.
  */
-export function endpointFor(local: KiloNode, target: KiloNode): Endpoint | null {
+export function endpointFor(local: Dialler, target: KiloNode): Endpoint | null {
   const six = target.ipv6Endpoint;
   // One endpoint, nothing to choose: every one-family cluster.
   if (!six) return target.endpoint;
@@ -22,7 +25,7 @@ export function endpointFor(local: KiloNode, target: KiloNode): Endpoint | null 
 }
 
 /** The node announces an endpoint of `family`, or one that is no address (a DNS name, none). */
-function reaches(n: KiloNode, family: Family): boolean {
+function reaches(n: Dialler, family: Family): boolean {
   const kilo = n.endpoint;
   if (!kilo?.ip) return true;
   return kilo.ip.family === family || (family === 6 && n.ipv6Endpoint !== undefined);
