@@ -7,7 +7,18 @@ import { peerConfig } from '../../src/cli/showconf-conf.js';
 import { Cidr, IP } from '../../src/net/cidr.js';
 import type { MeshOptions } from '../../src/mesh/options.js';
 import { TopologyError } from '../../src/mesh/topology.js';
-import { kiloNode, node, peer, planFor, routeLines, topologyFor, wgKey, type NodeSpec } from '../helpers/cluster.js';
+import { readyMesh } from '../../src/mesh/compute.js';
+import {
+  kiloNode,
+  node,
+  NOW,
+  peer,
+  planFor,
+  routeLines,
+  topologyFor,
+  wgKey,
+  type NodeSpec,
+} from '../helpers/cluster.js';
 
 const subnets = [Cidr.parse('10.4.0.0/16'), Cidr.parse('fd4b::/64')];
 const dual = (granularity: MeshOptions['granularity']): Partial<MeshOptions> => ({
@@ -258,5 +269,39 @@ describe('the plan of a dual-stack mesh', () => {
     assert.equal(eu.endpoint, '[2001:db8:1::1]:51820');
     const plan = planFor(objects, 'eu-a', dual('location'));
     assert.deepEqual(plan.peers.find((p) => p.kind === 'peer')!.allowedIPs, ['10.5.0.1/32', 'fd05::1/128']);
+  });
+
+  test('IPv6 overlaps are conflicts as IPv4 ones: the later node drops, the mesh stays', () => {
+    const drops = (objects: KubeObject[], subnet6 = 'fd4b::/64') => {
+      const two = [subnets[0]!, Cidr.parse(subnet6)];
+      const { nodes, conflicts } = readyMesh(parseCluster(objects), { subnet: two[0]!, subnets: two }, NOW);
+      return { kept: nodes.map((n) => n.name), conflicts: conflicts.map((e) => e.message) };
+    };
+    assert.deepEqual(drops(cluster()), { kept: ['eu-a', 'eu-b', 'us-a', 'us-b'], conflicts: [] });
+    // us-b's IPv6 pods inside eu-a's: a /45 holding fd42:0:c::/64 (a prefix not on a hex digit's edge).
+    const nested = [
+      dualNode('eu-a', { location: 'eu', n: 1, pods6: 'fd42:0:8::/45' }),
+      ...cluster().slice(1, 3),
+      dualNode('us-b', { location: 'us', n: 2, pods6: 'fd42:0:c::/64' }),
+    ];
+    const r = drops(nested);
+    assert.deepEqual(r.kept, ['eu-a', 'eu-b', 'us-a']);
+    assert.ok(
+      r.conflicts.some((m) => m.includes('Node "us-b"') && m.includes('fd42:0:c::/64')),
+      r.conflicts.join('\n'),
+    );
+    // Beside it, just outside the /45: no conflict.
+    const beside = [
+      nested[0]!,
+      ...cluster().slice(1, 3),
+      dualNode('us-b', { location: 'us', n: 2, pods6: 'fd42:0:10::/64' }),
+    ];
+    assert.deepEqual(drops(beside).conflicts, []);
+    // An IPv6 pod CIDR inside the IPv6 --subnet.
+    const inSubnet = drops(cluster(), 'fd42:81::/56');
+    assert.ok(
+      inSubnet.conflicts.some((m) => m.includes('fd4') && m.includes('--subnet')),
+      inSubnet.conflicts.join('\n'),
+    );
   });
 });
