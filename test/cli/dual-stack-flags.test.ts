@@ -51,16 +51,11 @@ test('--service-cidr takes one per family, and stays repeatable', () => {
   );
 });
 
+/** What an agent with kg's defaults and this --subnet announces. */
 const flags = (subnet: MeshFlags['subnet']): MeshFlags => ({
+  ...parse(),
   subnet,
-  port: 51820,
-  encapsulate: 'always',
-  local: true,
-  cni: true,
-  iptablesForwardRules: false,
   routeHostTraffic: false,
-  serviceCidr: [],
-  topologyLabel: 'topology.kubernetes.io/region',
   compatibility: '',
   leaderElection: 'annotation',
   namespace: 'kube-system',
