@@ -378,6 +378,8 @@ function benchDualStack(): void {
       const ns = `kts-bd-${process.pid}-${i}`;
       const iface = `kbd${process.pid % 10000}`;
       freshNamespace(ns);
+      // node-00000's IPv6 internal IP (the IPv6 routes' source), in both runs alike.
+      spawnSync('ip', ['-n', ns, '-6', 'addr', 'add', 'fd10:10::1/64', 'dev', 'priv0', 'nodad']);
       try {
         return timed(
           ['ip', 'netns', 'exec', ns, kg, 'apply', '--cluster', files[k], '--hostname', 'node-00000']

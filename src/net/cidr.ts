@@ -59,6 +59,38 @@ export function isCanonicalPrefix4(text: string): boolean {
   return v >= 0 && ((v | 0) & mask4(prefix)) === (v | 0);
 }
 
+/**
+ * RFC 5952 text of 16 bytes, as ipaddr's toString writes it, without its arrays and regular
+ * expressions (a dual-stack plan formats an IPv6 address per node: docs/performance.md#parsing):
+ * lowercase groups without leading zeros, the first longest run of two or more zero groups as "::".
+ * Null for an IPv4-mapped address (::ffff:0:0/96), which ipaddr formats its own way.
+ */
+function v6Text(b: Uint8Array): string | null {
+  const groups = new Array<number>(8);
+  let zerosAtStart = true;
+  for (let i = 0; i < 8; i++) {
+    groups[i] = (b[2 * i]! << 8) | b[2 * i + 1]!;
+    if (i < 5 && groups[i] !== 0) zerosAtStart = false;
+  }
+  if (zerosAtStart && groups[5] === 0xffff) return null;
+  let bestStart = -1;
+  let bestLength = 1;
+  for (let i = 0; i < 8;) {
+    if (groups[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > bestLength) [bestStart, bestLength] = [i, j - i];
+    i = j;
+  }
+  if (bestStart < 0) return groups.map((g) => g.toString(16)).join(':');
+  const head = groups.slice(0, bestStart).map((g) => g.toString(16));
+  const tail = groups.slice(bestStart + bestLength).map((g) => g.toString(16));
+  return `${head.join(':')}::${tail.join(':')}`;
+}
+
 const v4Text = (v: number) => `${v >>> 24}.${(v >>> 16) & 0xff}.${(v >>> 8) & 0xff}.${v & 0xff}`;
 
 /**
@@ -105,7 +137,7 @@ export class IP {
 
   static fromBytes(bytes: Uint8Array): IP {
     if (bytes.length === 4) return IP.fromV4((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!);
-    return new IP(6, ipaddr.fromByteArray(Array.from(bytes)).toString(), 0, bytes);
+    return new IP(6, v6Text(bytes) ?? ipaddr.fromByteArray(Array.from(bytes)).toString(), 0, bytes);
   }
 
   /** The address's bytes in network order (4 or 16); a fresh array for IPv4. */
