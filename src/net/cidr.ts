@@ -60,6 +60,57 @@ export function isCanonicalPrefix4(text: string): boolean {
 }
 
 /**
+ * The 16 bytes of IPv6 text made only of hex groups (1 to 4 digits) and at most one "::", the
+ * form of nearly every address here; null for anything else, which ipaddr then reads (an embedded
+ * IPv4 part, a zone) or refuses. Hand-read as IPv4 is: docs/performance.md#dual-stack.
+ */
+function parseV6(text: string): Uint8Array | null {
+  const n = text.length;
+  if (n < 2 || n > 39) return null;
+  const groups: number[] = [];
+  let gap = -1;
+  let i = 0;
+  if (text.charCodeAt(0) === 58) {
+    if (text.charCodeAt(1) !== 58) return null;
+    gap = 0;
+    i = 2;
+    if (i === n) return new Uint8Array(16);
+  }
+  for (;;) {
+    let v = 0;
+    let digits = 0;
+    while (i < n && digits <= 4) {
+      const c = text.charCodeAt(i);
+      const d = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
+      if (d < 0) break;
+      v = v * 16 + d;
+      digits++;
+      i++;
+    }
+    if (digits === 0 || digits > 4) return null;
+    groups.push(v);
+    if (i === n) break;
+    if (text.charCodeAt(i) !== 58) return null;
+    i++;
+    if (i < n && text.charCodeAt(i) === 58) {
+      if (gap >= 0) return null;
+      gap = groups.length;
+      i++;
+      if (i === n) break;
+    } else if (i === n) return null;
+  }
+  if (gap < 0 ? groups.length !== 8 : groups.length > 7) return null;
+  const out = new Uint8Array(16);
+  const tail = gap < 0 ? 0 : groups.length - gap;
+  for (let g = 0; g < groups.length; g++) {
+    const at = gap < 0 || g < gap ? g : 8 - tail + (g - gap);
+    out[2 * at] = groups[g]! >> 8;
+    out[2 * at + 1] = groups[g]! & 0xff;
+  }
+  return out;
+}
+
+/**
  * RFC 5952 text of 16 bytes, as ipaddr's toString writes it, without its arrays and regular
  * expressions (a dual-stack plan formats an IPv6 address per node: docs/performance.md#parsing):
  * lowercase groups without leading zeros, the first longest run of two or more zero groups as "::".
@@ -124,6 +175,8 @@ export class IP {
     const v = parseV4(value, 0, value.length);
     // Only the canonical form parses, so the text is the value itself.
     if (v >= 0) return new IP(4, value, v | 0, null);
+    const bytes = parseV6(value);
+    if (bytes) return IP.fromBytes(bytes);
     if (value.includes(':') && ipaddr.IPv6.isValid(value) && !value.includes('%')) {
       return IP.fromBytes(Uint8Array.from(ipaddr.IPv6.parse(value).toByteArray()));
     }
