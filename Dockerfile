@@ -4,7 +4,9 @@
 # The manifests in manifests/ use this image name. `npm run image` builds it with buildah, also where
 # the official base cannot be pulled (docs/image.md).
 #
-# BASE_IMAGE: any Debian bookworm with Node.js 20 on PATH (the official image's layout).
+# BASE_IMAGE: any Debian bookworm with Node.js 20 on PATH (the official image's layout). The image
+# itself is not built on it: it is a root filesystem of only what kg runs, taken from it (the
+# `system` stage), with the bundle and the few packages the bundle leaves outside (docs/image.md).
 ARG BASE_IMAGE=node:20-bookworm-slim
 
 FROM ${BASE_IMAGE} AS build
@@ -16,31 +18,35 @@ COPY package.json package-lock.json ./
 RUN --mount=type=secret,id=npmrc,target=/root/.npmrc --mount=type=secret,id=npmca,target=/run/secrets/npmca \
   npm ci --workspaces=false --no-audit --no-fund
 COPY tsconfig.json ./
-COPY scripts/build.mjs scripts/node-flags.mjs ./scripts/
+COPY scripts/build.mjs scripts/node-flags.mjs scripts/image-node-modules.mjs ./scripts/
 # bin/kg's #! line names the V8 flags kg's code cache is trained under (scripts/build.mjs).
 COPY bin ./bin
 COPY src ./src
 # The lab (packages/lab: a test API server and agents in network namespaces, `kg lab`) is the
 # repository's demo, not part of the agent: it stays out of the bundle, and so of the image, where
-# `kg lab` says so.
-RUN npm run build -- --without-lab && npm prune --omit=dev --workspaces=false --no-audit --no-fund
+# `kg lab` says so. Of node_modules, only what the bundle requires and does not carry.
+RUN npm run build -- --without-lab && node scripts/image-node-modules.mjs dist node_modules /runtime/node_modules
 # An image has no .git: `kg --version` reads the commit from here.
 ARG GIT_COMMIT=unknown
 RUN printf '{"commit":"%s"}\n' "$GIT_COMMIT" > dist/build-info.json
 
-FROM ${BASE_IMAGE}
-WORKDIR /app
-# The tools kg drives (and the CNI plugins install-cni copies to the host): system-packages.txt says which and why.
+FROM ${BASE_IMAGE} AS system
+# The tools kg drives (and the CNI plugins install-cni copies to the host): system-packages.txt says
+# which and why. scripts/image-rootfs.sh copies them, the shell, node and their libraries to /rootfs.
 COPY system-packages.txt ./
-COPY scripts/system-packages.sh ./scripts/
+COPY scripts/system-packages.sh scripts/image-rootfs.sh ./scripts/
 RUN apt-get update \
   && apt-get install -y --no-install-recommends $(scripts/system-packages.sh runtime image) \
-  && apt-get clean && rm -rf /var/lib/apt/lists/*
-ENV NODE_ENV=production
+  && scripts/image-rootfs.sh /rootfs "$(command -v node)"
+
+FROM scratch
+COPY --from=system /rootfs /
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production
 ARG GIT_COMMIT=unknown
 LABEL org.opencontainers.image.title=kilo-ts org.opencontainers.image.revision=$GIT_COMMIT
-COPY --from=build /app/package.json /app/package-lock.json ./
-COPY --from=build /app/node_modules ./node_modules
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /runtime/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
 ENTRYPOINT ["/app/bin/kg"]

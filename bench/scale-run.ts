@@ -268,6 +268,15 @@ export async function benchRunOnce(
     // The agent's own node already carries its key: an agent restarted on a node of the mesh.
     cluster[0]!.metadata!.annotations![Annotation.key] = publicKeyOf(loadOrCreateKey(keyFile));
     await createAll(api, cluster);
+    // Heartbeats from the start, as a live cluster's agents beat: the first apply at 20,000 nodes
+    // on a loaded machine outlasts the 60 s a last-seen is good for, and nodes of a simulator
+    // started after it dropped out (and back in) of the mesh.
+    const names = cluster.filter((x) => x.kind === 'Node' && x.metadata!.name !== 'node-00000');
+    beating = heartbeats(
+      api,
+      names.map((x) => x.metadata!.name!),
+      resyncPeriodMs,
+    );
     writeFileSync(
       kubeconfig,
       'apiVersion: v1\nkind: Config\nclusters: [{name: b, cluster: {server: "http://127.0.0.1:6443"}}]\n' +
@@ -297,15 +306,8 @@ export async function benchRunOnce(
     const synced = await log.waitFor((l) => l.msg === 'cluster synced', 0, 120_000);
     const applied = await log.waitFor((l) => l.msg === 'dataplane updated', 0, 120_000);
 
-    // Settle (the agent's own annotations published and seen), then heartbeats for a while before measuring.
-    await sleep(3000);
-    const names = cluster.filter((x) => x.kind === 'Node' && x.metadata!.name !== 'node-00000');
-    beating = heartbeats(
-      api,
-      names.map((x) => x.metadata!.name!),
-      resyncPeriodMs,
-    );
-    await sleep(5000);
+    // Settle (the agent's own annotations published and seen) under heartbeats before measuring.
+    await sleep(8000);
     const passes0 = reconciles(ns);
     const cpu0 = cpuSeconds(pid);
     const main0 = cpuSeconds(pid, pid);

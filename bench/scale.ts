@@ -16,13 +16,15 @@
  * (file), KILO_BENCH_KG (another kg, for A/B).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dualStack, generateCluster, publicKey } from './generate.js';
+import type { KubeObject } from '../src/model/parse.js';
 import { benchRunOnce } from './scale-run.js';
 import { keptBytesPerNode } from './scale-memory.js';
 import { machineFigures } from './machine.js';
+import { kiloPlanBinary, kiloPlanInput } from './kilo-reference.js';
 
 const root = join(import.meta.dirname, '..');
 const kgctl = join(root, 'bin', 'kgctl');
@@ -33,6 +35,10 @@ const sizes = (process.env['KILO_BENCH_SIZES'] ?? '1000,2000,5000,10000').split(
 const timeoutMs = 120_000;
 /** kgctl's sizes: it reads a snapshot, so it goes further than the agent's benchmarks. */
 const kgctlSizes = (process.env['KILO_BENCH_KGCTL_SIZES'] ?? '1000,2000,5000,10000,20000').split(',').map(Number);
+/** kg apply's and kg run's sizes: up to 5,000 unless KILO_BENCH_SIZES names them (20,000: issue 37's agent figures). */
+const agentSizes = process.env['KILO_BENCH_SIZES'] ? sizes : sizes.filter((s) => s <= 5000);
+/** KILO_BENCH_KILO_SIZES: the sizes of the side-by-side rows (issue 37: 5,000 and 20,000). */
+const kiloSizes = (process.env['KILO_BENCH_KILO_SIZES'] ?? '5000,20000').split(',').map(Number);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 interface Run {
@@ -44,14 +50,17 @@ interface Run {
   stderr: string;
 }
 
-/** One whole process under /usr/bin/time: wall seconds, CPU seconds and peak RSS. */
-function timed(argv: string[]): Run {
+/** One whole process under /usr/bin/time: wall seconds, CPU seconds and peak RSS; `stdin`: a file to read. */
+function timed(argv: string[], stdin?: string): Run {
   const out = join(dir, 'time.txt');
+  const input = stdin === undefined ? 'pipe' : openSync(stdin, 'r');
   const r = spawnSync('/usr/bin/time', ['-f', '%e %M %U %S', '-o', out, ...argv], {
     encoding: 'utf8',
     maxBuffer: 1 << 30,
     timeout: timeoutMs,
+    stdio: [input, 'pipe', 'pipe'],
   });
+  if (typeof input === 'number') closeSync(input);
   let seconds = NaN;
   let cpuSeconds = NaN;
   let rssMiB = NaN;
@@ -200,6 +209,7 @@ function benchKgctl(): void {
     }
   };
   row('kgctl plan -o json', (file) => ['plan', 'node-00000', '--cluster', file, '-o', 'json'], kgctlSizes);
+  againstKilo(cluster);
   const stress = new Map(kgctlSizes.map((n) => [n, stressSnapshot(n)]));
   row(
     'kgctl plan, allowed-location IPs and Peers',
@@ -212,6 +222,53 @@ function benchKgctl(): void {
   row('kgctl graph -o svg', (file) => ['graph', '--cluster', file, '-o', 'svg'], [500, 2000]);
   row('kgctl graph --full (DOT)', (file) => ['graph', '--cluster', file, '--full'], [200, 500]);
   console.log(`\nload average ${load()} after kgctl\n`);
+}
+
+/**
+ * `kgctl plan -o json` next to Kilo's own Go planning the same cluster (bench/kilo-reference.ts),
+ * whole processes, run in turns (kgctl, then Go, `runs` times) so that the machine's load falls on
+ * both alike; the ratio of the medians. Each side's peer count is checked first: the same plan.
+ */
+function againstKilo(cluster: (n: number) => string): void {
+  const kiloPlan = kiloPlanBinary(root, dir);
+  if (!kiloPlan) {
+    console.log('\nkgctl plan against Kilo: skipped (no kilo-plan; set KILO_BENCH_KILO_PLAN)\n');
+    return;
+  }
+  console.log(
+    `\n| kgctl plan against Kilo's Go (cross, node-00000, in turns) | nodes | kgctl median s (CPU) | Go median s (CPU) | kgctl ÷ Go | peers | load |`,
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---|');
+  for (const n of kiloSizes) {
+    const file = cluster(n);
+    const items = (JSON.parse(readFileSync(file, 'utf8')) as { items: KubeObject[] }).items;
+    const input = join(dir, `kilo-plan-${n}.json`);
+    writeFileSync(input, kiloPlanInput(items, 'node-00000', 'cross'));
+    const argv = ['plan', 'node-00000', '--cluster', file, '--mesh-granularity', 'cross', '-o', 'json'];
+    const ours = spawnSync(kgctl, argv, { encoding: 'utf8', maxBuffer: 1 << 30 });
+    const theirs = spawnSync(kiloPlan, { input: readFileSync(input), encoding: 'utf8' });
+    const peers = [
+      ours.status === 0 ? (JSON.parse(ours.stdout) as { peers: unknown[] }).peers.length : NaN,
+      theirs.status === 0 ? (JSON.parse(theirs.stdout) as { peers: number }).peers : NaN,
+    ];
+    if (peers[0] !== peers[1]) {
+      console.log(`| | ${n} | kgctl plans ${peers[0]} peers, Kilo ${peers[1]}: not the same cluster | | | | |`);
+      continue;
+    }
+    const before = load();
+    const k: Run[] = [];
+    const g: Run[] = [];
+    for (let i = 0; i < Math.max(runs, 5); i++) {
+      k.push(timed([kgctl, ...argv]));
+      g.push(timed([kiloPlan], input));
+    }
+    const wall = (rs: Run[]) => median(rs.map((r) => r.seconds));
+    const cpu = (rs: Run[]) => median(rs.map((r) => r.cpuSeconds));
+    console.log(
+      `| | ${n} | ${wall(k).toFixed(3)} (${cpu(k).toFixed(3)}) | ${wall(g).toFixed(3)} (${cpu(g).toFixed(3)}) | ${(wall(k) / wall(g)).toFixed(2)} | ${peers[0]} | ${before} → ${load()} |`,
+    );
+  }
+  console.log('');
 }
 
 /** node-00000's private NIC in namespace `ns`, holding its internal IP: routes to its location mates go there. */
@@ -286,7 +343,7 @@ function benchApplyWith(granularity: string): void {
   );
   console.log('|---|---:|---|---:|---:|---:|---:|');
   const contents: string[] = [];
-  for (const n of sizes.filter((s) => s <= 5000)) {
+  for (const n of agentSizes) {
     const file = files.get(n)!;
     const changed = withOneNodeChanged(file);
     const iface = `kbs${process.pid % 10000}`;
@@ -417,7 +474,7 @@ async function benchRun(): Promise<void> {
   );
   console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|');
   const rss = new Map<number, number>();
-  for (const n of sizes.filter((s) => s <= 5000)) {
+  for (const n of agentSizes) {
     const before = load();
     try {
       const r = await benchRunOnce(n, dir, { windowS, joins });

@@ -118,6 +118,7 @@ export const mayImport: Record<string, string[]> = {
   dataplane: ['net', 'model', 'host', 'mesh', 'wireguard'],
   election: ['net', 'model', 'host', 'mesh', 'backend'],
   agent: ['net', 'model', 'host', 'encapsulation', 'mesh', 'wireguard', 'graph', 'backend', 'dataplane', 'election'],
+  multicluster: ['net', 'model', 'mesh', 'backend'],
   cli: [
     'net',
     'model',
@@ -130,6 +131,7 @@ export const mayImport: Record<string, string[]> = {
     'dataplane',
     'election',
     'agent',
+    'multicluster',
   ],
 };
 

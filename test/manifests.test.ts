@@ -11,6 +11,7 @@ import { parseAllDocuments } from 'yaml';
 import { healthPath, validatePath } from '../src/agent/webhook.js';
 import { kgProgram } from '../src/cli/kg.js';
 import { parseListenAddress, webhookCommand } from '../src/cli/webhook.js';
+import { multiclusterCommand } from '../src/cli/multicluster.js';
 import { isWireGuardKey, parsePeer } from '../src/model/parse.js';
 import { encapsulations, granularities } from '../src/model/types.js';
 import { Cidr, IP } from '../src/net/cidr.js';
@@ -69,6 +70,7 @@ test('the expected manifest files are there', () => {
     'kilo-userspace.yaml',
     'kilo-k3s-flannel.yaml',
     'webhook.yaml',
+    'kilo-multicluster.yaml',
   ]) {
     assert.ok(files.has(f), f);
   }
@@ -317,22 +319,35 @@ describe('crds.yaml: the Peer CRD', () => {
 // ---------------------------------------------------------------------------------------------
 // RBAC
 
+/** A role's grants as `group/resource:verb`; a rule with resourceNames or nonResourceURLs fails. */
+function grantsOf(role: Doc): Set<string> {
+  const grants = new Set<string>();
+  for (const rule of role.rules) {
+    assert.deepEqual(
+      Object.keys(rule).sort(),
+      ['apiGroups', 'resources', 'verbs'],
+      'no resourceNames or nonResourceURLs',
+    );
+    for (const g of rule.apiGroups)
+      for (const r of rule.resources) for (const v of rule.verbs) grants.add(`${g}/${r}:${v}`);
+  }
+  return grants;
+}
+
+function assertBinds(binding: Doc, role: Doc, sa: Doc, kind = 'ClusterRole'): void {
+  assert.deepEqual(binding.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind, name: role.metadata.name });
+  assert.deepEqual(binding.subjects, [
+    { kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace },
+  ]);
+}
+
 describe('kilo-rbac.yaml: least privilege', () => {
   const sa = one('ServiceAccount', 'kilo-rbac.yaml');
   const role = one('ClusterRole', 'kilo-rbac.yaml');
   const binding = one('ClusterRoleBinding', 'kilo-rbac.yaml');
 
   test('grants exactly nodes get/list/watch/patch and peers get/list/watch', () => {
-    const grants = new Set<string>();
-    for (const rule of role.rules) {
-      assert.deepEqual(
-        Object.keys(rule).sort(),
-        ['apiGroups', 'resources', 'verbs'],
-        'no resourceNames or nonResourceURLs',
-      );
-      for (const g of rule.apiGroups)
-        for (const r of rule.resources) for (const v of rule.verbs) grants.add(`${g}/${r}:${v}`);
-    }
+    const grants = grantsOf(role);
     assert.deepEqual([...grants].sort(), [
       '/nodes:get',
       '/nodes:list',
@@ -345,16 +360,7 @@ describe('kilo-rbac.yaml: least privilege', () => {
     assert.ok(![...grants].some((g) => g.includes('*')), 'no wildcard');
   });
 
-  test('binds that role to the ServiceAccount', () => {
-    assert.deepEqual(binding.roleRef, {
-      apiGroup: 'rbac.authorization.k8s.io',
-      kind: 'ClusterRole',
-      name: role.metadata.name,
-    });
-    assert.deepEqual(binding.subjects, [
-      { kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace },
-    ]);
-  });
+  test('binds that role to the ServiceAccount', () => assertBinds(binding, role, sa));
 
   test("grants Leases in the agent's own namespace only, for the Lease election", () => {
     const leases = one('Role', 'kilo-rbac.yaml');
@@ -368,20 +374,14 @@ describe('kilo-rbac.yaml: least privilege', () => {
       },
     ]);
     assert.equal(bound.metadata.namespace, sa.metadata.namespace);
-    assert.deepEqual(bound.roleRef, {
-      apiGroup: 'rbac.authorization.k8s.io',
-      kind: 'Role',
-      name: leases.metadata.name,
-    });
-    assert.deepEqual(bound.subjects, [
-      { kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace },
-    ]);
+    assertBinds(bound, leases, sa, 'Role');
   });
 
-  test('no other manifest grants anything', () => {
+  test('no other manifest grants anything (but the multi-cluster controller its own, below)', () => {
     for (const kind of ['ClusterRole', 'Role', 'ClusterRoleBinding', 'RoleBinding']) {
+      const own = [...inFile('kilo-rbac.yaml'), ...inFile('kilo-multicluster.yaml')];
       assert.deepEqual(
-        ofKind(kind).filter((d) => !inFile('kilo-rbac.yaml').includes(d)),
+        ofKind(kind).filter((d) => !own.includes(d)),
         [],
         kind,
       );
@@ -669,5 +669,65 @@ describe('webhook.yaml', () => {
       assert.equal(probe.httpGet.scheme, 'HTTPS');
       assert.equal(probe.httpGet.port, container.ports.find((p: Doc) => p.name === 'webhook').containerPort);
     }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The multi-cluster controller
+
+describe('kilo-multicluster.yaml', () => {
+  const file = 'kilo-multicluster.yaml';
+  const sa = one('ServiceAccount', file);
+  const role = one('ClusterRole', file);
+  const binding = one('ClusterRoleBinding', file);
+  const deployment = one('Deployment', file);
+  const pod = deployment.spec.template.spec;
+  const container = pod.containers[0];
+
+  test('grants exactly what kg multicluster reads and writes, no wildcard', () => {
+    const grants = grantsOf(role);
+    const writes = (r: string) => ['create', 'delete', 'list', 'update'].map((v) => `${r}:${v}`);
+    assert.deepEqual(
+      [...grants].sort(),
+      [
+        '/nodes:list',
+        '/nodes:watch',
+        ...writes('/services'),
+        ...writes('discovery.k8s.io/endpointslices'),
+        ...writes('kilo.squat.ai/peers'),
+        'kilo.squat.ai/peers:watch',
+      ].sort(),
+    );
+  });
+
+  test('binds that role to its ServiceAccount, which the Deployment runs as', () => {
+    assertBinds(binding, role, sa);
+    assert.equal(pod.serviceAccountName, sa.metadata.name);
+    assert.equal(deployment.metadata.namespace, sa.metadata.namespace);
+  });
+
+  test('one replica, never two at once: one writer per link', () => {
+    assert.equal(deployment.spec.replicas, 1);
+    assert.equal(deployment.spec.strategy.type, 'Recreate');
+  });
+
+  test("runs `kg multicluster` with that command's flags, the remote kubeconfig from the mounted Secret", () => {
+    assert.equal(container.command, undefined, 'the entrypoint is kg');
+    assert.equal(container.args[0], 'multicluster');
+    const known = new Set(multiclusterCommand().options.map((o) => o.long!.slice(2)));
+    const flags = flagsOf(container.args.slice(1), file);
+    for (const f of flags.keys()) assert.ok(known.has(f), `kg multicluster has no flag --${f}`);
+    for (const f of ['service-cidr', 'remote-service-cidr']) assert.ok(Cidr.tryParse(flags.get(f)!), f);
+    assert.notEqual(flags.get('name'), flags.get('remote-name'));
+    const remote = flags.get('remote-kubeconfig')!;
+    const mount = container.volumeMounts.find((m: Doc) => remote.startsWith(`${m.mountPath}/`));
+    assert.ok(mount, `${remote} is on a mounted volume`);
+    assert.ok(pod.volumes.find((v: Doc) => v.name === mount.name)?.secret?.secretName, 'from a Secret');
+    assert.ok(
+      readFileSync(join(dir, file), 'utf8').includes(
+        `secret generic ${pod.volumes[0].secret.secretName} --from-file=kubeconfig=`,
+      ),
+      'says how to make the Secret',
+    );
   });
 });

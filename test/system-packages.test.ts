@@ -70,7 +70,10 @@ test('.ci/run installs the runtime and dev packages, after apt-get update', () =
 test('the Dockerfile installs the runtime and image packages from files in its build context', () => {
   const text = read('Dockerfile');
   const finalStage = text.slice(text.lastIndexOf('\nFROM '));
-  assert.deepEqual(expand(installLine(finalStage, 'Dockerfile')), listed('runtime', 'image'));
+  // The image is what scripts/image-rootfs.sh copies out of the stage that installs them.
+  const system = text.slice(text.indexOf(' AS system\n'), text.lastIndexOf('\nFROM '));
+  assert.deepEqual(expand(installLine(system, 'Dockerfile')), listed('runtime', 'image'));
+  assert.match(finalStage, /^\nFROM scratch\nCOPY --from=system \/rootfs \/\n/);
   // Every file the image copies from the context must survive .dockerignore (last matching rule wins).
   const rules = read('.dockerignore')
     .split('\n')

@@ -22,6 +22,8 @@ import { syncCNIConfig } from './cni.js';
 import { interfaceHolding } from './discovery.js';
 import { onlyLastSeenMoved } from './heartbeat.js';
 import { annotationPatch } from './local-node.js';
+import { publishedWireGuardIP } from './published-wireguard-ip.js';
+import { mixedAllocation } from '../mesh/allocation-mix.js';
 import type { AgentMetrics } from './metrics.js';
 import { keepRoamingEndpoints } from './roaming.js';
 import { isNodeReady } from '../model/ready.js';
@@ -29,6 +31,7 @@ import { annotationElection, type LeaderElection } from '../election/leader-elec
 import { LeadershipLog } from './leadership.js';
 import { HostEncapsulation } from './encapsulation.js';
 import { encapsulationOf, type EncapsulationDevice, type Encapsulator } from '../encapsulation/index.js';
+import type { PathHealth } from './path-health.js';
 
 export interface AgentOptions {
   hostname: string;
@@ -95,6 +98,8 @@ export interface AgentDeps {
   election?: LeaderElection;
   /** Counts a change of a location's leader (metrics). */
   leaderTransition?: (location: string) => void;
+  /** Per-pair health (path-health.ts): told each plan, published on the Node. */
+  paths?: PathHealth;
 }
 
 export interface AgentStatus {
@@ -190,6 +195,7 @@ export class Agent {
     );
     this.timers.push(setInterval(() => this.schedule(undefined, true), lastSeenIntervalSeconds * 1000));
     this.timers.push(setInterval(() => this.resync(), options.resyncPeriodMs));
+    this.deps.paths?.start();
     this.schedule(0);
   }
 
@@ -197,6 +203,7 @@ export class Agent {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
+    this.deps.paths?.stop();
     if (this.pending) clearTimeout(this.pending);
     // First, so the next leader takes over while this one cleans up.
     await this.election.stop();
@@ -405,7 +412,8 @@ export class Agent {
       lap('planMs');
       this.readyNodes = new Set(topology?.segments.flatMap((s) => s.nodes.map((n) => n.name)));
       // An API server that is away must not stop the dataplane from being kept as planned.
-      const publishError = await this.publish(plan, discovered, nowSeconds).then(
+      this.reportMixedAllocation();
+      const publishError = await this.publish(plan, topology, discovered, nowSeconds).then(
         () => null,
         (e: unknown) => {
           metrics.errors.inc();
@@ -421,6 +429,7 @@ export class Agent {
       }
       this.leadership.observe(topology);
       this.status.topology = topology;
+      this.deps.paths?.planned(topology, device);
       if (device) this.roaming = this.roamingSeen(device, nowSeconds);
       this.status.plan = plan;
       metrics.nodes.set(topology.segments.reduce((n, s) => n + s.nodes.length, 0));
@@ -448,7 +457,7 @@ export class Agent {
         this.fullReadDue = true;
       }
       // The pass's one read, as the write left it: the removed peers' series go with them.
-      if (device) metrics.observeDevice(peersPlanned(device, plan));
+      if (device) metrics.observeDevice(peersPlanned(device, plan), this.clock() / 1000);
       const failures = [
         ...(publishError ? [publishError] : []),
         ...(cniError ? [cniError] : []),
@@ -508,7 +517,7 @@ export class Agent {
     const judged = judgeReadiness(this.readiness, nodes, nowSeconds);
     if (readyKey(nodes.filter((n) => isNodeReady(n, judged.at))) !== last.ready) return false;
     this.readiness = judged.memory;
-    const error = await this.publish(last.plan, this.lastDiscovered, nowSeconds).then(
+    const error = await this.publish(last.plan, last.topology, this.lastDiscovered, nowSeconds).then(
       () => null,
       (e: unknown) => {
         metrics.errors.inc();
@@ -556,15 +565,27 @@ export class Agent {
     this.status.lastError = error;
   }
 
-  private async publish(plan: Plan | null, discovered: Map<string, Endpoint>, now: number): Promise<void> {
+  /** A cluster whose agents allocate WireGuard IPs by different rules is said once per mix of rules. */
+  private reportMixedAllocation(): void {
+    const mixed = mixedAllocation(this.deps.source.objects(), this.readyNodes);
+    if (mixed) this.once(`wireguard-ip-allocation:${mixed.key}`, () => this.deps.log.warn({}, mixed.message));
+  }
+
+  private async publish(
+    plan: Plan | null,
+    topology: Topology | null,
+    discovered: Map<string, Endpoint>,
+    now: number,
+  ): Promise<void> {
     const { source, options, facts } = this.deps;
     const self = source.objects().find((o) => o.kind === 'Node' && o.metadata?.name === options.hostname);
     if (!self) throw new Error(`node ${JSON.stringify(options.hostname)} does not exist in the cluster`);
-    const patch = annotationPatch(self.metadata?.annotations ?? {}, {
+    const current = self.metadata?.annotations ?? {};
+    const patch = annotationPatch(current, {
       publicKey: this.publicKey,
       endpoint: facts.endpointIP ? formatEndpoint({ ip: facts.endpointIP, dns: null, port: options.mesh.port }) : null,
       internalIP: facts.internalIP,
-      wireGuardIP: plan?.wireGuardIP ?? null,
+      wireGuardIP: publishedWireGuardIP(options.mesh, plan, topology, current[Annotation.wireGuardIP]),
       ...(facts.ipv6InternalIP !== undefined
         ? {
             ipv6: {
@@ -582,6 +603,9 @@ export class Agent {
       now,
       ciliumInternalIP: await this.encapsulation.ownAddress(),
       leaderHealth: this.election.report(),
+      ...(this.deps.paths
+        ? { pathHealth: this.deps.paths.publishable(self.metadata?.annotations?.[Annotation.pathHealth]) }
+        : {}),
     });
     if (patch) await source.patchNodeAnnotations(options.hostname, patch);
   }

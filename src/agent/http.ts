@@ -12,6 +12,8 @@ export interface HttpDeps {
   /** The backend counts as out of sync after this long without a successful list or event. */
   staleAfterMs: number;
   clock?: () => number;
+  /** Per-pair health: why the node is degraded (a planned path is down), or null. */
+  paths?: { degraded(): string | null };
 }
 
 /** Why the node is unhealthy, or null. Kilo's /health always says 200; ours means something. */
@@ -38,7 +40,11 @@ export function createAgentServer(d: HttpDeps): Server {
       switch (url.pathname) {
         case '/health': {
           const problem = healthProblem(d);
-          return problem ? reply(503, 'text/plain', `${problem}\n`) : reply(200, 'text/plain', 'ok\n');
+          if (problem) return reply(503, 'text/plain', `${problem}\n`);
+          // Degraded is still 200: the manifests' liveness probe reads /health, and restarting the
+          // agent mends no path (docs/health.md).
+          const degraded = d.paths?.degraded() ?? null;
+          return reply(200, 'text/plain', degraded ? `degraded: ${degraded}\n` : 'ok\n');
         }
         case '/metrics':
           return reply(200, d.metrics.registry.contentType, await d.metrics.registry.metrics());

@@ -22,6 +22,11 @@ export interface LocalFacts {
   /** kilo.squat.ai/leader-health (the election's report on this node's leader); null or absent: none. */
   leaderHealth?: string | null;
   /**
+   * kilo.squat.ai/path-health: written when `urgent` (a pair's state changed), else only with
+   * last-seen's refresh, so that moving counts cost no patch of their own. Absent: left alone.
+   */
+  pathHealth?: { value: string; urgent: boolean };
+  /**
    * Dual-stack mesh only: the IPv6 values beside Kilo's (docs/annotations.md#dual-stack). Absent,
    * the node is annotated exactly as before; present, IPv6 discovered endpoints go to their own
    * annotation when Kilo's holds IPv4 ones.
@@ -98,6 +103,8 @@ export function annotationPatch(
   // edge of readiness. The slack makes every tick refresh.
   if (!(facts.now - lastSeen < lastSeenIntervalSeconds - lastSeenSlackSeconds))
     want[Annotation.lastSeen] = String(facts.now);
+  if (facts.pathHealth && (facts.pathHealth.urgent || want[Annotation.lastSeen] !== undefined))
+    want[Annotation.pathHealth] = facts.pathHealth.value;
 
   const patch: Record<string, string | null> = {};
   for (const [k, v] of Object.entries(want)) {

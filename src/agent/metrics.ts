@@ -1,7 +1,10 @@
 import { Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { WireGuardState } from '../dataplane/types.js';
 
-/** Kilo's metric names, so existing dashboards keep working, plus per-peer WireGuard figures. */
+/**
+ * Kilo's metric names, so existing dashboards keep working, plus the WireGuard device's figures:
+ * bounded aggregates, and per peer only when asked for (--metrics-per-peer).
+ */
 export class AgentMetrics {
   readonly registry = new Registry();
   readonly nodes = new Gauge({
@@ -40,24 +43,87 @@ export class AgentMetrics {
     labelNames: ['kind'],
     registers: [this.registry],
   });
-  readonly handshake = new PeerGauge(
-    this.registry,
-    'kilo_wireguard_peer_latest_handshake_seconds',
-    'Unix time of the latest WireGuard handshake with the peer (0 = never).',
-  );
-  readonly received = new PeerGauge(
-    this.registry,
-    'kilo_wireguard_peer_receive_bytes',
-    'Bytes received from the WireGuard peer.',
-  );
-  readonly sent = new PeerGauge(
-    this.registry,
-    'kilo_wireguard_peer_transmit_bytes',
-    'Bytes sent to the WireGuard peer.',
-  );
+  /** The device's peers by handshake: `recent` (within staleHandshakeSeconds), `stale`, `never`. */
+  readonly wireGuardPeers = new Gauge({
+    name: 'kilo_wireguard_peers',
+    help: `WireGuard peers on the device, by their latest handshake: recent (within ${staleHandshakeSeconds} s), stale or never.`,
+    labelNames: ['handshake'],
+    registers: [this.registry],
+  });
+  readonly receivedTotal = new Gauge({
+    name: 'kilo_wireguard_receive_bytes',
+    help: "Bytes received from the device's current WireGuard peers, summed.",
+    registers: [this.registry],
+  });
+  readonly sentTotal = new Gauge({
+    name: 'kilo_wireguard_transmit_bytes',
+    help: "Bytes sent to the device's current WireGuard peers, summed.",
+    registers: [this.registry],
+  });
+  /** Per-peer series (--metrics-per-peer): null unless asked for. */
+  private readonly perPeer: PerPeerGauges | null;
 
-  /** Replaces the per-peer series with the device's current peers (removed peers disappear). */
-  observeDevice(state: WireGuardState): void {
+  /**
+   * `perPeer` (kg's --metrics-per-peer): also a series per WireGuard peer and figure, three per
+   * node of the mesh (about 1.4 MB of page at 5,000 nodes); without it the page holds the
+   * aggregates above, its size independent of the mesh's (docs/kg.md#metrics).
+   */
+  constructor(options: { perPeer?: boolean } = {}) {
+    this.perPeer = options.perPeer ? new PerPeerGauges(this.registry) : null;
+  }
+
+  /**
+   * Replaces the WireGuard figures with the device's current peers (removed peers disappear);
+   * `nowSeconds`: the time the handshakes are judged at.
+   */
+  observeDevice(state: WireGuardState, nowSeconds = Date.now() / 1000): void {
+    let recent = 0;
+    let never = 0;
+    let rx = 0;
+    let tx = 0;
+    for (let i = 0; i < state.peers.length; i++) {
+      const p = state.peers[i]!;
+      if (p.latestHandshake === 0) never++;
+      else if (nowSeconds - p.latestHandshake <= staleHandshakeSeconds) recent++;
+      rx += p.rxBytes;
+      tx += p.txBytes;
+    }
+    this.wireGuardPeers.set({ handshake: 'recent' }, recent);
+    this.wireGuardPeers.set({ handshake: 'stale' }, state.peers.length - recent - never);
+    this.wireGuardPeers.set({ handshake: 'never' }, never);
+    this.receivedTotal.set(rx);
+    this.sentTotal.set(tx);
+    this.perPeer?.observe(state);
+  }
+}
+
+/**
+ * WireGuard's REJECT_AFTER_TIME: a session is not used past 180 s after its handshake, so a peer
+ * that exchanges traffic (or keepalives) never has a handshake older than this.
+ */
+export const staleHandshakeSeconds = 180;
+
+/** kilo-ts's per-peer WireGuard gauges (label `public_key`), behind --metrics-per-peer. */
+class PerPeerGauges {
+  private readonly handshake: PeerGauge;
+  private readonly received: PeerGauge;
+  private readonly sent: PeerGauge;
+
+  constructor(registry: Registry) {
+    this.handshake = new PeerGauge(
+      registry,
+      'kilo_wireguard_peer_latest_handshake_seconds',
+      'Unix time of the latest WireGuard handshake with the peer (0 = never).',
+    );
+    this.received = new PeerGauge(
+      registry,
+      'kilo_wireguard_peer_receive_bytes',
+      'Bytes received from the WireGuard peer.',
+    );
+    this.sent = new PeerGauge(registry, 'kilo_wireguard_peer_transmit_bytes', 'Bytes sent to the WireGuard peer.');
+  }
+
+  observe(state: WireGuardState): void {
     const keys = state.peers.map((p) => p.publicKey);
     this.handshake.replace(
       keys,

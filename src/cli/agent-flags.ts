@@ -56,6 +56,13 @@ export function addAgentFlags(cmd: Command): Command {
     .addOption(new Option('--mtu <mtu>', 'WireGuard MTU: a number or auto (default-route MTU - 80)').default('auto'))
     .addOption(boolOption('prioritise-private-addresses', 'prefer a private address as the endpoint', false))
     .addOption(new Option('--listen <addr>', 'address for /health, /metrics and /graph').default(':1107'))
+    .addOption(
+      boolOption(
+        'metrics-per-peer',
+        'kilo-ts: /metrics also has a series per WireGuard peer and figure (three per node; else totals)',
+        false,
+      ),
+    )
     .addOption(new Option('--log-level <level>', 'how much to log').choices(logLevels).default('info'))
     .addOption(
       new Option('--backend <backend>', "where the cluster is read from (Kilo's flag; only kubernetes)")
@@ -120,6 +127,7 @@ export interface AgentFlagValues extends MeshFlagValues {
   mtu: string;
   prioritisePrivateAddresses: boolean;
   listen: string;
+  metricsPerPeer: boolean;
   logLevel: (typeof logLevels)[number];
   wireguard: 'auto' | 'kernel' | 'userspace';
   firewall: FirewallFlag;

@@ -19,6 +19,7 @@ const announceable: readonly (keyof MeshFlags)[] = [
   'leaderElection',
   'namespace',
   'firewall',
+  'wireguardIpAllocation',
 ];
 
 /** The announceable flags the user gave (command line or environment): those win over announcements. */

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Option, type Command } from 'commander';
 import { loadSnapshot } from '../backend/snapshot.js';
 import { UsageError } from '../model/errors.js';
-import { parseCluster, type ParsedCluster } from '../model/parse.js';
+import { parseCluster, type KubeObject, type ParsedCluster } from '../model/parse.js';
 import { snapshotNow } from '../model/ready.js';
 import { readyMesh } from '../mesh/compute.js';
 import type { MeshOptions } from '../mesh/options.js';
@@ -16,6 +16,8 @@ import type { LeaseRecord } from '../backend/leases.js';
 import { defaultElectionTiming } from '../election/types.js';
 import type { ElectedLeaders } from '../mesh/leaders.js';
 import { announcedFlags, explicitFlags, withAnnounced } from './announced-flags.js';
+import { allocationProblems } from '../mesh/allocation-report.js';
+import { mixedAllocation } from '../mesh/allocation-mix.js';
 import { logLevels } from '../agent/log-levels.js';
 
 export interface LoadedCluster {
@@ -26,6 +28,8 @@ export interface LoadedCluster {
   options: MeshOptions;
   /** With --leader-election=lease: each location's leader as its Lease says (else Kilo's rule). */
   leaders?: ElectedLeaders;
+  /** The objects as read (kgctl status reads annotations the model does not keep). */
+  objects: readonly KubeObject[];
 }
 
 export type ClusterFlags = MeshFlagValues &
@@ -112,7 +116,10 @@ export async function loadCluster(given: ClusterFlags, viewer?: string): Promise
   const granularity = resolveGranularity(flags.meshGranularity, cluster.nodes, viewer);
   const options = meshOptionsFrom(flags, granularity);
   for (const e of readyMesh(cluster, options, now).conflicts) warn(`conflict: ${e.message}`);
-  if (flags.leaderElection !== 'lease') return { flags, cluster, now, options };
+  for (const e of allocationProblems(cluster, options, now)) warn(`conflict: ${e.message}`);
+  const mixed = mixedAllocation(objects, readyNames);
+  if (mixed) warn(mixed.message);
+  if (flags.leaderElection !== 'lease') return { flags, cluster, now, options, objects };
   if (!live) {
     if (given.explicitFlags?.has('leaderElection'))
       throw new UsageError('--leader-election=lease reads the Leases of a live cluster: pass --kubeconfig');
@@ -120,7 +127,7 @@ export async function loadCluster(given: ClusterFlags, viewer?: string): Promise
     warn(
       `the agents elect leaders by Lease (announced by ${announced?.by ?? 'the nodes'}); a snapshot holds no Leases, so leaders follow the annotation rule`,
     );
-    return { flags: { ...flags, leaderElection: 'annotation' }, cluster, now, options };
+    return { flags: { ...flags, leaderElection: 'annotation' }, cluster, now, options, objects };
   }
   const leases = await import('./live-cluster.js').then(({ readLiveLeases, liveKubeConfig }) =>
     readLiveLeases(liveKubeConfig(flags), flags.namespace ?? 'kube-system'),
@@ -137,5 +144,6 @@ export async function loadCluster(given: ClusterFlags, viewer?: string): Promise
     now,
     options,
     leaders: electedLeaders(ready, byLocation, Date.now(), defaultElectionTiming),
+    objects,
   };
 }

@@ -5,7 +5,7 @@ import { UsageError } from '../model/errors.js';
 import { encapsulations, granularities, type Granularity, type KiloNode } from '../model/types.js';
 import { defaultMeshOptions, type MeshOptions } from '../mesh/options.js';
 import { defaultTopologyLabel } from '../model/annotations.js';
-import { compatibilities, type MeshFlags } from '../model/mesh-flags.js';
+import { compatibilities, wireGuardIPAllocations, type MeshFlags } from '../model/mesh-flags.js';
 
 // What Go's strconv.ParseBool, and so Kilo's flags, read as true and false.
 const goTrue = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
@@ -193,6 +193,14 @@ export function addMeshFlags(cmd: Command, opts: { allowAuto: boolean }): Comman
           return value as (typeof compatibilities)[number];
         },
       ),
+    )
+    .addOption(
+      new Option(
+        '--wireguard-ip-allocation <rule>',
+        "kilo (Kilo's: the n-th segment by name takes the n-th address) or stable (addresses stay put; docs/wireguard-ips.md)",
+      )
+        .argParser(oneOf('wireguard-ip-allocation', wireGuardIPAllocations))
+        .default('kilo'),
     );
 }
 
@@ -213,6 +221,8 @@ export interface MeshFlagValues extends Pick<
   routeHostTraffic?: boolean;
   /** Unset or "": Kilo manages the CNI itself. */
   compatibility?: MeshFlags['compatibility'];
+  /** Optional: flag values built by hand predate it; absent is `kilo`. */
+  wireguardIpAllocation?: MeshFlags['wireguardIpAllocation'];
   now?: number;
 }
 
@@ -249,6 +259,7 @@ export function meshOptionsFrom(v: MeshFlagValues, granularity: Granularity): Me
     iptablesForwardRules: v.iptablesForwardRules,
     routeHostTraffic: v.routeHostTraffic ?? false,
     serviceCIDRs: v.serviceCidr,
+    ...(v.wireguardIpAllocation === 'stable' ? { wireGuardIPAllocation: v.wireguardIpAllocation } : {}),
   };
   // Beside a CNI, the CNI routes inside the location: Kilo adds WireGuard (and, beside Cilium, IPIP
   // between a leader and its followers through Cilium's overlay).

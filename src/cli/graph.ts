@@ -3,6 +3,7 @@ import { notReadyReason, topologyOf } from '../mesh/compute.js';
 import { graphDOT, layouts, type Layout } from '../mesh/graph.js';
 import { summaryAboveNodes, summaryDOT } from '../mesh/graph-summary.js';
 import { UsageError } from '../model/errors.js';
+import type { Topology } from '../mesh/topology.js';
 import { isNodeReady } from '../model/ready.js';
 import { addLiveFlags, loadCluster } from './cluster.js';
 import { addMeshFlags, meshOptionsFrom, resolveGranularity, type MeshFlagValues } from './flags.js';
@@ -52,6 +53,7 @@ export function graphCommand(): Command {
       resolveGranularity(effective.meshGranularity, cluster.nodes, viewer.name),
     );
     const topology = topologyOf(cluster, viewer.name, options, now, leaders);
+    if (flags.full) refuseUndrawable(topology);
     const dot =
       flags.full || ready.length <= summaryAboveNodes
         ? graphDOT(topology, { layout: flags.layout })
@@ -63,4 +65,23 @@ export function graphCommand(): Command {
     const { renderSVG } = await import('../graph/render.js');
     process.stdout.write(await renderSVG(dot, flags.layout));
   });
+}
+
+/**
+ * The most lines --full draws: a million lines of DOT are ~100 MB that no layout engine finishes,
+ * and a cross mesh of 20,000 nodes would be 200 million (kgctl ran out of memory after a minute).
+ */
+export const fullGraphLineLimit = 1_000_000;
+
+/** --full on a mesh too big to draw: a usage error naming the count, before any line is made. */
+function refuseUndrawable(t: Topology): void {
+  const s = t.segments.length;
+  let members = 0;
+  for (const segment of t.segments) members += segment.nodes.length - 1;
+  // As meshGraph links them: every pair of segments, each Peer to every segment, members to their leader.
+  const lines = (s * (s - 1)) / 2 + t.peers.length * s + members;
+  if (lines > fullGraphLineLimit)
+    throw new UsageError(
+      `--full: ${s} segments would be ${lines} lines (every pair of segments linked), more than the ${fullGraphLineLimit} any layout can draw; without --full kgctl graph draws the summary by location`,
+    );
 }

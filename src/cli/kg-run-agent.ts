@@ -16,6 +16,9 @@ import { LeaseElection } from '../election/leader-election.js';
 import { ElectionMetrics } from '../election/metrics.js';
 import { meshOptionsFrom } from './flags.js';
 import { formatMeshFlags } from '../model/mesh-flags.js';
+import { PathHealth } from '../agent/path-health.js';
+import { PathMetrics } from '../agent/health-metrics.js';
+import { Prober } from '../agent/health-prober.js';
 import { chooseFirewall, FirewallUnavailableError, type FirewallChoice } from '../dataplane/nftables/choice.js';
 
 /** The body of `kg run`: start the agent and run it until SIGTERM or SIGINT. */
@@ -66,7 +69,7 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
     return;
   }
   log.info({ firewall: firewall.backend, reason: firewall.reason }, 'firewall backend');
-  const metrics = new AgentMetrics();
+  const metrics = new AgentMetrics({ perPeer: flags.metricsPerPeer });
   // Loaded here: the client takes seconds to import, and kg apply/webhook/lab never need it.
   const { KubernetesSource, kubeConfigFrom } = await import('../backend/kubernetes/index.js');
   const source = new KubernetesSource({
@@ -75,12 +78,21 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
     nodeLabels: [flags.topologyLabel],
   });
   const electionMetrics = new ElectionMetrics(metrics.registry);
+  // One prober for the per-pair health and the election's probes (health-prober.ts).
+  const prober = new Prober((address) => host.ping(address));
+  const paths = new PathHealth({
+    prober,
+    mesh,
+    log,
+    observer: new PathMetrics(metrics.registry),
+    onChange: () => agent.schedule(undefined, true),
+  });
   let election: LeaseElection | undefined;
   if (flags.leaderElection === 'lease') {
     const { KubernetesLeases } = await import('../backend/kubernetes/leases.js');
     election = new LeaseElection({
       api: new KubernetesLeases({ kubeConfig: kubeConfigFrom(flags), namespace: flags.namespace, logger: log }),
-      host,
+      host: prober.host(host),
       identity: hostname,
       interfaceName: flags.interface,
       timing: electionTiming(flags),
@@ -108,6 +120,7 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
     log,
     metrics,
     ...(election ? { election } : {}),
+    paths,
     leaderTransition: (location) => electionMetrics.transitions.inc({ location }),
     watchRouting: (onEvent) =>
       startRoutingMonitor(
@@ -141,6 +154,7 @@ export async function runAgent(flags: AgentFlagValues & { keyFile: string }): Pr
     source,
     metrics,
     staleAfterMs: Math.max(3 * flags.resyncPeriod, 120_000),
+    paths,
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

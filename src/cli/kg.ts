@@ -6,6 +6,7 @@ import { goBoolFlags } from './flags.js';
 import { withVersion } from './version.js';
 import { lazyCommand, runProgram } from './run.js';
 import { webhookCommand } from './webhook.js';
+import { multiclusterCommand } from './multicluster.js';
 
 export function kgProgram(applyHost?: () => ApplyHost): Command {
   const run = runCommand();
@@ -18,6 +19,7 @@ export function kgProgram(applyHost?: () => ApplyHost): Command {
       .addCommand(run, { isDefault: true })
       .addCommand(applyCommand(applyHost))
       .addCommand(webhookCommand())
+      .addCommand(multiclusterCommand())
       .addCommand(lazyCommand('lab', 'a mesh of network namespaces on this machine: up, status, exec, down', loadLab)),
   );
   // Kilo's `kg` is the agent: a Kilo user looks for the agent's flags in `kg --help`.

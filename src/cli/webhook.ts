@@ -24,7 +24,7 @@ interface WebhookFlags {
 }
 
 /** Resolves when the process is asked to stop. */
-function stopSignal(): Promise<NodeJS.Signals> {
+export function stopSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
     const on = (s: NodeJS.Signals) => {
       process.off('SIGINT', on);

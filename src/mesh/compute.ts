@@ -72,7 +72,16 @@ export function topologyOf(
     const lost = conflicts.find((e) => e.object === `Node ${JSON.stringify(hostname)}`);
     throw new TopologyError(`node ${JSON.stringify(hostname)} was dropped: ${lost?.message ?? 'a conflict'}`);
   }
-  return { ...buildTopology(nodes, peers, options.granularity, hostname, subnetsOf(options), leaders), conflicts };
+  const allocation = {
+    mode: options.wireGuardIPAllocation ?? 'kilo',
+    subnet: options.subnet,
+    granularity: options.granularity,
+    nodes: cluster.nodes,
+    now,
+  };
+  const t = buildTopology(nodes, peers, options.granularity, hostname, subnetsOf(options), leaders, allocation);
+  // Forced WireGuard IPs that could not be honoured are reported with the other conflicts.
+  return { ...t, conflicts: t.conflicts ? [...conflicts, ...t.conflicts] : conflicts };
 }
 
 /**

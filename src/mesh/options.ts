@@ -2,6 +2,7 @@ import { Cidr } from '../net/cidr.js';
 import type { ByFamily } from '../net/family.js';
 import type { Compatibility } from '../encapsulation/index.js';
 import type { Encapsulate, Granularity } from '../model/types.js';
+import type { WireGuardIPAllocation } from '../model/mesh-flags.js';
 
 /** The flags of `kg` that shape one node's plan. */
 export interface MeshOptions {
@@ -27,6 +28,8 @@ export interface MeshOptions {
   /** The CNI kilo-ts runs beside (--compatibility): it picks the encapsulation (src/encapsulation/). */
   compatibility?: Compatibility | null;
   privateKeyPath: string;
+  /** --wireguard-ip-allocation; absent is `kilo` (Kilo's positional rule). See allocation.ts. */
+  wireGuardIPAllocation?: WireGuardIPAllocation;
 }
 
 export const defaultMeshOptions: MeshOptions = {

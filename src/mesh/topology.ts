@@ -5,7 +5,7 @@ import { PrefixIndex } from '../net/prefix-index.js';
 import { byName, inNameOrder } from './order.js';
 import type { Endpoint, Granularity, KiloNode, KiloPeer } from '../model/types.js';
 import type { ElectedLeaders, LeaderReason } from './leaders.js';
-import { kiloSlots } from './allocation.js';
+import { allocateSlots, type AllocationContext } from './allocation.js';
 
 /**
  * A set of nodes that the rest of the mesh sees as one WireGuard peer: the leader's key and
@@ -164,6 +164,7 @@ export function buildTopology(
   hostname: string,
   subnet: Cidr | ByFamily<Cidr>,
   leaders?: ElectedLeaders,
+  allocation?: AllocationContext,
 ): Topology {
   const localNode = nodes.find((n) => n.name === hostname);
   if (!localNode) throw new TopologyError(`node ${JSON.stringify(hostname)} is not a ready node of the cluster`);
@@ -178,7 +179,7 @@ export function buildTopology(
     }
   }
 
-  const slots = kiloSlots(placed);
+  const { slots, problems } = allocateSlots(placed, allocation);
   const segments: Segment[] = placed.map(({ key, group, members }, i) => {
     const chosen = key.startsWith('location:') ? leaders?.get(members[0]!.location) : undefined;
     const elected = chosen && members.find((n) => n.name === chosen.node);
@@ -229,6 +230,7 @@ export function buildTopology(
   const localSegment = segments.find((s) => s.nodes.includes(localNode))!;
   return {
     granularity,
+    ...(problems.length > 0 ? { conflicts: problems } : {}),
     subnet: subnets[0]!,
     subnets,
     segments,

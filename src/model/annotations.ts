@@ -13,6 +13,8 @@ export const Annotation = {
   endpoint: `${prefix}endpoint`,
   internalIP: `${prefix}internal-ip`,
   wireGuardIP: `${prefix}wireguard-ip`,
+  /** The operator's WireGuard IP for the node's segment (squat/kilo#221's name); src/mesh/allocation.ts. */
+  forceWireGuardIP: `${prefix}force-wireguard-ip`,
   lastSeen: `${prefix}last-seen`,
   discoveredEndpoints: `${prefix}discovered-endpoints`,
   granularity: `${prefix}granularity`,
@@ -41,6 +43,8 @@ export const Annotation = {
    * names that leader and its term, so the leader learns it no longer forwards (see election/relay.ts).
    */
   leaderHealth: `${prefix}leader-health`,
+  /** kilo-ts: the node's per-pair health, summarised and bounded (src/agent/health-summary.ts); kgctl status reads it. */
+  pathHealth: `${prefix}path-health`,
 } as const;
 
 export const defaultTopologyLabel = 'topology.kubernetes.io/region';

@@ -14,6 +14,13 @@ import { encapsulations, type Encapsulate } from './types.js';
 /** --compatibility: "" = Kilo manages the CNI itself. */
 export const compatibilities = ['', 'flannel', 'cilium'] as const;
 
+/**
+ * --wireguard-ip-allocation: `kilo`, Kilo's positional rule (the n-th segment by key takes the n-th
+ * address), or `stable`, addresses that stay put (src/mesh/allocation.ts, docs/wireguard-ips.md).
+ */
+export const wireGuardIPAllocations = ['kilo', 'stable'] as const;
+export type WireGuardIPAllocation = (typeof wireGuardIPAllocations)[number];
+
 export interface MeshFlags {
   /** One CIDR, or one per family (dual-stack --subnet). */
   subnet: Cidr | ByFamily<Cidr>;
@@ -30,6 +37,8 @@ export interface MeshFlags {
   namespace: string;
   /** The firewall backend the agent chose (--firewall): kgctl plan renders that one. Absent from older agents. */
   firewall?: 'auto' | 'iptables' | 'nftables';
+  /** Absent from older agents and written only for `stable`: absent is `kilo`, so kilo agents' text is unchanged. */
+  wireguardIpAllocation?: WireGuardIPAllocation;
 }
 
 /** The annotation is small; anything bigger is not an agent's announcement. */
@@ -57,6 +66,7 @@ const wire = lazy(() => {
     'leader-election': z.optional(z.enum(['annotation', 'lease'])),
     namespace: z.optional(z.string().check(z.minLength(1), z.maxLength(63))),
     firewall: z.optional(z.enum(['iptables', 'nftables'])),
+    'wireguard-ip-allocation': z.optional(z.enum(wireGuardIPAllocations)),
   });
 });
 
@@ -77,6 +87,7 @@ export function formatMeshFlags(f: MeshFlags): string {
     'leader-election': f.leaderElection,
     namespace: f.namespace,
     ...(f.firewall !== undefined && f.firewall !== 'auto' ? { firewall: f.firewall } : {}),
+    ...(f.wireguardIpAllocation === 'stable' ? { 'wireguard-ip-allocation': f.wireguardIpAllocation } : {}),
   };
   return JSON.stringify(out);
 }
@@ -124,6 +135,7 @@ export function parseMeshFlags(text: string, object: string): Partial<MeshFlags>
     leaderElection: w['leader-election'],
     namespace: w.namespace,
     firewall: w.firewall,
+    wireguardIpAllocation: w['wireguard-ip-allocation'],
   };
   for (const k of Object.keys(out) as (keyof MeshFlags)[]) if (out[k] === undefined) delete out[k];
   return out;

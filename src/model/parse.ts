@@ -311,6 +311,7 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
 
   const wg = a[Annotation.wireGuardIP];
   const wireGuardIP = wg ? r.cidr(field(Annotation.wireGuardIP), wg, true) : null;
+  const forceWireGuardIP = parseForcedWireGuardIP(r, a[Annotation.forceWireGuardIP]);
 
   // Kilo writes a bare address, or "" when the node has none (not in cilium mode); Kilo's name
   // first, then the contract's (see Annotation.cniCompatibilityIP).
@@ -338,10 +339,22 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
     allowedLocationIPs,
     discoveredEndpoints,
     wireGuardIP,
+    forceWireGuardIP,
     granularity: a[Annotation.granularity] || null,
     ciliumInternalIP,
     leaderHealth,
   });
+}
+
+/**
+ * force-wireguard-ip: an address, or one with a mask as the wireguard-ip annotation writes it (the
+ * mask is --subnet's business, so it is ignored). "" or "-" is none, as for force-internal-ip.
+ */
+function parseForcedWireGuardIP(r: Reader, value: string | undefined): IP | null {
+  const v = value?.trim();
+  if (!v || v === '-') return null;
+  const f = field(Annotation.forceWireGuardIP);
+  return v.includes('/') ? (r.address(f, v)?.ip ?? null) : r.ip(f, v);
 }
 
 /**

@@ -49,6 +49,11 @@ export interface KiloNode {
   readonly discoveredEndpoints: ReadonlyMap<string, Endpoint>;
   /** The WireGuard IP the node published (Kilo's annotation, one address); the plan allocates its own. */
   readonly wireGuardIP: Cidr | null;
+  /**
+   * force-wireguard-ip: the address the operator wants for the node's segment (an address, or an
+   * address with a mask, which is ignored); whether it is inside --subnet is the allocation's call.
+   */
+  readonly forceWireGuardIP: IP | null;
   readonly granularity: string | null;
   /**
    * The address of the node's `cilium_host` interface, published by its agent under

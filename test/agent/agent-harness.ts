@@ -95,9 +95,11 @@ export interface HarnessOptions {
   mesh?: Partial<MeshOptions>;
   agent?: Partial<AgentOptions>;
   /** Extra dependencies of the agent (e.g. the --compatibility=cilium lookups). */
-  deps?: Partial<Pick<AgentDeps, 'encapsulationDevice' | 'watchRouting'>>;
+  deps?: Partial<Pick<AgentDeps, 'encapsulationDevice' | 'watchRouting' | 'paths'>>;
   /** Start the agent (default true). */
   start?: boolean;
+  /** kg's --metrics-per-peer. */
+  metricsPerPeer?: boolean;
 }
 
 /** Builds everything, starts the agent and waits until the local node is published and planned. */
@@ -116,7 +118,7 @@ export async function startHarness(t: TestContext, o: HarnessOptions = {}): Prom
   kernel.addLink('tunl0', {});
   const device = new FakeWireGuardDevice('kilo0');
   const fw = createFakeFirewall();
-  const metrics = new AgentMetrics();
+  const metrics = new AgentMetrics({ perPeer: o.metricsPerPeer ?? false });
   const privateKey = generatePrivateKey();
   const mesh: MeshOptions = { ...defaultMeshOptions, ...o.mesh };
   const agent = new Agent({

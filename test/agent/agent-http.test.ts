@@ -57,8 +57,8 @@ describe('agent HTTP', () => {
     await eventually('/health recovers', async () => (await get('/health')).status === 200, 15_000);
   });
 
-  test("/metrics: Kilo's names, values from the mesh, per-peer WireGuard series", async (t) => {
-    const h = await startHarness(t);
+  test("/metrics: Kilo's names, values from the mesh, WireGuard totals, per-peer series with --metrics-per-peer", async (t) => {
+    const h = await startHarness(t, { metricsPerPeer: true });
     await settled(h);
     h.device.handshake(wgKey('c'), 1_764_662_399, 1000);
     await h.agent.reconcileOnce();
@@ -76,6 +76,10 @@ describe('agent HTTP', () => {
     assert.ok(m.body.includes(`kilo_wireguard_peer_latest_handshake_seconds{public_key="${wgKey('c')}"} 1764662399`));
     assert.ok(m.body.includes(`kilo_wireguard_peer_receive_bytes{public_key="${wgKey('c')}"} 1000`));
     assert.ok(m.body.includes(`kilo_wireguard_peer_transmit_bytes{public_key="${wgKey('laptop')}"} 0`));
+    // c handshook a second ago (the harness clock); the laptop never did.
+    assert.match(m.body, /^kilo_wireguard_peers\{handshake="recent"\} 1$/m);
+    assert.match(m.body, /^kilo_wireguard_peers\{handshake="never"\} 1$/m);
+    assert.match(m.body, /^kilo_wireguard_receive_bytes 1000$/m);
 
     // A removed peer's series disappear with it.
     h.api.deletePeer('laptop');

@@ -4,7 +4,9 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
+import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import type { Plan } from '../../src/mesh/types.js';
 
 export const root = join(import.meta.dirname, '..', '..');
 export const example = join(root, 'examples', 'cross.yaml');
@@ -36,4 +38,11 @@ export interface Run {
 export function kgctl(...args: string[]): Run {
   const r = spawnSync(process.execPath, [join(root, 'bin', 'kgctl'), ...args], { cwd: root, encoding: 'utf8' });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** `kgctl plan ARGS` that must succeed: its JSON plan and its warnings. */
+export function kgctlPlan(...args: string[]): { plan: Plan; stderr: string } {
+  const r = kgctl('plan', ...args);
+  assert.equal(r.status, 0, r.stderr);
+  return { plan: JSON.parse(r.stdout) as Plan, stderr: r.stderr };
 }

@@ -33,13 +33,17 @@ describe('kg', () => {
   test('--help lists the commands and the agent flags', () => {
     const r = kg('--help');
     assert.equal(r.status, 0, r.stderr);
-    for (const command of ['run', 'apply', 'webhook', 'lab']) assert.match(r.stdout, new RegExp(`^  ${command} `, 'm'));
+    for (const command of ['run', 'apply', 'webhook', 'multicluster', 'lab'])
+      assert.match(r.stdout, new RegExp(`^  ${command} `, 'm'));
     for (const flag of ['--hostname <name>', '--mesh-granularity <granularity>', '--kubeconfig <path>', '--mtu <mtu>'])
       assert.ok(r.stdout.includes(`\n  ${flag}`), `kg --help shows ${flag}`);
   });
 
   test('a word that is no command is called an unknown command, not an argument of run', () => {
-    userError(kg('frobnicate'), /^kg: unknown command "frobnicate": kg's commands are run, apply, webhook, lab/);
+    userError(
+      kg('frobnicate'),
+      /^kg: unknown command "frobnicate": kg's commands are run, apply, webhook, multicluster, lab/,
+    );
     userError(kg('--hostname', 'n1', 'frobnicate'), /^kg: unknown command "frobnicate"/);
     // A command after agent flags is a command misplaced, not an unknown one.
     userError(kg('--hostname', 'n1', 'lab', 'show'), /^kg: "lab" after agent flags: .*put them after it: kg lab/);

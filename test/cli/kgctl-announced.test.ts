@@ -7,12 +7,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { Plan } from '../../src/mesh/types.js';
 import { Annotation } from '../../src/model/annotations.js';
 import { formatMeshFlags, type MeshFlags } from '../../src/model/mesh-flags.js';
 import { Cidr } from '../../src/net/cidr.js';
 import { node } from '../helpers/cluster.js';
-import { ensureBuilt, kgctl } from './built.js';
+import { ensureBuilt, kgctl, kgctlPlan } from './built.js';
 
 let dir = '';
 before(() => {
@@ -60,11 +59,7 @@ function snapshot(name: string, announce: (n: string) => string | undefined): st
   return p;
 }
 
-function plan(...args: string[]): { plan: Plan; stderr: string } {
-  const r = kgctl('plan', ...args);
-  assert.equal(r.status, 0, r.stderr);
-  return { plan: JSON.parse(r.stdout) as Plan, stderr: r.stderr };
-}
+const plan = kgctlPlan;
 
 describe('kgctl and the flags the agents announce', () => {
   test('without flags, kgctl plans as the agents do: their subnet, encapsulation and topology label', () => {

@@ -12,8 +12,8 @@ import { TestApiServer } from '../fixtures/apiserver.js';
 import { node, peer, wgKey } from '../helpers/cluster.js';
 import { leaseName } from '../../src/election/lease-name.js';
 import { Annotation } from '../../src/model/annotations.js';
-import { formatMeshFlags, type MeshFlags } from '../../src/model/mesh-flags.js';
-import { Cidr } from '../../src/net/cidr.js';
+import { formatMeshFlags } from '../../src/model/mesh-flags.js';
+import { defaultAnnounced } from '../helpers/mesh-flags.js';
 import { ensureBuilt, root, type Run } from './built.js';
 import { kubeConfigFor } from '../../packages/lab/src/apiserver-kubeconfig.js';
 
@@ -31,22 +31,6 @@ function kgctl(...args: string[]): Promise<Run> {
     child.on('close', (status) => resolve({ status, stdout, stderr }));
   });
 }
-
-/** What an agent with kg's defaults announces. */
-const defaultAnnounced: MeshFlags = {
-  subnet: Cidr.parse('10.4.0.0/16'),
-  port: 51820,
-  encapsulate: 'always',
-  local: true,
-  cni: true,
-  iptablesForwardRules: false,
-  routeHostTraffic: false,
-  serviceCidr: [],
-  topologyLabel: 'topology.kubernetes.io/region',
-  compatibility: '',
-  leaderElection: 'annotation',
-  namespace: 'kube-system',
-};
 
 let api: TestApiServer;
 let dir = '';

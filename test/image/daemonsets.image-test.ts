@@ -345,6 +345,8 @@ describe(`the DaemonSets, run from ${image}`, () => {
         if (c.cni) checkCni(lab, pod, c.file);
         else assert.ok(!existsSync(join(pod.hostRoot, 'etc', 'cni', 'net.d')), 'flannel keeps its CNI configuration');
         assert.equal(lab.agentGet(pod.node, '/health').ok, true);
+        // prom-client: one of the few packages the image keeps in node_modules (./contents.image-test.ts).
+        assert.match(lab.agentGet(pod.node, '/metrics').body, /^kilo_\w+ /m, `${pod.node}: /metrics`);
         checkNft(lab, pod, c.kgArgs.includes('--firewall=nftables') ? 'nftables' : 'auto');
       }
       if (c.flannel) {

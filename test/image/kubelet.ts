@@ -27,7 +27,7 @@ export interface ImageConfig {
   labels: Record<string, string>;
 }
 
-function buildah(args: string[]): string {
+export function buildah(args: string[]): string {
   const r = spawnSync('buildah', args, { encoding: 'utf8', timeout: 120_000 });
   if (r.status !== 0) throw new Error(`buildah ${args.join(' ')} exited with ${r.status}: ${r.stderr.trim()}`);
   return r.stdout.trim();

@@ -31,6 +31,16 @@ describe('kilo.squat.ai/mesh-flags', () => {
     assert.equal(formatMeshFlags(back as MeshFlags), text);
   });
 
+  test('--wireguard-ip-allocation: stable is announced; kilo, the default, is not (the text of kilo agents is unchanged)', () => {
+    const text = formatMeshFlags({ ...flags, wireguardIpAllocation: 'stable' });
+    assert.ok(text.endsWith(',"wireguard-ip-allocation":"stable"}'), text);
+    assert.equal((parseMeshFlags(text, 'Node "a"') as Partial<MeshFlags>).wireguardIpAllocation, 'stable');
+    assert.equal(formatMeshFlags({ ...flags, wireguardIpAllocation: 'kilo' }), formatMeshFlags(flags));
+    const bad = parseMeshFlags(text.replace('"stable"', '"sticky"'), 'Node "a"');
+    assert.ok(bad instanceof ValidationError);
+    assert.match(bad.message, /\.wireguard-ip-allocation: .*"sticky"/);
+  });
+
   test('an older or newer agent: unknown keys are skipped, missing keys are not announced', () => {
     const r = parseMeshFlags('{"encapsulate":"never","tunnel-mode":"geneve"}', 'Node "a"');
     assert.deepEqual(r, { encapsulate: 'never' });

@@ -35,25 +35,55 @@ const mergeLists: Record<string, string | null> = {
   'metadata.ownerReferences': 'uid',
   'status.addresses': 'type',
   'status.conditions': 'type',
+  // A Service's (patchMergeKey port); an EndpointSlice's `ports` and an Endpoints' `subsets` are atomic.
+  'spec.ports': 'port',
+};
+
+const setElementOrder = '$setElementOrder/';
+
+/** The path of the list a `$setElementOrder/<list>` key orders, under `path`. */
+const orderedList = (path: string, key: string): string => {
+  const list = key.slice(setElementOrder.length);
+  return path ? `${path}.${list}` : list;
 };
 
 /**
- * Strategic merge patch for the built-in types (Nodes): maps merge as in a merge patch, the
- * lists above merge by key, other lists are replaced. The `$patch`, `$retainKeys`,
- * `$setElementOrder` and `$deleteFromPrimitiveList` directives are refused rather than guessed.
+ * Strategic merge patch for the built-in types (Nodes, Services): maps merge as in a merge patch,
+ * the lists above merge by key, other lists are replaced. Of the directives, those `kubectl apply`
+ * sends for a keyed list are followed: `$setElementOrder/<list>` (the order of the merged list)
+ * and `{"$patch": "delete", <key>: …}` in it (that item removed); `$patch` elsewhere, `$retainKeys`
+ * and `$deleteFromPrimitiveList` are refused rather than guessed.
  */
 export function applyStrategicMergePatch(target: unknown, patch: unknown, path = ''): unknown {
   if (!isObject(patch)) return structuredClone(patch);
   const out: Json = isObject(target) ? { ...target } : {};
   for (const [key, value] of Object.entries(patch)) {
     const at = path ? `${path}.${key}` : key;
+    if (key.startsWith(setElementOrder) && orderedList(path, key) in mergeLists) continue;
     if (key.startsWith('$'))
       throw new ApiError(400, 'BadRequest', `strategic merge patch: the directive ${key} (at ${at}) is not supported`);
     if (value === null) delete out[key];
     else if (Array.isArray(value) && at in mergeLists) out[key] = mergeList(out[key], value, mergeLists[at]!, at);
     else out[key] = applyStrategicMergePatch(out[key], value, at);
   }
+  for (const [key, order] of Object.entries(patch)) {
+    if (!key.startsWith(setElementOrder) || !Array.isArray(order)) continue;
+    const list = key.slice(setElementOrder.length);
+    const mergeKey = mergeLists[orderedList(path, key)];
+    if (mergeKey && Array.isArray(out[list])) out[list] = ordered(out[list] as unknown[], order as unknown[], mergeKey);
+  }
   return out;
+}
+
+/** The items in the order given by their merge keys; items not named keep their place after them. */
+function ordered(items: unknown[], order: unknown[], mergeKey: string): unknown[] {
+  const keyOf = (x: unknown) => (isObject(x) ? x[mergeKey] : undefined);
+  const rank = new Map(order.map((o, i) => [keyOf(o), i]));
+  const at = (x: unknown) => rank.get(keyOf(x)) ?? order.length;
+  return items
+    .map((x, i) => ({ x, i }))
+    .sort((a, b) => at(a.x) - at(b.x) || a.i - b.i)
+    .map(({ x }) => x);
 }
 
 function mergeList(target: unknown, patch: unknown[], mergeKey: string | null, at: string): unknown[] {
@@ -76,6 +106,10 @@ function mergeList(target: unknown, patch: unknown[], mergeKey: string | null, a
         `strategic merge patch: every item of ${at} needs its merge key ${mergeKey}`,
       );
     const i = out.findIndex((x) => isObject(x) && x[mergeKey] === item[mergeKey]);
+    if (item['$patch'] === 'delete') {
+      if (i >= 0) out.splice(i, 1);
+      continue;
+    }
     if (i < 0) out.push(applyStrategicMergePatch({}, item, at));
     else out[i] = applyStrategicMergePatch(out[i], item, at);
   }

@@ -12,7 +12,7 @@ import { applyPatchBody } from './apiserver-patch.js';
 import { apiVersionOf, type ResourceType } from './apiserver-resources.js';
 import { ApiError, notFound } from './apiserver-status.js';
 import { metaOf, type ObjectStore } from './apiserver-store.js';
-import { validate } from './apiserver-validate.js';
+import { admit } from './apiserver-validate.js';
 
 /** One request on one resource: its type, namespace (namespaced types only), body and query. */
 export interface ResourceRequest {
@@ -70,6 +70,8 @@ function inNamespace(r: ResourceRequest, obj: KubeObject): KubeObject {
   return { ...obj, metadata: { ...obj.metadata, namespace: r.namespace } as KubeObject['metadata'] };
 }
 
+const storedOf = (store: ObjectStore, type: ResourceType) => (): KubeObject[] => store.sorted(type).map(([, o]) => o);
+
 function existing(store: ObjectStore, r: ResourceRequest, name: string): KubeObject {
   const old = store.peek(r.type, r.namespace, name);
   if (!old) throw notFound(r.type.name, name);
@@ -93,15 +95,13 @@ function update(store: ObjectStore, r: ResourceRequest, name: string, old: KubeO
       'Conflict',
       `Operation cannot be fulfilled on ${r.type.name} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
     );
-  validate(r.type, checked, old);
-  return store.replace(r.type, checked);
+  return store.replace(r.type, admit(r.type, checked, old, storedOf(store, r.type)));
 }
 
 export function createRequest(store: ObjectStore, r: ResourceRequest): KubeObject {
   if (r.type.namespaced && r.namespace === undefined)
     throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
-  const obj = inNamespace(r, objectBody(r));
-  validate(r.type, obj);
+  const obj = admit(r.type, inNamespace(r, objectBody(r)), undefined, storedOf(store, r.type));
   const { resourceVersion: _rv, uid: _uid, ...meta } = metaOf(obj);
   return store.create(r.type, { ...obj, metadata: meta });
 }

@@ -23,6 +23,18 @@ export interface ResourceType {
   shortNames?: string[];
   /** kube-apiserver's validation of the type's own fields (metadata is checked for every type): one message per error. */
   validate?: (obj: KubeObject) => string[];
+  /**
+   * kube-apiserver's defaulting, allocation and validation of a write, with the object it replaces
+   * (none on create) and the type's stored objects (for what is allocated): the object to store and
+   * one message per error.
+   */
+  admit?: (obj: KubeObject, old: KubeObject | undefined, stored: () => readonly KubeObject[]) => Admitted;
+}
+
+/** A write as the type's admission leaves it. */
+export interface Admitted {
+  object: KubeObject;
+  errors: string[];
 }
 
 export const nodesType: ResourceType = {

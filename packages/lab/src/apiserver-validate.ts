@@ -78,9 +78,24 @@ function nodeUpdateErrors(old: KubeObject, obj: KubeObject): string[] {
   return out;
 }
 
+/**
+ * The object kube-apiserver stores for a write (the type's defaults and allocations applied);
+ * throws 422 Invalid, as kube-apiserver does, for one it would not store.
+ */
+export function admit(
+  type: ResourceType,
+  given: KubeObject,
+  old: KubeObject | undefined,
+  stored: () => readonly KubeObject[],
+): KubeObject {
+  const admitted = type.admit?.(given, old, stored) ?? { object: given, errors: [] };
+  validate(type, admitted.object, old, admitted.errors);
+  return admitted.object;
+}
+
 /** Throws 422 Invalid, as kube-apiserver does, for an object it would not store. */
-export function validate(type: ResourceType, obj: KubeObject, old?: KubeObject): void {
-  const errors = [...metadataErrors(type, obj), ...(type.validate?.(obj) ?? [])];
+export function validate(type: ResourceType, obj: KubeObject, old?: KubeObject, more: readonly string[] = []): void {
+  const errors = [...metadataErrors(type, obj), ...(type.validate?.(obj) ?? []), ...more];
   if (old) {
     const uid = (o: KubeObject) => (o.metadata as { uid?: string } | undefined)?.uid;
     if (uid(obj) !== undefined && uid(obj) !== uid(old))

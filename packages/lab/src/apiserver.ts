@@ -20,6 +20,7 @@
  *   preconditions); 415 for a body type it does not take, 422 for an invalid object;
  * - the CustomResourceDefinitions of manifests/ under apiextensions.k8s.io/v1, namespaces,
  *   (empty) pods and events, discovery and OpenAPI for kubectl;
+ * - Services with clusterIPs from `serviceCidr`, Endpoints and EndpointSlices (apiserver-services.ts);
  * - Tables (server-side printing) for a list or get that asks for one, with kube-apiserver's
  *   columns: Nodes' STATUS, ROLES, AGE, VERSION; a CRD's printer columns (apiserver-table.ts);
  * - core list items carry no kind/apiVersion; custom resources' items do.
@@ -64,6 +65,7 @@ import {
   type ResourceType,
   type Target,
 } from './apiserver-resources.js';
+import { defaultServiceCidr, endpointSlicesType, endpointsType, servicesType } from './apiserver-services.js';
 import { ApiError, notFound } from './apiserver-status.js';
 import { metaOf, ObjectStore } from './apiserver-store.js';
 import { renderingOf, toTable } from './apiserver-table.js';
@@ -73,7 +75,7 @@ export { applyMergePatch } from './apiserver-patch.js';
 export { ApiError, status, type Status } from './apiserver-status.js';
 export type { ResourceType } from './apiserver-resources.js';
 export type { WatchEvent } from './apiserver-watch.js';
-export { crdsType, leasesType, namespacesType, nodesType, peersType };
+export { crdsType, endpointSlicesType, endpointsType, leasesType, namespacesType, nodesType, peersType };
 
 /** Nodes and Peers: the types kg reads, with shorthand methods. */
 export type Resource = 'nodes' | 'peers';
@@ -137,6 +139,8 @@ export interface TestApiServerOptions {
   revision?: number;
   /** More resource types to serve. */
   resources?: readonly ResourceType[];
+  /** The service range Services' clusterIPs come from (kube-apiserver's --service-cluster-ip-range). Default 10.96.0.0/12. */
+  serviceCidr?: string;
   /** More paths to serve, consulted in order before the built-in ones. */
   routes?: readonly Route[];
 }
@@ -169,7 +173,14 @@ export class TestApiServer {
   goneAs: 'event' | 'status';
 
   private constructor(options: TestApiServerOptions) {
-    this.types = [...builtinResources, leasesType, ...(options.resources ?? [])];
+    this.types = [
+      ...builtinResources,
+      leasesType,
+      servicesType(options.serviceCidr ?? defaultServiceCidr),
+      endpointsType,
+      endpointSlicesType,
+      ...(options.resources ?? []),
+    ];
     this.store = new ObjectStore(this.types, options.historyLimit ?? 1000);
     this.watches = new Watches(this.store, options.bookmarkIntervalMs ?? 1000);
     this.routes = options.routes ?? [];

@@ -245,6 +245,8 @@ export class Lab {
       this.state.path('api.sock'),
       '--state',
       this.clusterFile,
+      '--service-cluster-ip-range',
+      this.plan.serviceCidr,
     ];
     startRecorded(this.state, 'apiserver', argv, this.state.path('apiserver.log'));
     await this.api.waitReady(readyTimeoutMs);

@@ -5,6 +5,12 @@ import { peerAllowedIP } from './layout.js';
 import { clusterLocations, describeLocation, natLocations } from './locations.js';
 import { peerEndpoint } from './peer.js';
 import { allPairs, formatMatrix, pingPairs, type Matrix } from './probe.js';
+import { brokenLines, brokenPairs } from '../../../src/agent/health-status.js';
+import { parsePathHealth } from '../../../src/agent/health-summary.js';
+import { NodeType } from '../../../src/backend/source.js';
+import { Annotation } from '../../../src/model/annotations.js';
+import { parseCluster } from '../../../src/model/parse.js';
+import { isNodeReady } from '../../../src/model/ready.js';
 
 /**
  * What `up` and `show` show once the mesh works: the pod→pod matrix, how one node routes to a few
@@ -30,6 +36,12 @@ export async function report(
       `\nthe mesh did not converge within ${e.timeoutMs / 1000} s: ${e.failing.length} of ${e.pairs} pairs never got through:`,
     );
     for (const pair of e.failing) say(`  ${pair}`);
+    // Why, as kgctl status says it: from the nodes' published data and the agents' probes.
+    const why = await whyBroken(lab).catch((err: unknown) => [
+      `(the cluster could not be read: ${(err as Error).message})`,
+    ]);
+    say(`\nwhat kgctl status says (kgctl status --kubeconfig ${lab.kubeconfig}):`);
+    for (const line of why) say(`  ${line}`);
     say(`\nnext: each agent's /health: ${invokedAs()} lab status --state-dir ${lab.state.dir}`);
     say(`      an agent's log: ${lab.nodeDir(lab.nodes[0]!.name)}/kg.log (and the other nodes' beside it)`);
     say(`      the cluster as the agents see it: kubectl --kubeconfig ${lab.kubeconfig} get nodes -o yaml`);
@@ -69,6 +81,21 @@ export async function report(
     );
   } else say(`\ngraph: ${viewer.name}'s agent did not answer /graph: ${svg.body.trim()}`);
   return true;
+}
+
+/** kgctl status's broken pairs, computed the same way (agent/health-status.ts) from the lab's Nodes. */
+async function whyBroken(lab: Lab): Promise<string[]> {
+  // A list's items carry no kind: the parser reads Nodes by theirs.
+  const objects = (await lab.api.list('nodes')).map((o) => ({ ...o, ...NodeType }));
+  const now = Math.floor(Date.now() / 1000);
+  const ready = parseCluster(objects, {}).nodes.filter((n) => isNodeReady(n, now));
+  const summaries = new Map(
+    objects.map((o) => [o.metadata?.name ?? '', parsePathHealth(o.metadata?.annotations?.[Annotation.pathHealth])]),
+  );
+  // The lab's agents route to location mates in the clear (--encapsulate=never, kilo-agent.ts).
+  const mesh = { granularity: lab.options.granularity, encapsulate: 'never', local: true } as const;
+  const { broken, total } = brokenPairs(ready, mesh, (name) => summaries.get(name) ?? null, 20);
+  return brokenLines(broken, total);
 }
 
 /**
