@@ -48,3 +48,32 @@ export function generateCluster(
   }
   return items;
 }
+
+/**
+ * The same cluster made dual-stack (docs/dual-stack.md): every node with an IPv6 pod CIDR beside its
+ * IPv4 one (spec.podCIDRs), an IPv6 internal IP and endpoint in the -ipv6 annotations, and every
+ * Peer with an IPv6 allowed IP too. Plan it with `--subnet 10.4.0.0/16,fd4b::/64`.
+ */
+export function dualStack(items: KubeObject[]): KubeObject[] {
+  return items.map((o, i) => {
+    const hex = i.toString(16);
+    if (o.kind === 'Peer') {
+      const spec = o.spec as { allowedIPs: string[] };
+      return { ...o, spec: { ...spec, allowedIPs: [...spec.allowedIPs, `fd05::${hex}/128`] } };
+    }
+    const a = o.metadata!.annotations!;
+    const v4 = a['kilo.squat.ai/internal-ip']!.split('/')[0]!.split('.').map(Number);
+    return {
+      ...o,
+      metadata: {
+        ...o.metadata,
+        annotations: {
+          ...a,
+          'kilo.squat.ai/internal-ip-ipv6': `fd10:${v4[1]!.toString(16)}:${v4[2]!.toString(16)}::${v4[3]!.toString(16)}/64`,
+          'kilo.squat.ai/endpoint-ipv6': `[2001:db8::${hex}]:51820`,
+        },
+      },
+      spec: { podCIDRs: [(o.spec as { podCIDR: string }).podCIDR, `fd42:0:${hex}::/64`] },
+    };
+  });
+}

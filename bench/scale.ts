@@ -19,7 +19,7 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateCluster, publicKey } from './generate.js';
+import { dualStack, generateCluster, publicKey } from './generate.js';
 import type { KubeObject } from '../src/model/parse.js';
 import { benchRunOnce } from './scale-run.js';
 import { keptBytesPerNode } from './scale-memory.js';
@@ -155,7 +155,7 @@ process.exitCode = require('node:child_process').spawnSync('sh', [process.argv[2
 
 const files = new Map<number, string>();
 /** Which parts to run: kgctl, apply, run (default all). */
-const parts = new Set((process.env['KILO_BENCH_PARTS'] ?? 'kgctl,apply,run').split(','));
+const parts = new Set((process.env['KILO_BENCH_PARTS'] ?? 'kgctl,apply,run,dual').split(','));
 try {
   console.log(`## Whole processes at scale (load average ${load()} at start; the machine may be shared)\n`);
   console.log(`This machine: ${machineFigures()}\n`);
@@ -167,6 +167,7 @@ try {
     if (parts.has('apply')) benchApply();
     if (parts.has('run')) await benchRun();
   }
+  if (parts.has('dual')) benchDualStack();
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
@@ -407,6 +408,61 @@ function benchApplyWith(granularity: string): void {
     );
   }
   console.log(`\n${granularity} writes: ${contents.join('; ')}; load average ${load()} at the end\n`);
+}
+
+/**
+ * Dual-stack next to IPv4 in the same run, runs interleaved so that the machine's load moves both
+ * alike (issue 32: target ≤ 1.3×): `kgctl plan -o json` and the first `kg apply` (cross, fresh
+ * namespace) of node-00000 at KILO_BENCH_DUAL_SIZES nodes (default 5,000), the same cluster with
+ * and without IPv6 (bench/generate.ts dualStack), --subnet of one family and of two.
+ */
+function benchDualStack(): void {
+  console.log('\n## Dual-stack next to IPv4 (same clusters, runs interleaved)\n');
+  console.log(
+    '| command | nodes | IPv4 min s | IPv4 median s | dual-stack min s | dual-stack median s | dual ÷ IPv4 (medians) |',
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  const root = process.getuid?.() === 0 && !process.env['KILO_BENCH_SKIP_DATAPLANE'];
+  for (const n of (process.env['KILO_BENCH_DUAL_SIZES'] ?? '5000').split(',').map(Number)) {
+    const items = generateCluster(n, 20, 10);
+    const files = { v4: join(dir, `v4-${n}.json`), dual: join(dir, `dual-${n}.json`) };
+    writeFileSync(files.v4, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
+    writeFileSync(files.dual, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: dualStack(items) }));
+    const subnet = { v4: ['--subnet', '10.4.0.0/16'], dual: ['--subnet', '10.4.0.0/16,fd4b::/64'] };
+    const plan = (k: 'v4' | 'dual') =>
+      timed([kgctl, 'plan', 'node-00000', '--cluster', files[k], '-o', 'json', ...subnet[k]]);
+    const apply = (k: 'v4' | 'dual', i: number) => {
+      const ns = `kts-bd-${process.pid}-${i}`;
+      const iface = `kbd${process.pid % 10000}`;
+      freshNamespace(ns);
+      // node-00000's IPv6 internal IP (the IPv6 routes' source), in both runs alike.
+      spawnSync('ip', ['-n', ns, '-6', 'addr', 'add', 'fd10:10::1/64', 'dev', 'priv0', 'nodad']);
+      try {
+        return timed(
+          ['ip', 'netns', 'exec', ns, kg, 'apply', '--cluster', files[k], '--hostname', 'node-00000']
+            .concat(['--key-file', join(dir, `${ns}.key`), '--interface', iface, '--encapsulate', 'never'])
+            .concat(['--mtu', '1420', '--mesh-granularity', 'cross', '--log-level', 'warn', ...subnet[k]]),
+        );
+      } finally {
+        removeNamespace(ns, iface);
+      }
+    };
+    const rows: [string, (k: 'v4' | 'dual', i: number) => Run][] = [['kgctl plan -o json', plan]];
+    if (root) rows.push(['kg apply, first (cross)', apply]);
+    for (const [command, run] of rows) {
+      const rs = { v4: [] as Run[], dual: [] as Run[] };
+      for (let i = 0; i < runs; i++) {
+        rs.v4.push(run('v4', i));
+        rs.dual.push(run('dual', i));
+      }
+      const wall = (xs: Run[]) => median(xs.map((r) => r.seconds));
+      const [a, b] = [stats(rs.v4).split(' | '), stats(rs.dual).split(' | ')];
+      console.log(
+        `| ${command} | ${n} | ${a[0]} | ${a[1]} | ${b[0]} | ${b[1]} | ${(wall(rs.dual) / wall(rs.v4)).toFixed(2)}× |`,
+      );
+    }
+  }
+  console.log(`\nload average ${load()} after dual-stack\n`);
 }
 
 async function benchRun(): Promise<void> {

@@ -16,6 +16,7 @@ import { Annotation, lastSeenIntervalSeconds } from '../model/annotations.js';
 import { judgeReadiness, rememberCheckIn, type ReadinessMemory } from '../model/ready.js';
 import type { Endpoint, KiloNode } from '../model/types.js';
 import type { Cidr, IP } from '../net/cidr.js';
+import type { ByFamily } from '../net/family.js';
 import { syncCNIConfig } from './cni.js';
 import { interfaceHolding } from './discovery.js';
 import { onlyLastSeenMoved } from './heartbeat.js';
@@ -60,6 +61,12 @@ export interface HostFacts {
   internalIP: Cidr | null;
   /** Detected endpoint address; the port is the listen port. */
   endpointIP: IP | null;
+  /**
+   * Dual-stack mesh only (absent otherwise): the IPv6 internal IP and endpoint address beside the
+   * IPv4 ones, published in the *-ipv6 annotations (docs/annotations.md#dual-stack).
+   */
+  ipv6InternalIP?: Cidr | null;
+  ipv6EndpointIP?: IP | null;
 }
 
 export interface AgentDeps {
@@ -390,7 +397,7 @@ export class Agent {
       lap('parseMs');
       this.keys.step(this.ownAnnotations());
       if (checkInOnly && !this.keys.busy && (await this.checkInOnly(cluster.nodes, took))) return;
-      const cniError = await this.syncCNI(cluster.nodes.find((n) => n.name === options.hostname)?.podCIDRs[0] ?? null);
+      const cniError = await this.syncCNI(cluster.nodes.find((n) => n.name === options.hostname)?.podCIDRs ?? []);
       const nowSeconds = Math.floor(this.clock() / 1000);
       // Without a monitor nothing tells foreign changes apart, so every pass reads.
       const trustLastWrite = !this.fullReadDue && this.watch !== null;
@@ -563,9 +570,11 @@ export class Agent {
   }
 
   /** Keeps the CNI conflist's pod subnet equal to the node's; returns the failure, if any. */
-  private async syncCNI(podCIDR: Cidr | null): Promise<string | null> {
+  private async syncCNI(podCIDRs: ByFamily<Cidr>): Promise<string | null> {
     const { options, log, metrics } = this.deps;
-    if (!options.cniPath || !podCIDR) return null;
+    if (!options.cniPath || podCIDRs.length === 0) return null;
+    // Both families only in a dual-stack mesh: a one-family mesh's conflist is as before.
+    const podCIDR = options.mesh.subnets ? podCIDRs : podCIDRs[0]!;
     try {
       const r = await syncCNIConfig(options.cniPath, podCIDR);
       if (r.status === 'absent')
@@ -650,6 +659,17 @@ export class Agent {
       endpoint: facts.endpointIP ? formatEndpoint({ ip: facts.endpointIP, dns: null, port: options.mesh.port }) : null,
       internalIP: facts.internalIP,
       wireGuardIP: publishedWireGuardIP(options.mesh, plan, topology, current[Annotation.wireGuardIP]),
+      ...(facts.ipv6InternalIP !== undefined
+        ? {
+            ipv6: {
+              internalIP: facts.ipv6InternalIP,
+              endpoint: facts.ipv6EndpointIP
+                ? formatEndpoint({ ip: facts.ipv6EndpointIP, dns: null, port: options.mesh.port })
+                : null,
+              wireGuardIP: plan?.wireGuardIPs?.[1] ?? null,
+            },
+          }
+        : {}),
       granularity: options.mesh.granularity,
       ...(options.meshFlags !== undefined ? { meshFlags: options.meshFlags } : {}),
       discoveredEndpoints: discovered,

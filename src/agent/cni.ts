@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { Cidr } from '../net/cidr.js';
+import { listOf, type ByFamily } from '../net/family.js';
 
 /**
  * The pod subnet of the CNI configuration Kilo manages (`--cni`, `--cni-path`): the host-local IPAM
@@ -31,12 +32,29 @@ export function cniSubnetOf(conf: unknown): string | null {
   return null;
 }
 
+/** The first subnet of each range set of the first IPAM that has ranges (one per family in a dual-stack conflist). */
+export function cniSubnetsOf(conf: unknown): string[] {
+  if (!isObject(conf) || !Array.isArray(conf['plugins'])) return [];
+  for (const p of conf['plugins']) {
+    if (!isObject(p) || !isObject(p['ipam']) || !Array.isArray(p['ipam']['ranges'])) continue;
+    const out: string[] = [];
+    for (const set of p['ipam']['ranges']) {
+      const r: unknown = Array.isArray(set) ? set[0] : undefined;
+      if (isObject(r) && typeof r['subnet'] === 'string' && r['subnet'] !== '') out.push(r['subnet']);
+    }
+    if (out.length > 0) return out;
+  }
+  return [];
+}
+
 /**
- * The conflist with every plugin's IPAM handing out `subnet` alone. The legacy single-range keys
+ * The conflist with every plugin's IPAM handing out `subnet` alone (one range set per family when
+ * it is a list: host-local gives each pod an address of each). The legacy single-range keys
  * go: host-local would otherwise add the old range in front of the new one (Kilo leaves them).
  * @throws Error naming the file and the part that is not a conflist.
  */
-export function withCNISubnet(conf: unknown, subnet: string, file: string): Json {
+export function withCNISubnet(conf: unknown, subnet: string | readonly string[], file: string): Json {
+  const ranges = typeof subnet === 'string' ? [[{ subnet }]] : subnet.map((s) => [{ subnet: s }]);
   if (!isObject(conf)) throw new Error(`CNI config ${file}: not a JSON object`);
   const plugins = conf['plugins'];
   if (!Array.isArray(plugins)) throw new Error(`CNI config ${file}: field "plugins": not a list`);
@@ -47,7 +65,7 @@ export function withCNISubnet(conf: unknown, subnet: string, file: string): Json
     if (!isObject(p['ipam'])) throw new Error(`CNI config ${file}: field "plugins[${i}].ipam": not an object`);
     found = true;
     const { subnet: _s, rangeStart: _a, rangeEnd: _b, gateway: _g, ...ipam } = p['ipam'];
-    return { ...p, ipam: { ...ipam, ranges: [[{ subnet }]] } };
+    return { ...p, ipam: { ...ipam, ranges } };
   });
   if (!found) throw new Error(`CNI config ${file}: no plugin has an "ipam" section to hold the pod subnet`);
   return { ...conf, plugins: out };
@@ -62,7 +80,7 @@ export type CNIResult =
  * alone (the CNI may not be installed yet, or another component owns the directory).
  * @throws Error naming the file when it cannot be read, parsed or written.
  */
-export async function syncCNIConfig(path: string, podCIDR: Cidr): Promise<CNIResult> {
+export async function syncCNIConfig(path: string, podCIDR: Cidr | ByFamily<Cidr>): Promise<CNIResult> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -76,10 +94,24 @@ export async function syncCNIConfig(path: string, podCIDR: Cidr): Promise<CNIRes
   } catch (e) {
     throw new Error(`CNI config ${path}: not JSON: ${(e as Error).message}`);
   }
-  const want = podCIDR.networkText;
-  const have = cniSubnetOf(conf);
-  if (have !== null && Cidr.tryParse(have)?.networkText === want) return { status: 'unchanged' };
-  const updated = withCNISubnet(conf, want, path);
+  const pods = listOf(podCIDR);
+  let want: string;
+  let have: string | null;
+  let updated: Json | null = null;
+  if (pods.length === 1) {
+    want = pods[0]!.networkText;
+    have = cniSubnetOf(conf);
+    if (have !== null && Cidr.tryParse(have)?.networkText === want) return { status: 'unchanged' };
+    updated = withCNISubnet(conf, want, path);
+  } else {
+    // Dual-stack: one range set per family, in the node's order (IPv4's first).
+    const wanted = pods.map((c) => c.networkText);
+    const found = cniSubnetsOf(conf);
+    want = wanted.join(',');
+    have = found.length > 0 ? found.join(',') : null;
+    if (found.map((t) => Cidr.tryParse(t)?.networkText).join(',') === want) return { status: 'unchanged' };
+    updated = withCNISubnet(conf, wanted, path);
+  }
   const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(4).toString('hex')}.tmp`);
   try {
     await writeFile(tmp, `${JSON.stringify(updated, null, 2)}\n`, { mode: 0o644 });

@@ -21,19 +21,35 @@ export interface Discovered {
   endpointIP: Cidr | null;
 }
 
+/**
+ * A dual-stack node's IPv6 internal IP and endpoint beside the IPv4 ones Kilo's annotations hold:
+ * the same rule as chooseAddresses over the IPv6 addresses alone, each only where Kilo's value is
+ * IPv4 (where it is IPv6 already, the node has no second one to publish).
+ */
+export function chooseIPv6Beside(addresses: readonly HostAddress[], o: DiscoveryOptions, kilo: Discovered): Discovered {
+  const six = chooseAddresses(
+    addresses.filter((a) => a.address.family === 6),
+    o,
+  );
+  return {
+    internalIP: kilo.internalIP?.family === 4 ? six.internalIP : null,
+    endpointIP: kilo.endpointIP?.family === 4 ? six.endpointIP : null,
+  };
+}
+
 function usable(a: HostAddress, o: DiscoveryOptions): boolean {
   if (o.excludeInterfaces.includes(a.iface) || a.iface === 'lo') return false;
   const ip = a.address.ip;
   if (ip.family === 4 && ip.bytes[0] === 127) return false;
-  if (ip.family === 4 && ip.bytes[0] === 169 && ip.bytes[1] === 254) return false;
-  if (ip.family === 6 && ip.bytes[0] === 0xfe && (ip.bytes[1]! & 0xc0) === 0x80) return false;
+  // Valid on one link only: never an internal IP or an endpoint.
+  if (ip.isLinkLocal()) return false;
   if (ip.family === 6 && ip.text === '::1') return false;
   return !o.excludeCIDRs.some((c) => c.contains(ip));
 }
 
 /**
  * Picks the node's internal IP and endpoint from its addresses (pure). The internal IP is a
- * private address (inside --internal-cidr when given); the endpoint is the first public address,
+ * private address (RFC 1918, 100.64.0.0/10, fc00::/7: IP.isNonPublic) (inside --internal-cidr when given); the endpoint is the first public address,
  * preferring the default-route interface, else the internal IP — or the other way round with
  * --prioritise-private-addresses. IPv4 before IPv6.
  */
@@ -48,9 +64,9 @@ export function chooseAddresses(addresses: readonly HostAddress[], o: DiscoveryO
   const internal =
     o.internalCIDRs.length > 0
       ? candidates.find((a) => o.internalCIDRs.some((c) => c.contains(a.address.ip)))
-      : candidates.find((a) => a.address.ip.isPrivate());
-  const publicAddr = candidates.find((a) => !a.address.ip.isPrivate());
-  const privateAddr = internal ?? candidates.find((a) => a.address.ip.isPrivate());
+      : candidates.find((a) => a.address.ip.isNonPublic());
+  const publicAddr = candidates.find((a) => !a.address.ip.isNonPublic());
+  const privateAddr = internal ?? candidates.find((a) => a.address.ip.isNonPublic());
   const endpoint = o.prioritisePrivate ? (privateAddr ?? publicAddr) : (publicAddr ?? privateAddr);
   return { internalIP: internal?.address ?? null, endpointIP: endpoint?.address ?? null };
 }

@@ -30,6 +30,12 @@ export interface LocalFacts {
   nextKey?: string | null;
   /** kilo.squat.ai/key-rotated: the rotation request last served; absent: untouched. */
   keyRotated?: string;
+  /**
+   * Dual-stack mesh only: the IPv6 values beside Kilo's (docs/annotations.md#dual-stack). Absent,
+   * the node is annotated exactly as before; present, IPv6 discovered endpoints go to their own
+   * annotation when Kilo's holds IPv4 ones.
+   */
+  ipv6?: { internalIP: Cidr | null; endpoint: string | null; wireGuardIP: string | null };
 }
 
 const lastSeenSlackSeconds = 5;
@@ -49,6 +55,25 @@ function discoveredJSON(m: ReadonlyMap<string, Endpoint>): string {
 }
 
 /**
+ * Kilo's discovered-endpoints annotation, and on a dual-stack node whose Kilo endpoint is IPv4 the
+ * IPv6 ones apart: a Kilo agent reading Kilo's annotation finds only endpoints of the family it
+ * dials (mesh/endpoint-family.ts).
+ */
+function discoveredAnnotations(facts: LocalFacts): Record<string, string | null> {
+  const all = facts.discoveredEndpoints;
+  if (!facts.ipv6 || !facts.endpoint || facts.endpoint.startsWith('[')) {
+    return { [Annotation.discoveredEndpoints]: discoveredJSON(all) };
+  }
+  const four = new Map<string, Endpoint>();
+  const six = new Map<string, Endpoint>();
+  for (const [k, e] of all) (e.ip?.family === 6 ? six : four).set(k, e);
+  return {
+    [Annotation.discoveredEndpoints]: discoveredJSON(four),
+    [Annotation.discoveredEndpointsIPv6]: six.size > 0 ? discoveredJSON(six) : null,
+  };
+}
+
+/**
  * The merge patch that brings the node's agent-owned annotations up to date, or null when
  * nothing changed. last-seen is refreshed only when it is nearly an interval old, so an
  * unchanged node costs about one patch per interval.
@@ -63,7 +88,7 @@ export function annotationPatch(
     [Annotation.wireGuardIP]: facts.wireGuardIP ?? '',
     [Annotation.granularity]: facts.granularity,
     ...(facts.meshFlags !== undefined ? { [Annotation.meshFlags]: facts.meshFlags } : {}),
-    [Annotation.discoveredEndpoints]: discoveredJSON(facts.discoveredEndpoints),
+    ...discoveredAnnotations(facts),
     [Annotation.ciliumInternalIP]: facts.ciliumInternalIP?.text ?? '',
     [Annotation.cniCompatibilityIP]: facts.ciliumInternalIP?.text ?? '',
     [Annotation.leaderHealth]: facts.leaderHealth ?? null,
@@ -72,6 +97,12 @@ export function annotationPatch(
   };
   // The endpoint is the operator's once set (Kilo's behaviour): detect it only for a new node.
   if (!current[Annotation.endpoint] && facts.endpoint) want[Annotation.endpoint] = facts.endpoint;
+  const six = facts.ipv6;
+  if (six) {
+    want[Annotation.internalIPv6] = six.internalIP ? six.internalIP.toString() : null;
+    want[Annotation.wireGuardIPv6] = six.wireGuardIP;
+    if (!current[Annotation.endpointIPv6] && six.endpoint) want[Annotation.endpointIPv6] = six.endpoint;
+  }
   const lastSeen = Number(current[Annotation.lastSeen] ?? 0);
   // The timer ticks every interval, a fraction of a second after the previous write: with "older
   // than the interval" a tick would often find 29 s and skip, leaving last-seen ~60 s old, at the

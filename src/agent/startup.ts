@@ -4,7 +4,8 @@ import { flannelInterface } from '../encapsulation/flannel.js';
 import { ipipInterface } from '../encapsulation/ipip.js';
 import { UsageError } from '../model/errors.js';
 import type { Cidr } from '../net/cidr.js';
-import { chooseAddresses } from './discovery.js';
+import { listOf, type ByFamily } from '../net/family.js';
+import { chooseAddresses, chooseIPv6Beside } from './discovery.js';
 import type { HostFacts } from './agent.js';
 
 /** What WireGuard adds to each packet (IPv6 outer header 40 + UDP 8 + WireGuard 32): `--mtu auto`. */
@@ -13,16 +14,23 @@ export const wireGuardOverhead = 80;
 /** Finds the internal IP and endpoint address of this machine (once, at start). */
 export async function discoverHost(
   host: Host,
-  o: { interfaceName: string; subnet: Cidr; internalCIDRs: Cidr[]; prioritisePrivate: boolean },
+  o: { interfaceName: string; subnet: Cidr | ByFamily<Cidr>; internalCIDRs: Cidr[]; prioritisePrivate: boolean },
 ): Promise<HostFacts> {
-  const found = chooseAddresses(await host.addresses(), {
+  const addresses = await host.addresses();
+  const options = {
     excludeInterfaces: [o.interfaceName, ipipInterface, flannelInterface, ciliumHostInterface],
-    excludeCIDRs: [o.subnet],
+    excludeCIDRs: listOf(o.subnet),
     internalCIDRs: o.internalCIDRs,
     prioritisePrivate: o.prioritisePrivate,
     defaultInterface: (await host.defaultRoute())?.iface ?? null,
-  });
-  return { internalIP: found.internalIP, endpointIP: found.endpointIP?.ip ?? null };
+  };
+  const found = chooseAddresses(addresses, options);
+  const facts: HostFacts = { internalIP: found.internalIP, endpointIP: found.endpointIP?.ip ?? null };
+  // Only a dual-stack mesh (--subnet of two families) publishes the IPv6 ones beside Kilo's: the
+  // nodes of a one-family mesh keep the annotations, and so the plans, they had.
+  if (listOf(o.subnet).length < 2) return facts;
+  const six = chooseIPv6Beside(addresses, options, found);
+  return { ...facts, ipv6InternalIP: six.internalIP, ipv6EndpointIP: six.endpointIP?.ip ?? null };
 }
 
 /** --mtu auto: the default route's MTU minus WireGuard's overhead. */

@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import { Cidr } from '../net/cidr.js';
+import { listOf, pair, type ByFamily } from '../net/family.js';
 import { UsageError } from '../model/errors.js';
 import { encapsulations, granularities, type Granularity, type KiloNode } from '../model/types.js';
 import { defaultMeshOptions, type MeshOptions } from '../mesh/options.js';
@@ -92,6 +93,33 @@ export function parseCidrFlag(name: string) {
   };
 }
 
+/**
+ * One CIDR, or one per family separated by a comma, as kube-controller-manager's --cluster-cidr
+ * (`10.4.0.0/16,fd4b::/64`): a single one stays a Cidr, so one family is as before; two are a
+ * ByFamily list, IPv4's first. With `sameSize`, the IPv6 one must hold at least as many addresses as
+ * the IPv4 one: each segment's IPv6 address sits at its IPv4 address's slot (mesh/allocation.ts).
+ */
+export function parseFamiliesFlag(name: string, sameSize = false) {
+  return (value: string): Cidr | ByFamily<Cidr> => {
+    const parts = value.split(',').map((p) => p.trim());
+    if (parts.length === 1) return parseCidrFlag(name)(value);
+    if (parts.length > 2)
+      throw new UsageError(`--${name}: at most one CIDR per family (IPv4, IPv6), got ${JSON.stringify(value)}`);
+    const [a, b] = parts.map((p) => parseCidrFlag(name)(p).masked()) as [Cidr, Cidr];
+    const both = pair(a, b);
+    if (!both)
+      throw new UsageError(
+        `--${name}: two CIDRs of one family in ${JSON.stringify(value)}: one per family (IPv4, IPv6)`,
+      );
+    const [v4, v6] = both as [Cidr, Cidr];
+    if (sameSize && 128 - v6.prefix < 32 - v4.prefix)
+      throw new UsageError(
+        `--${name}: ${v6.networkText} holds fewer addresses than ${v4.networkText}: each segment's IPv6 address sits at its IPv4 address's place, so the IPv6 prefix must be /${96 + v4.prefix} or shorter`,
+      );
+    return both;
+  };
+}
+
 export function parseIntFlag(name: string, min: number, max: number) {
   return (value: string): number => {
     if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
@@ -123,8 +151,8 @@ export function addMeshFlags(cmd: Command, opts: { allowAuto: boolean }): Comman
         .default(opts.allowAuto ? 'auto' : 'location'),
     )
     .addOption(
-      new Option('--subnet <cidr>', 'the WireGuard subnet')
-        .argParser(parseCidrFlag('subnet'))
+      new Option('--subnet <cidr>', 'the WireGuard subnet; dual-stack: one per family, e.g. 10.4.0.0/16,fd4b::/64')
+        .argParser(parseFamiliesFlag('subnet', true))
         .default(defaultMeshOptions.subnet, '10.4.0.0/16'),
     )
     .addOption(
@@ -150,8 +178,8 @@ export function addMeshFlags(cmd: Command, opts: { allowAuto: boolean }): Comman
       ),
     )
     .addOption(
-      new Option('--service-cidr <cidr>', 'service CIDR not to masquerade (repeatable)')
-        .argParser((v: string, prev: Cidr[] = []) => [...prev, parseCidrFlag('service-cidr')(v)])
+      new Option('--service-cidr <cidr>', 'service CIDR not to masquerade (repeatable; one per family: a,b)')
+        .argParser((v: string, prev: Cidr[] = []) => [...prev, ...listOf(parseFamiliesFlag('service-cidr')(v))])
         .default([], 'none'),
     )
     .addOption(
@@ -217,10 +245,13 @@ export function resolveGranularity(
 }
 
 export function meshOptionsFrom(v: MeshFlagValues, granularity: Granularity): MeshOptions {
+  const subnets = listOf(v.subnet).map((c) => c.masked());
   const options: MeshOptions = {
     ...defaultMeshOptions,
     granularity,
-    subnet: v.subnet.masked(),
+    subnet: subnets[0]!,
+    // Only with two families: the options of one are as before.
+    ...(subnets.length > 1 ? { subnets } : {}),
     port: v.port,
     encapsulate: v.encapsulate,
     local: v.local,

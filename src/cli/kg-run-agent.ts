@@ -41,7 +41,7 @@ export async function runAgent(flags: RunFlagValues): Promise<void> {
   const privateKey = loadOrCreateKey(flags.keyFile);
   const facts = await discoverHost(host, {
     interfaceName: flags.interface,
-    subnet: mesh.subnet,
+    subnet: mesh.subnets ?? mesh.subnet,
     internalCIDRs: flags.internalCidr,
     prioritisePrivate: flags.prioritisePrivateAddresses,
   });
@@ -149,7 +149,7 @@ export async function runAgent(flags: RunFlagValues): Promise<void> {
       cniPath: flags.cni ? flags.cniPath : null,
       meshFlags: formatMeshFlags({
         ...flags,
-        subnet: mesh.subnet,
+        subnet: mesh.subnets ?? mesh.subnet,
         compatibility: flags.compatibility ?? '',
         routeHostTraffic: mesh.routeHostTraffic,
         firewall: firewall.backend,

@@ -1,3 +1,4 @@
+import { endpointFor } from '../mesh/endpoint-family.js';
 import type { Cidr } from '../net/cidr.js';
 import { formatEndpoint } from '../model/parse.js';
 import type { Endpoint, KiloPeer } from '../model/types.js';
@@ -112,7 +113,9 @@ export function peerConfig(t: Topology, name: string): IniConfig {
     publicKey: s.leader.key!,
     presharedKey: self.presharedKey,
     allowedIPs: s.allowedIPs.map((c) => c.networkText),
-    endpoint: endpointText(effectiveEndpoint(t, s.leader.endpoint, s.leader.key!, s.leader.persistentKeepalive)),
+    endpoint: endpointText(
+      effectiveEndpoint(t, endpointFor(self, s.leader), s.leader.key!, s.leader.persistentKeepalive),
+    ),
     persistentKeepalive: keepalive,
   }));
   for (const p of t.peers) {

@@ -1,4 +1,4 @@
-import type { DesiredLink } from './links.js';
+import { desiredAddresses, type DesiredLink } from './links.js';
 import { routeKey, sameRoute, type KernelRoute } from './routes/state.js';
 import type { DiffAgainst, FirewallWritten, RoutingWritten, WireGuardWritten } from './types.js';
 
@@ -75,7 +75,13 @@ export class DataplaneMemory {
   /** Whether the last write left `device` as `state` says (then its reconcile has nothing to do). */
   linkHolds(device: string, state: DesiredLink): boolean {
     const last = this.links.get(device);
-    return last !== undefined && last.address === state.address && last.up === state.up && last.mtu === state.mtu;
+    return (
+      last !== undefined &&
+      last.address === state.address &&
+      desiredAddresses(last).join() === desiredAddresses(state).join() &&
+      last.up === state.up &&
+      last.mtu === state.mtu
+    );
   }
 
   /** `device`'s reconcile (to `state`) succeeded, or failed (null). */

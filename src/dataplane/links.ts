@@ -15,6 +15,8 @@ export interface LinkState {
 
 export interface DesiredLink {
   address: string | null;
+  /** Dual-stack: every address, `address` (IPv4's) first; absent = `address` alone. */
+  addresses?: readonly string[];
   up: boolean;
   mtu: number | null;
 }
@@ -36,13 +38,18 @@ export function canonicalAddress(text: string): string {
  */
 export function diffLink(current: LinkState, desired: DesiredLink): LinkOp[] {
   const ops: LinkOp[] = [];
-  const want = desired.address === null ? null : canonicalAddress(desired.address);
+  const want = desiredAddresses(desired).map(canonicalAddress);
   if (!desired.up && current.up) ops.push({ kind: 'down' });
   if (desired.mtu !== null && desired.mtu !== current.mtu) ops.push({ kind: 'mtu', mtu: desired.mtu });
-  for (const a of current.addresses) if (a !== want) ops.push({ kind: 'address', action: 'del', address: a });
-  if (want !== null && !current.addresses.includes(want)) ops.push({ kind: 'address', action: 'add', address: want });
+  for (const a of current.addresses) if (!want.includes(a)) ops.push({ kind: 'address', action: 'del', address: a });
+  for (const a of want) if (!current.addresses.includes(a)) ops.push({ kind: 'address', action: 'add', address: a });
   if (desired.up && !current.up) ops.push({ kind: 'up' });
   return ops;
+}
+
+/** The interface's addresses: one per family of the mesh. */
+export function desiredAddresses(desired: DesiredLink): readonly string[] {
+  return desired.addresses ?? (desired.address === null ? [] : [desired.address]);
 }
 
 /**
@@ -62,7 +69,7 @@ export function checkDesired(device: string, state: DesiredLink): void {
   if (state.mtu !== null && !(Number.isInteger(state.mtu) && state.mtu >= 68 && state.mtu <= 65535)) {
     throw new TypeError(`interface ${device}: MTU ${state.mtu} is not an integer from 68 to 65535`);
   }
-  if (state.address !== null) canonicalAddress(state.address);
+  for (const a of desiredAddresses(state)) canonicalAddress(a);
 }
 
 export function describeLinkOp(device: string, op: LinkOp): string {

@@ -1,6 +1,6 @@
 import type { Plan } from '../mesh/types.js';
 import type { DataplaneMemory } from './cache.js';
-import { linkRemovesRoutes } from './links.js';
+import { linkRemovesRoutes, type DesiredLink } from './links.js';
 import type { ReadAhead } from './read-ahead.js';
 import { PartialApplyError } from './routes/errors.js';
 import type {
@@ -120,7 +120,13 @@ export async function reconcile(
   const remembered = memory?.forDevice();
   const deviceState =
     remembered && created === true ? (remembered.wrote ? { wrote: remembered.wrote } : {}) : remembered;
-  const link = { address: plan.wireGuardIP, up: plan.interfaceUp, mtu: input.mtu };
+  // Both families' addresses on a dual-stack leader; one family's link is as before.
+  const link: DesiredLink = {
+    address: plan.wireGuardIP,
+    ...(plan.wireGuardIPs ? { addresses: plan.wireGuardIPs } : {}),
+    up: plan.interfaceUp,
+    mtu: input.mtu,
+  };
   const kilo = input.devices.kilo;
   const linkRead = taken?.link;
   const linksDone: Promise<{ value: Ops | null; error?: Error }> =

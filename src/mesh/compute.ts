@@ -1,7 +1,7 @@
 import type { ParsedCluster } from '../model/parse.js';
 import { isNodeReady, isPeerReady } from '../model/ready.js';
 import type { KiloNode } from '../model/types.js';
-import type { MeshOptions } from './options.js';
+import { subnetsOf, type MeshOptions } from './options.js';
 import { planNode } from './plan.js';
 import { buildTopology, TopologyError, type Topology } from './topology.js';
 import type { Plan } from './types.js';
@@ -79,7 +79,7 @@ export function topologyOf(
     nodes: cluster.nodes,
     now,
   };
-  const t = buildTopology(nodes, peers, options.granularity, hostname, options.subnet, leaders, allocation);
+  const t = buildTopology(nodes, peers, options.granularity, hostname, subnetsOf(options), leaders, allocation);
   // Forced WireGuard IPs that could not be honoured are reported with the other conflicts.
   return { ...t, conflicts: t.conflicts ? [...conflicts, ...t.conflicts] : conflicts };
 }
@@ -88,16 +88,21 @@ export function topologyOf(
  * The ready nodes and Peers with their conflicts resolved (conflicts.ts): what every agent builds
  * its topology from. Callers that report problems (kgctl, the agent) print `conflicts` once.
  */
-export function readyMesh(cluster: ParsedCluster, options: Pick<MeshOptions, 'subnet'>, now: number): Resolved {
+export function readyMesh(
+  cluster: ParsedCluster,
+  options: Pick<MeshOptions, 'subnet' | 'subnets'>,
+  now: number,
+): Resolved {
   // kgctl reports the conflicts, then plans from the same cluster: resolve once. Keyed by the
   // cluster object, so each new one starts afresh.
-  const subnet = options.subnet.networkText;
+  const subnets = subnetsOf(options);
+  const subnet = subnets.length === 1 ? options.subnet.networkText : subnets.map((c) => c.networkText).join(',');
   const last = lastResolved.get(cluster);
   if (last?.now === now && last.subnet === subnet) return last.resolved;
   const resolved = resolveConflicts(
     cluster.nodes.filter((n) => isNodeReady(n, now)),
     cluster.peers.filter(isPeerReady),
-    options.subnet,
+    subnets,
   );
   lastResolved.set(cluster, { now, subnet, resolved });
   return resolved;

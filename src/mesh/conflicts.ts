@@ -13,6 +13,7 @@
  * share a name never get here: parseCluster drops them all.) Pure, so every agent agrees.
  */
 import type { Cidr } from '../net/cidr.js';
+import type { ByFamily } from '../net/family.js';
 import { ValidationError } from '../model/errors.js';
 import type { KiloNode, KiloPeer } from '../model/types.js';
 import { inNameOrder } from './order.js';
@@ -166,8 +167,13 @@ function dropNode(conflicts: ValidationError[], n: KiloNode, field: string, valu
 }
 
 /** Resolves the conflicts among ready nodes and Peers; `subnet` (the WireGuard IPs) is claimed first. */
-export function resolveConflicts(nodes: readonly KiloNode[], peers: readonly KiloPeer[], subnet: Cidr): Resolved {
-  return withoutConflicts(nodes, peers, subnet) ?? resolveInOrder(nodes, peers, subnet);
+export function resolveConflicts(
+  nodes: readonly KiloNode[],
+  peers: readonly KiloPeer[],
+  subnet: Cidr | ByFamily<Cidr>,
+): Resolved {
+  const subnets: ByFamily<Cidr> = Array.isArray(subnet) ? (subnet as ByFamily<Cidr>) : [subnet as Cidr];
+  return withoutConflicts(nodes, peers, subnets) ?? resolveInOrder(nodes, peers, subnets);
 }
 
 /** 2^(32 - prefix): the number of addresses of an IPv4 prefix. */
@@ -178,20 +184,25 @@ const size4 = Array.from({ length: 33 }, (_, prefix) => 2 ** (32 - prefix));
  * all the prefixes claimed (the subnet, pod CIDRs, internal IPs, Peers' allowed IPs) overlapping.
  * Then resolveInOrder would keep every object as it is, and this finds that out with one native
  * sort of numbers instead of thousands of claims and look-ups (docs/performance.md#address-arithmetic).
- * Null when anything might conflict, or a prefix is IPv6: resolveInOrder decides then.
+ * Null when anything might conflict: resolveInOrder decides then.
  */
-function withoutConflicts(nodes: readonly KiloNode[], peers: readonly KiloPeer[], subnet: Cidr): Resolved | null {
-  let count = 1 + 2 * nodes.length;
+function withoutConflicts(
+  nodes: readonly KiloNode[],
+  peers: readonly KiloPeer[],
+  subnets: ByFamily<Cidr>,
+): Resolved | null {
+  let count = 2 + 2 * nodes.length;
   for (let i = 0; i < peers.length; i++) count += peers[i]!.allowedIPs.length;
   // Each prefix as start * 64 + length (below 2^39, exact): sorted, a container comes first.
   const prefixes = new Float64Array(count);
   let n = 0;
-  const add = (c: Cidr, prefix: number): boolean => {
-    if (c.family !== 4) return false;
-    prefixes[n++] = (c.network.v4 >>> 0) * 64 + prefix;
-    return true;
+  // A dual-stack mesh's IPv6 prefixes, checked apart (ipv6Disjoint); none in a mesh of IPv4.
+  const six: Cidr[] = [];
+  const add = (c: Cidr): void => {
+    if (c.family === 4) prefixes[n++] = (c.network.v4 >>> 0) * 64 + c.prefix;
+    else six.push(c);
   };
-  if (!add(subnet, subnet.prefix)) return null;
+  for (let i = 0; i < subnets.length; i++) add(subnets[i]!);
   const keys = new Set<string>();
   for (let i = 0; i < nodes.length; i++) {
     const node = nodes[i]!;
@@ -199,13 +210,13 @@ function withoutConflicts(nodes: readonly KiloNode[], peers: readonly KiloPeer[]
       if (keys.has(node.key)) return null;
       keys.add(node.key);
     }
-    // At most one IPv4 value of each (ByFamily), so two slots per node suffice until an IPv6 one ends this.
-    for (let k = 0; k < node.podCIDRs.length; k++) if (!add(node.podCIDRs[k]!, node.podCIDRs[k]!.prefix)) return null;
+    // At most one IPv4 value of each (ByFamily), so two slots per node suffice; IPv6 ones go apart.
+    for (let k = 0; k < node.podCIDRs.length; k++) add(node.podCIDRs[k]!);
     // The internal IP's own address (its host prefix), as resolveInOrder claims it.
     for (let k = 0; k < node.internalIPs.length; k++) {
       const internal = node.internalIPs[k]!;
-      if (internal.family !== 4) return null;
-      prefixes[n++] = (internal.ip.v4 >>> 0) * 64 + 32;
+      if (internal.family !== 4) six.push(internal.ip.toHostCidr());
+      else prefixes[n++] = (internal.ip.v4 >>> 0) * 64 + 32;
     }
   }
   for (let i = 0; i < peers.length; i++) {
@@ -213,8 +224,7 @@ function withoutConflicts(nodes: readonly KiloNode[], peers: readonly KiloPeer[]
     if (keys.has(peer.publicKey)) return null;
     keys.add(peer.publicKey);
     for (let j = 0; j < peer.allowedIPs.length; j++) {
-      const c = peer.allowedIPs[j]!;
-      if (!add(c, c.prefix)) return null;
+      add(peer.allowedIPs[j]!);
     }
   }
   const sorted = prefixes.subarray(0, n).sort();
@@ -228,7 +238,38 @@ function withoutConflicts(nodes: readonly KiloNode[], peers: readonly KiloPeer[]
     if (start < end) return null;
     end = start + size4[prefix]!;
   }
+  if (six.length > 0 && !ipv6Disjoint(six)) return null;
   return { nodes: inNameOrder(nodes).slice(), peers: inNameOrder(peers).slice(), conflicts: [] };
+}
+
+/**
+ * Whether no two IPv6 prefixes overlap. Aligned prefixes overlap only by containment, and sorted by
+ * network (32 hex digits) then length, a prefix inside another comes right after it or after one
+ * that is inside it too: neighbours tell.
+ */
+function ipv6Disjoint(prefixes: readonly Cidr[]): boolean {
+  const keys = prefixes.map((c) => {
+    let hex = '';
+    const bytes = c.network.bytes;
+    for (let i = 0; i < 16; i++) hex += (bytes[i]! < 16 ? '0' : '') + bytes[i]!.toString(16);
+    return `${hex}${String(c.prefix).padStart(3, '0')}`;
+  });
+  keys.sort();
+  for (let i = 1; i < keys.length; i++) {
+    const before = keys[i - 1]!;
+    if (sameBits(before, keys[i]!, Number(before.slice(32)))) return false;
+  }
+  return true;
+}
+
+/** Whether two addresses of 32 hex digits agree in their first `bits` bits. */
+function sameBits(a: string, b: string, bits: number): boolean {
+  const whole = bits >> 2;
+  if (a.slice(0, whole) !== b.slice(0, whole)) return false;
+  const rest = bits & 3;
+  if (rest === 0) return true;
+  const mask = (0xf << (4 - rest)) & 0xf;
+  return (parseInt(a[whole]!, 16) & mask) === (parseInt(b[whole]!, 16) & mask);
 }
 
 /**
@@ -266,10 +307,15 @@ function claimNode(n: KiloNode, claims: PrefixClaims<Holder>, conflicts: Validat
 }
 
 /** resolveConflicts claim by claim, in the documented order: what it answers whatever the input. */
-export function resolveInOrder(nodes: readonly KiloNode[], peers: readonly KiloPeer[], subnet: Cidr): Resolved {
+export function resolveInOrder(
+  nodes: readonly KiloNode[],
+  peers: readonly KiloPeer[],
+  subnet: Cidr | ByFamily<Cidr>,
+): Resolved {
   const conflicts: ValidationError[] = [];
   const claims = new PrefixClaims<Holder>();
-  claims.claim(subnet, `the WireGuard subnet ${subnet.networkText} (--subnet)`);
+  for (const s of Array.isArray(subnet) ? (subnet as ByFamily<Cidr>) : [subnet as Cidr])
+    claims.claim(s, `the WireGuard subnet ${s.networkText} (--subnet)`);
   const keys = new Map<string, Holder>();
 
   const keptNodes: KiloNode[] = [];

@@ -66,7 +66,7 @@ export function planFirewall(t: Topology, options: MeshOptions, enc: Encapsulato
 
   return {
     masquerade: {
-      podCIDRs: options.cni ? text(self.podCIDRs) : [],
+      podCIDRs: options.cni ? text(masqueradedPodCIDRs(self.podCIDRs)) : [],
       allowedLocationIPs: text(allowedLocationIPs),
       peerAllowedIPs: text(aggregate(allowedIPsOf(t.peers))),
       exceptions,
@@ -74,6 +74,15 @@ export function planFirewall(t: Topology, options: MeshOptions, enc: Encapsulato
     forwardPodCIDRs: text(forward),
     ipip,
   };
+}
+
+/**
+ * The pod CIDRs whose traffic out of the mesh is masqueraded: IPv4's, and IPv6's only when it is
+ * unique local (fc00::/7): a public IPv6 pod range is routed as it is, not hidden behind the node.
+ */
+function masqueradedPodCIDRs(podCIDRs: readonly Cidr[]): readonly Cidr[] {
+  if (podCIDRs.length === 1 && podCIDRs[0]!.family === 4) return podCIDRs;
+  return podCIDRs.filter((c) => c.family === 4 || c.ip.isNonPublic());
 }
 
 /**

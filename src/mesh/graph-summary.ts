@@ -65,7 +65,7 @@ export function summaryDOT(t: Topology): string {
   const segments = (p: Place) => [...p.groups.values()].reduce((x, y) => x + y, 0);
   const nodes = places.reduce((n, p) => n + p.nodes, 0);
   const out: string[] = ['digraph kilo {'];
-  const title = `Kilo mesh ${t.subnet.networkText}, ${t.granularity} granularity: ${nodes} nodes in ${places.length} places, ${t.peers.length} Peers (summary; --full draws every node)`;
+  const title = `Kilo mesh ${t.subnets.map((c) => c.networkText).join(', ')}, ${t.granularity} granularity: ${nodes} nodes in ${places.length} places, ${t.peers.length} Peers (summary; --full draws every node)`;
   out.push(`  label=${quote(title)};`, '  labelloc=t;', '  fontname="Helvetica";', '  overlap=false;');
   out.push('  node [shape=box, style="rounded,filled", fillcolor="#f4f7fb", fontname="Helvetica", fontsize=11];');
   out.push('  edge [dir=none, penwidth=1.2, fontname="Helvetica", fontsize=10];', '');

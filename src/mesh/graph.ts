@@ -245,7 +245,7 @@ function titleLabel(t: Topology): string {
     `<FONT COLOR="#1f5fa8">solid: WireGuard</FONT>`,
     `<FONT COLOR="#b35900">dashed: WireGuard to a Peer</FONT>`,
   ].join('&#160;&#160;&#160;&#160;&#160;&#160;');
-  const title = `Kilo mesh ${t.subnet.networkText}, ${t.granularity} granularity`;
+  const title = `Kilo mesh ${t.subnets.map((c) => c.networkText).join(', ')}, ${t.granularity} granularity`;
   return `<${html(title)}<BR/><FONT POINT-SIZE="10">${key}</FONT>>`;
 }
 

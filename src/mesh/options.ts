@@ -1,4 +1,5 @@
 import { Cidr } from '../net/cidr.js';
+import type { ByFamily } from '../net/family.js';
 import type { Compatibility } from '../encapsulation/index.js';
 import type { Encapsulate, Granularity } from '../model/types.js';
 import type { WireGuardIPAllocation } from '../model/mesh-flags.js';
@@ -6,8 +7,13 @@ import type { WireGuardIPAllocation } from '../model/mesh-flags.js';
 /** The flags of `kg` that shape one node's plan. */
 export interface MeshOptions {
   granularity: Granularity;
-  /** The WireGuard subnet (Kilo's --subnet). */
+  /** The WireGuard subnet (Kilo's --subnet); its IPv4 one when there are two. */
   subnet: Cidr;
+  /**
+   * Dual-stack: one WireGuard subnet per family, `subnet` first (`--subnet 10.4.0.0/16,fd4b::/64`);
+   * absent with one family. Each segment has the address of one slot in each.
+   */
+  subnets?: ByFamily<Cidr>;
   /** Listen port when the node's endpoint names none (Kilo's --port). */
   port: number;
   encapsulate: Encapsulate;
@@ -38,3 +44,8 @@ export const defaultMeshOptions: MeshOptions = {
   routeHostTraffic: false,
   privateKeyPath: '/var/lib/kilo/key',
 };
+
+/** The WireGuard subnets, one per family, IPv4's first. */
+export function subnetsOf(options: Pick<MeshOptions, 'subnet' | 'subnets'>): ByFamily<Cidr> {
+  return options.subnets ?? [options.subnet];
+}

@@ -3,6 +3,7 @@ import { ofFamily } from '../net/family.js';
 import { formatEndpoint } from '../model/parse.js';
 import type { KiloNode, KiloPeer } from '../model/types.js';
 import { encapsulatorOf, type Encapsulator } from '../encapsulation/index.js';
+import { endpointFor } from './endpoint-family.js';
 import { planFirewall } from './firewall.js';
 import type { MeshOptions } from './options.js';
 import { effectiveEndpoint, groupSegments, remoteSegments, type Topology } from './topology.js';
@@ -26,8 +27,10 @@ import {
 export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = encapsulatorOf(options)): Plan {
   const { node, leader } = t.local;
   const routing = leader ? leaderRoutes(t, options, enc) : followerRoutes(t, options, enc);
-  // With the mesh mask. Today each segment has the one of the subnet's family.
-  const wireGuardIPs = leader ? t.local.segment.wireGuardIPs.map((ip) => `${ip.text}/${t.subnet.prefix}`) : [];
+  // With the mask of the mesh subnet of each address's family.
+  const wireGuardIPs = leader
+    ? t.local.segment.wireGuardIPs.map((ip) => `${ip.text}/${ofFamily(t.subnets, ip.family)!.prefix}`)
+    : [];
   return {
     node: node.name,
     granularity: t.granularity,
@@ -54,8 +57,10 @@ export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = 
 
 function wireGuardPeers(t: Topology): PlanPeer[] {
   const keepalive = t.local.node.persistentKeepalive;
+  const self = t.local.node;
   const peers: PlanPeer[] = remoteSegments(t).map((s) => {
-    const e = effectiveEndpoint(t, s.leader.endpoint, s.leader.key!, s.leader.persistentKeepalive, s.leader.location);
+    const annotated = endpointFor(self, s.leader);
+    const e = effectiveEndpoint(t, annotated, s.leader.key!, s.leader.persistentKeepalive, s.leader.location);
     return {
       kind: 'segment',
       names: s.nodes.map((n) => n.name),
@@ -92,13 +97,29 @@ function viaPrivate(enc: Encapsulator, self: KiloNode, dst: Cidr, gw: IP): PlanR
   return { dst: dst.networkText, gw: gw.text, dev: enc.deviceTo(self, gw), src: null, table: 'main', onlink: true };
 }
 
+/**
+ * The route to `dst` over the private network towards `n`, whose gateway for the encapsulation is
+ * `gw`. A destination of the other family (an IPv6 pod CIDR where mates meet over IPv4) goes in
+ * the clear to `n`'s internal IP of that family: Linux has no next hop of the other family, and
+ * IPIP's tunl0 carries IPv4 only. None when `n` has no internal IP of that family.
+ */
+function toMate(enc: Encapsulator, self: KiloNode, n: KiloNode, dst: Cidr, gw: IP): PlanRoute | null {
+  if (dst.family === gw.family) return viaPrivate(enc, self, dst, gw);
+  const own = ofFamily(n.internalIPs, dst.family);
+  if (!own) return null;
+  return { dst: dst.networkText, gw: own.ip.text, dev: 'private', src: null, table: 'main', onlink: true };
+}
+
 /** The routes by which a leader reaches its followers' pods through the encapsulation without --local (Cilium). */
 function returnRoutes(t: Topology, enc: Encapsulator, out: Routing): void {
   if (!enc.returnsToFollowers) return;
   const self = t.local.node;
   for (const n of t.local.segment.nodes) {
     if (n === self) continue;
-    for (const c of n.podCIDRs) out.routes.push(viaPrivate(enc, self, c, enc.segmentGateway(n)));
+    for (const c of n.podCIDRs) {
+      const route = toMate(enc, self, n, c, enc.segmentGateway(n));
+      if (route) out.routes.push(route);
+    }
   }
 }
 
@@ -116,9 +137,14 @@ function localRoutes(t: Topology, options: MeshOptions, enc: Encapsulator, out: 
       const n = nodes[j]!;
       if (n === self || n.internalIPs.length === 0 || n.podCIDRs.length === 0) continue;
       const gw = enc.mateGateway(n);
-      let route: PlanRoute | undefined;
-      for (let k = 0; k < n.podCIDRs.length; k++) out.routes.push((route = viaPrivate(enc, self, n.podCIDRs[k]!, gw)));
-      if (route!.dev !== 'tunnel') continue;
+      let tunnel = false;
+      for (let k = 0; k < n.podCIDRs.length; k++) {
+        const route = toMate(enc, self, n, n.podCIDRs[k]!, gw);
+        if (!route) continue;
+        out.routes.push(route);
+        if (route.dev === 'tunnel') tunnel = true;
+      }
+      if (!tunnel) continue;
       const host = gw.toHostCidr().networkText;
       out.routes.push({ dst: host, gw: gw.text, dev: 'tunnel', src: null, table: kiloTable, onlink: true });
       const src = ofFamily(self.podCIDRs, gw.family);
@@ -161,7 +187,7 @@ function leaderRoutes(t: Topology, options: MeshOptions, enc: Encapsulator): Rou
     const s = remote[i]!;
     const endpointIP = effectiveEndpoint(
       t,
-      s.leader.endpoint,
+      endpointFor(t.local.node, s.leader),
       s.leader.key!,
       s.leader.persistentKeepalive,
       s.leader.location,
@@ -189,8 +215,12 @@ function leaderRoutes(t: Topology, options: MeshOptions, enc: Encapsulator): Rou
 function followerRoutes(t: Topology, options: MeshOptions, enc: Encapsulator): Routing {
   const out: Routing = { routes: [], rules: [] };
   const self = t.local.node;
-  const gw = enc.segmentGateway(t.local.segment.leader);
-  const via = (dst: Cidr) => out.routes.push(viaPrivate(enc, self, dst, gw));
+  const leader = t.local.segment.leader;
+  const gw = enc.segmentGateway(leader);
+  const via = (dst: Cidr) => {
+    const route = toMate(enc, self, leader, dst, gw);
+    if (route) out.routes.push(route);
+  };
   for (let i = 0; i < t.segments.length; i++) {
     const ips = t.segments[i]!.wireGuardIPs;
     for (let k = 0; k < ips.length; k++) via(ips[k]!.toHostCidr());

@@ -24,8 +24,8 @@ export interface Segment {
   /** Why the leader leads: Kilo's annotation rule, a Lease, or the rule as the Lease's fallback. */
   leaderReason: LeaderReason;
   /**
-   * One per family, IPv4's first: today the one of the --subnet's family, the segment's place in
-   * key order (Kilo's rule).
+   * One per family of --subnet, IPv4's first: each subnet's address at the segment's slot
+   * (allocation.ts), so the two correspond.
    */
   wireGuardIPs: ByFamily<IP>;
   /** After filtering (Kilo's rule): none overlaps an allowed IP, a Peer's, or a later segment's claim. */
@@ -38,7 +38,10 @@ export interface Topology {
   granularity: Granularity;
   /** Objects and allowed IPs left out by conflict resolution (conflicts.ts), each naming the earlier claimant. */
   conflicts?: ValidationError[];
+  /** The WireGuard subnet, IPv4's when there are two. */
   subnet: Cidr;
+  /** One WireGuard subnet per family, `subnet` first. */
+  subnets: ByFamily<Cidr>;
   segments: Segment[];
   /** Ready Peers by name, each allowed IP claimed only by the first Peer that names it. */
   peers: KiloPeer[];
@@ -159,18 +162,21 @@ export function buildTopology(
   peers: readonly KiloPeer[],
   granularity: Granularity,
   hostname: string,
-  subnet: Cidr,
+  subnet: Cidr | ByFamily<Cidr>,
   leaders?: ElectedLeaders,
   allocation?: AllocationContext,
 ): Topology {
   const localNode = nodes.find((n) => n.name === hostname);
   if (!localNode) throw new TopologyError(`node ${JSON.stringify(hostname)} is not a ready node of the cluster`);
 
+  const subnets: ByFamily<Cidr> = Array.isArray(subnet) ? (subnet as ByFamily<Cidr>) : [subnet as Cidr];
   const placed = placeSegments(nodes, granularity);
-  if (BigInt(placed.length) >= subnet.size() - 1n) {
-    throw new TopologyError(
-      `the WireGuard subnet ${subnet.networkText} has too few addresses for ${placed.length} segments`,
-    );
+  for (const s of subnets) {
+    if (BigInt(placed.length) >= s.size() - 1n) {
+      throw new TopologyError(
+        `the WireGuard subnet ${s.networkText} has too few addresses for ${placed.length} segments`,
+      );
+    }
   }
 
   const { slots, problems } = allocateSlots(placed, allocation);
@@ -179,7 +185,8 @@ export function buildTopology(
     const elected = chosen && members.find((n) => n.name === chosen.node);
     const leader = elected ?? electLeader(members);
     const leaderReason: LeaderReason = elected ? chosen.reason : 'annotation';
-    const wireGuardIPs = [subnet.nth(slots[i]!)!];
+    // One slot, one address in each family's subnet: the two correspond.
+    const wireGuardIPs = subnets.length === 1 ? [subnets[0]!.nth(slots[i]!)!] : slotIn(subnets, slots[i]!);
     const allowedIPs: Cidr[] = [];
     // Most nodes have no allowed-location IPs: no map for those (one segment per node in cross).
     let alips: Map<string, Cidr> | undefined;
@@ -224,12 +231,22 @@ export function buildTopology(
   return {
     granularity,
     ...(problems.length > 0 ? { conflicts: problems } : {}),
-    subnet,
+    subnet: subnets[0]!,
+    subnets,
     segments,
     peers: readyPeers,
     discoveredEndpoints,
     local: { node: localNode, segment: localSegment, leader: localSegment.leader === localNode },
   };
+}
+
+/** The address at `slot` in each subnet; a slot past a subnet's end is a TopologyError naming it. */
+function slotIn(subnets: ByFamily<Cidr>, slot: number): IP[] {
+  return subnets.map((s) => {
+    const ip = s.nth(slot);
+    if (!ip) throw new TopologyError(`the WireGuard subnet ${s.networkText} (--subnet) has no address at slot ${slot}`);
+    return ip;
+  });
 }
 
 /**

@@ -18,6 +18,17 @@ export const Annotation = {
   lastSeen: `${prefix}last-seen`,
   discoveredEndpoints: `${prefix}discovered-endpoints`,
   granularity: `${prefix}granularity`,
+  /**
+   * kilo-ts, dual-stack (docs/annotations.md#dual-stack): a node's IPv6 value where Kilo's own
+   * annotation holds its IPv4 one. Kilo's annotations keep one value in Kilo's format, so a Kilo
+   * agent still reads a dual-stack node and reaches it over IPv4; Kilo ignores these.
+   */
+  forceEndpointIPv6: `${prefix}force-endpoint-ipv6`,
+  forceInternalIPv6: `${prefix}force-internal-ip-ipv6`,
+  endpointIPv6: `${prefix}endpoint-ipv6`,
+  internalIPv6: `${prefix}internal-ip-ipv6`,
+  discoveredEndpointsIPv6: `${prefix}discovered-endpoints-ipv6`,
+  wireGuardIPv6: `${prefix}wireguard-ip-ipv6`,
   /** kilo-ts: the flags that shape the agent's plan, as JSON (src/model/mesh-flags.ts); kgctl reads them. */
   meshFlags: `${prefix}mesh-flags`,
   /** Kilo's --compatibility=cilium: the node's Cilium internal IP (cilium_host's IPv4 address). */

@@ -1,5 +1,6 @@
 import * as z from './zod.js';
 import { Cidr } from '../net/cidr.js';
+import { listOf, pair, type ByFamily } from '../net/family.js';
 import { Annotation } from './annotations.js';
 import { ValidationError } from './errors.js';
 import { lazy } from './schema.js';
@@ -21,7 +22,8 @@ export const wireGuardIPAllocations = ['kilo', 'stable'] as const;
 export type WireGuardIPAllocation = (typeof wireGuardIPAllocations)[number];
 
 export interface MeshFlags {
-  subnet: Cidr;
+  /** One CIDR, or one per family (dual-stack --subnet). */
+  subnet: Cidr | ByFamily<Cidr>;
   port: number;
   encapsulate: Encapsulate;
   local: boolean;
@@ -48,6 +50,10 @@ const wire = lazy(() => {
   const cidrText = z.string().check(z.refine((s) => Cidr.tryParse(s) !== null, 'not a CIDR'));
   return z.looseObject({
     subnet: z.optional(cidrText),
+    // Dual-stack: every family's subnet, `subnet`'s first. A separate key, so that an agent of one
+    // family announces what it did before, and an older kgctl (which skips unknown keys) still
+    // reads the first family's.
+    subnets: z.optional(z.array(cidrText).check(z.minLength(2), z.maxLength(2))),
     port: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(65535))),
     encapsulate: z.optional(z.enum(encapsulations)),
     local: z.optional(z.boolean()),
@@ -67,7 +73,8 @@ const wire = lazy(() => {
 /** The annotation's value: stable key order, so an unchanged agent never rewrites it. */
 export function formatMeshFlags(f: MeshFlags): string {
   const out: z.input<ReturnType<typeof wire>> = {
-    subnet: f.subnet.masked().toString(),
+    subnet: listOf(f.subnet)[0]!.masked().toString(),
+    ...(listOf(f.subnet).length > 1 ? { subnets: listOf(f.subnet).map((c) => c.masked().toString()) } : {}),
     port: f.port,
     encapsulate: f.encapsulate,
     local: f.local,
@@ -111,8 +118,11 @@ export function parseMeshFlags(text: string, object: string): Partial<MeshFlags>
     return new ValidationError(object, key === undefined ? field : `${field}.${String(key)}`, value, issue.message);
   }
   const w = r.data;
+  const subnets = w.subnets && pair(...(w.subnets.map((s) => Cidr.parse(s).masked()) as [Cidr, Cidr]));
+  if (w.subnets && !subnets)
+    return new ValidationError(object, `${field}.subnets`, w.subnets, 'two subnets of one family: one per family');
   const out: Partial<MeshFlags> = {
-    subnet: w.subnet === undefined ? undefined : Cidr.parse(w.subnet).masked(),
+    subnet: subnets ? subnets : w.subnet === undefined ? undefined : Cidr.parse(w.subnet).masked(),
     port: w.port,
     encapsulate: w.encapsulate,
     local: w.local,

@@ -246,15 +246,33 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
   } else if (a[Annotation.endpoint]) {
     endpoint = r.endpoint(field(Annotation.endpoint), a[Annotation.endpoint]);
   }
+  if (endpoint?.ip?.isLinkLocal()) {
+    const key = a[Annotation.forceEndpoint] ? Annotation.forceEndpoint : Annotation.endpoint;
+    endpoint = r.fail(field(key), a[key], linkLocal);
+  }
+
+  // Most nodes have one family: the IPv6 annotations are looked at only when one is there.
+  const ipv6Endpoint =
+    a[Annotation.forceEndpointIPv6] || a[Annotation.endpointIPv6] ? readIPv6Endpoint(r, a, endpoint) : null;
 
   let internalIP: Cidr | null = null;
-  if (Object.hasOwn(a, Annotation.forceInternalIP)) {
+  const forced = Object.hasOwn(a, Annotation.forceInternalIP);
+  if (forced) {
     const v = a[Annotation.forceInternalIP]!.trim();
     if (v !== '' && v !== '-') internalIP = r.address(field(Annotation.forceInternalIP), v);
   } else if (a[Annotation.internalIP]) {
     internalIP = r.address(field(Annotation.internalIP), a[Annotation.internalIP]);
   }
-  const internalIPs = single(internalIP);
+  if (internalIP?.ip.isLinkLocal())
+    internalIP = r.fail(
+      field(forced ? Annotation.forceInternalIP : Annotation.internalIP),
+      internalIP.toString(),
+      linkLocal,
+    );
+  const internalIPs =
+    Object.hasOwn(a, Annotation.forceInternalIPv6) || a[Annotation.internalIPv6]
+      ? readIPv6InternalIP(r, a, internalIP, forced)
+      : single(internalIP);
 
   const key = a[Annotation.key] ? r.key(field(Annotation.key), a[Annotation.key]) : null;
   const lastSeen = a[Annotation.lastSeen]
@@ -281,9 +299,13 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
 
   let discoveredEndpoints: ReadonlyMap<string, Endpoint> = noEndpoints;
   const de = a[Annotation.discoveredEndpoints];
-  if (de) {
+  const de6 = a[Annotation.discoveredEndpointsIPv6];
+  if (de || de6) {
     const found = new Map<string, Endpoint>();
-    parseDiscoveredEndpoints(r, field(Annotation.discoveredEndpoints), de, found);
+    if (de) parseDiscoveredEndpoints(r, field(Annotation.discoveredEndpoints), de, found);
+    // Where WireGuard saw a peer over IPv6 on a node whose Kilo annotation keeps IPv4 ones
+    // (agent/roaming.ts): one node sees one endpoint per peer, so the two never name one key twice.
+    if (de6) parseDiscoveredEndpoints(r, field(Annotation.discoveredEndpointsIPv6), de6, found, 6);
     discoveredEndpoints = found;
   }
 
@@ -308,6 +330,7 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
     location,
     wantsLeader: Object.hasOwn(a, Annotation.leader),
     endpoint,
+    ...(ipv6Endpoint ? { ipv6Endpoint } : {}),
     internalIPs,
     key,
     lastSeen,
@@ -376,7 +399,51 @@ function parseLeaderHealth(r: Reader, field: string, text: string): LeaderHealth
   return { leader: o['leader'], term };
 }
 
-function parseDiscoveredEndpoints(r: Reader, field: string, text: string, into: Map<string, Endpoint>): void {
+const linkLocal = 'a link-local address is valid on one link only: never an internal IP or an endpoint';
+
+/**
+ * The node's IPv6 endpoint beside Kilo's annotation (force-endpoint-ipv6, else endpoint-ipv6):
+ * `[ipv6]:port` only, and only when Kilo's endpoint is not IPv6 already (one per family).
+ */
+function readIPv6Endpoint(r: Reader, a: Record<string, string>, kilo: Endpoint | null): Endpoint | null {
+  const key = a[Annotation.forceEndpointIPv6] ? Annotation.forceEndpointIPv6 : Annotation.endpointIPv6;
+  const value = a[key]!;
+  const e = r.endpoint(field(key), value);
+  if (!e) return null;
+  if (e.ip?.family !== 6) return r.fail(field(key), value, 'not an IPv6 endpoint ([ipv6]:port): one per family');
+  if (e.ip.isLinkLocal()) return r.fail(field(key), value, linkLocal);
+  if (kilo?.ip?.family === 6)
+    return r.fail(field(key), value, `a second IPv6 endpoint beside ${formatEndpoint(kilo)}: one per family`);
+  return e;
+}
+
+/**
+ * The internal IPs with the IPv6 one beside Kilo's (force-internal-ip-ipv6, else internal-ip-ipv6):
+ * an IPv6 address with its mask, only when Kilo's is not IPv6 already. A Kilo force-internal-ip of
+ * ""/"-" (no internal IP) holds for both families unless force-internal-ip-ipv6 gives one.
+ */
+function readIPv6InternalIP(r: Reader, a: Record<string, string>, kilo: Cidr | null, forced: boolean): ByFamily<Cidr> {
+  let key: string = Annotation.internalIPv6;
+  if (Object.hasOwn(a, Annotation.forceInternalIPv6)) key = Annotation.forceInternalIPv6;
+  else if (forced && !kilo) return noValues;
+  const value = a[key]!.trim();
+  if (value === '' || value === '-') return single(kilo);
+  const c = r.address(field(key), value);
+  if (!c) return noValues;
+  if (c.family !== 6) r.fail(field(key), value, 'not an IPv6 address with its mask: one per family');
+  else if (c.ip.isLinkLocal()) r.fail(field(key), value, linkLocal);
+  else if (kilo?.family === 6)
+    r.fail(field(key), value, `a second IPv6 internal IP beside ${kilo.toString()}: one per family`);
+  return kilo ? (pair(kilo, c) ?? noValues) : [c];
+}
+
+function parseDiscoveredEndpoints(
+  r: Reader,
+  field: string,
+  text: string,
+  into: Map<string, Endpoint>,
+  family?: 6,
+): void {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -401,7 +468,11 @@ function parseDiscoveredEndpoints(r: Reader, field: string, text: string, into: 
       r.fail(`${field}[${JSON.stringify(key)}]`, v, 'not an endpoint {"IP": "<ip>", "Port": <1-65535>}');
       continue;
     }
-    into.set(key, { ip, dns: null, port });
+    if (family && ip.family !== family) {
+      r.fail(`${field}[${JSON.stringify(key)}]`, v, 'not an IPv6 endpoint');
+      continue;
+    }
+    if (!into.has(key)) into.set(key, { ip, dns: null, port });
   }
 }
 

@@ -26,8 +26,15 @@ export interface KiloNode {
   /** force-endpoint when set, else the detected endpoint. */
   readonly endpoint: Endpoint | null;
   /**
+   * A dual-stack node's IPv6 endpoint (force-endpoint-ipv6, else endpoint-ipv6) when `endpoint`,
+   * Kilo's annotation, is of IPv4 or a DNS name; absent otherwise. mesh/endpoint-family.ts picks
+   * the one a peer dials.
+   */
+  readonly ipv6Endpoint?: Endpoint;
+  /**
    * force-internal-ip when set (none for "" or "-"), else the detected internal IP (Kilo's
-   * annotation): an address with its mask, at most one per family.
+   * annotation), and the IPv6 one of a dual-stack node (force-internal-ip-ipv6, else
+   * internal-ip-ipv6): an address with its mask, at most one per family.
    */
   readonly internalIPs: ByFamily<Cidr>;
   readonly key: string | null;

@@ -59,6 +59,89 @@ export function isCanonicalPrefix4(text: string): boolean {
   return v >= 0 && ((v | 0) & mask4(prefix)) === (v | 0);
 }
 
+/**
+ * The 16 bytes of IPv6 text made only of hex groups (1 to 4 digits) and at most one "::", the
+ * form of nearly every address here; null for anything else, which ipaddr then reads (an embedded
+ * IPv4 part, a zone) or refuses. Hand-read as IPv4 is: docs/performance.md#dual-stack.
+ */
+function parseV6(text: string): Uint8Array | null {
+  const n = text.length;
+  if (n < 2 || n > 39) return null;
+  const groups: number[] = [];
+  let gap = -1;
+  let i = 0;
+  if (text.charCodeAt(0) === 58) {
+    if (text.charCodeAt(1) !== 58) return null;
+    gap = 0;
+    i = 2;
+    if (i === n) return new Uint8Array(16);
+  }
+  for (;;) {
+    let v = 0;
+    let digits = 0;
+    while (i < n && digits <= 4) {
+      const c = text.charCodeAt(i);
+      const d = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
+      if (d < 0) break;
+      v = v * 16 + d;
+      digits++;
+      i++;
+    }
+    if (digits === 0 || digits > 4) return null;
+    groups.push(v);
+    if (i === n) break;
+    if (text.charCodeAt(i) !== 58) return null;
+    i++;
+    if (i < n && text.charCodeAt(i) === 58) {
+      if (gap >= 0) return null;
+      gap = groups.length;
+      i++;
+      if (i === n) break;
+    } else if (i === n) return null;
+  }
+  if (gap < 0 ? groups.length !== 8 : groups.length > 7) return null;
+  const out = new Uint8Array(16);
+  const tail = gap < 0 ? 0 : groups.length - gap;
+  for (let g = 0; g < groups.length; g++) {
+    const at = gap < 0 || g < gap ? g : 8 - tail + (g - gap);
+    out[2 * at] = groups[g]! >> 8;
+    out[2 * at + 1] = groups[g]! & 0xff;
+  }
+  return out;
+}
+
+/**
+ * RFC 5952 text of 16 bytes, as ipaddr's toString writes it, without its arrays and regular
+ * expressions (a dual-stack plan formats an IPv6 address per node: docs/performance.md#parsing):
+ * lowercase groups without leading zeros, the first longest run of two or more zero groups as "::".
+ * Null for an IPv4-mapped address (::ffff:0:0/96), which ipaddr formats its own way.
+ */
+function v6Text(b: Uint8Array): string | null {
+  const groups = new Array<number>(8);
+  let zerosAtStart = true;
+  for (let i = 0; i < 8; i++) {
+    groups[i] = (b[2 * i]! << 8) | b[2 * i + 1]!;
+    if (i < 5 && groups[i] !== 0) zerosAtStart = false;
+  }
+  if (zerosAtStart && groups[5] === 0xffff) return null;
+  let bestStart = -1;
+  let bestLength = 1;
+  for (let i = 0; i < 8;) {
+    if (groups[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > bestLength) [bestStart, bestLength] = [i, j - i];
+    i = j;
+  }
+  if (bestStart < 0) return groups.map((g) => g.toString(16)).join(':');
+  const head = groups.slice(0, bestStart).map((g) => g.toString(16));
+  const tail = groups.slice(bestStart + bestLength).map((g) => g.toString(16));
+  return `${head.join(':')}::${tail.join(':')}`;
+}
+
 const v4Text = (v: number) => `${v >>> 24}.${(v >>> 16) & 0xff}.${(v >>> 8) & 0xff}.${v & 0xff}`;
 
 /**
@@ -92,6 +175,8 @@ export class IP {
     const v = parseV4(value, 0, value.length);
     // Only the canonical form parses, so the text is the value itself.
     if (v >= 0) return new IP(4, value, v | 0, null);
+    const bytes = parseV6(value);
+    if (bytes) return IP.fromBytes(bytes);
     if (value.includes(':') && ipaddr.IPv6.isValid(value) && !value.includes('%')) {
       return IP.fromBytes(Uint8Array.from(ipaddr.IPv6.parse(value).toByteArray()));
     }
@@ -105,7 +190,7 @@ export class IP {
 
   static fromBytes(bytes: Uint8Array): IP {
     if (bytes.length === 4) return IP.fromV4((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!);
-    return new IP(6, ipaddr.fromByteArray(Array.from(bytes)).toString(), 0, bytes);
+    return new IP(6, v6Text(bytes) ?? ipaddr.fromByteArray(Array.from(bytes)).toString(), 0, bytes);
   }
 
   /** The address's bytes in network order (4 or 16); a fresh array for IPv4. */
@@ -132,6 +217,24 @@ export class IP {
     if (this.v6) return this.v6[0] === 0xfd && this.v6[1] === 0x00;
     const v = this.v4;
     return v >>> 24 === 10 || v >>> 20 === 0xac1 || v >>> 16 === 0xc0a8;
+  }
+
+  /**
+   * Not routed on the Internet: RFC 1918, 100.64.0.0/10 (carrier-grade NAT, RFC 6598) and fc00::/7
+   * (unique local, RFC 4193). Wider than isPrivate, which stays Kilo's leader rule so that Kilo and
+   * kilo-ts agents elect the same leaders; this one decides what an address is for (internal IP or
+   * endpoint) and whether IPv6 pod traffic is masqueraded.
+   */
+  isNonPublic(): boolean {
+    if (this.v6) return (this.v6[0]! & 0xfe) === 0xfc;
+    const v = this.v4;
+    return v >>> 24 === 10 || v >>> 20 === 0xac1 || v >>> 16 === 0xc0a8 || v >>> 22 === 0x191;
+  }
+
+  /** 169.254.0.0/16 or fe80::/10: valid on one link only, so never an internal IP or an endpoint. */
+  isLinkLocal(): boolean {
+    if (this.v6) return this.v6[0] === 0xfe && (this.v6[1]! & 0xc0) === 0x80;
+    return this.v4 >>> 16 === 0xa9fe;
   }
 
   /** The address as a single-address CIDR (/32 or /128). */

@@ -29,3 +29,8 @@ export function pair<T extends { readonly family: Family }>(a: T, b: T): ByFamil
   if (a.family === b.family) return null;
   return a.family === 4 ? [a, b] : [b, a];
 }
+
+/** A value given once or per family (a flag of one or two CIDRs) as a ByFamily list. */
+export function listOf<T extends object>(value: T | ByFamily<T>): ByFamily<T> {
+  return Array.isArray(value) ? (value as ByFamily<T>) : [value as T];
+}

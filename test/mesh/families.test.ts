@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { nodeConfig } from '../../src/cli/showconf-conf.js';
 import { planNode, wireGuardAddresses } from '../../src/mesh/plan.js';
-import { IP } from '../../src/net/cidr.js';
+import { Cidr, IP } from '../../src/net/cidr.js';
+import { Annotation } from '../../src/model/annotations.js';
 import { ofFamily } from '../../src/net/family.js';
-import { meshOptions, planFor, routeLines, ruleLines, topologyFor, twoLocations } from '../helpers/cluster.js';
+import { meshOptions, node, planFor, routeLines, ruleLines, topologyFor, twoLocations } from '../helpers/cluster.js';
 
 const location = { granularity: 'location' as const };
 
@@ -44,11 +45,30 @@ describe('pod CIDRs of two families', () => {
       assert.ok(lines.includes(want), `${want} in ${lines.join('\n')}`);
   });
 
-  test("mates' pod CIDRs of both families go through one gateway, with one host route and rule for it", () => {
+  test("mates' IPv6 pod CIDRs go to their IPv6 internal IPs in the clear, never via an IPv4 gateway", () => {
+    // Without an IPv6 internal IP a mate's IPv6 pods have no route over the private network: Linux
+    // refuses an IPv4 next hop for an IPv6 route, and IPIP's tunl0 carries IPv4 only.
+    const without = routeLines(planFor(dualPods(), 'eu-b', { ...location, encapsulate: 'always' }));
+    assert.ok(!without.some((l) => l.startsWith('fd42:1::/64')), without.join('\n'));
+    const withIPv6 = dualPods().map((o) =>
+      o.kind === 'Node' && o.metadata!.name!.startsWith('eu-')
+        ? node(o.metadata!.name!, {
+            location: 'eu',
+            internalIP: o.metadata!.annotations![Annotation.internalIP]!,
+            endpoint: o.metadata!.annotations![Annotation.endpoint]!,
+            podCIDRs: (o.spec as { podCIDRs: string[] }).podCIDRs,
+            annotations: { [Annotation.internalIPv6]: `fd10::${o.metadata!.name!.slice(-1) === 'a' ? 1 : 2}/64` },
+          })
+        : o,
+    );
+    const lines = routeLines(planFor(withIPv6, 'eu-b', { ...location, encapsulate: 'always' }));
+    assert.ok(lines.includes('fd42:1::/64 via fd10::1 dev private onlink'), lines.join('\n'));
+  });
+
+  test("mates' pod CIDRs of the gateway's family go through it, with one host route and rule for it", () => {
     const plan = planFor(dualPods(), 'eu-b', { ...location, encapsulate: 'always' });
     const lines = routeLines(plan);
     assert.ok(lines.includes('10.2.1.0/24 via 10.1.0.1 dev tunnel onlink'), lines.join('\n'));
-    assert.ok(lines.includes('fd42:1::/64 via 10.1.0.1 dev tunnel onlink'), lines.join('\n'));
     assert.equal(lines.filter((l) => l === '10.1.0.1/32 via 10.1.0.1 dev tunnel table 1107 onlink').length, 1);
     // The rule's source is the own pod CIDR of the gateway's family.
     assert.deepEqual(
@@ -60,7 +80,8 @@ describe('pod CIDRs of two families', () => {
   test('a follower sends both families of the remote pod CIDRs to its leader', () => {
     const lines = routeLines(planFor(dualPods(), 'eu-b', location));
     assert.ok(lines.includes('10.2.8.0/24 via 10.1.0.1 dev tunnel onlink'), lines.join('\n'));
-    assert.ok(lines.includes('fd42:8::/64 via 10.1.0.1 dev tunnel onlink'), lines.join('\n'));
+    // The IPv6 ones need the leader's IPv6 internal IP, which these nodes lack.
+    assert.ok(!lines.some((l) => l.startsWith('fd42:8::/64')), lines.join('\n'));
   });
 
   test("the plan has one WireGuard IP, Kilo's field, and no list of them", () => {
@@ -74,9 +95,9 @@ describe('pod CIDRs of two families', () => {
 
 describe('WireGuard IPs of two families (what the dual-stack allocation fills in)', () => {
   test('wireGuardIP stays the first (IPv4) one; wireGuardIPs lists both, and the interface gets both', () => {
-    const t = topologyFor(twoLocations(), 'eu-a', location);
-    t.local.segment.wireGuardIPs = [t.local.segment.wireGuardIPs[0]!, IP.parse('fd4b::1')];
-    const plan = planNode(t, meshOptions(location));
+    const subnets = [Cidr.parse('10.4.0.0/16'), Cidr.parse('fd4b::/64')];
+    const t = topologyFor(twoLocations(), 'eu-a', { ...location, subnets });
+    const plan = planNode(t, meshOptions({ ...location, subnets }));
     assert.equal(plan.wireGuardIP, '10.4.0.1/16');
     assert.deepEqual(
       plan.wireGuardIPs?.map((a) => a.split('/')[0]),
