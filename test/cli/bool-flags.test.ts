@@ -34,9 +34,18 @@ describe('bool flags', () => {
 
   test('the programs have bool flags to check (kg run, kgctl plan, kgctl connect, …)', () => {
     const paths = commands.map((c) => c.path);
-    for (const p of ['kg run', 'kgctl plan', 'kgctl showconf', 'kgctl showconf node', 'kgctl connect'])
+    for (const p of [
+      'kg run',
+      'kg multicluster',
+      'kgctl plan',
+      'kgctl showconf',
+      'kgctl showconf node',
+      'kgctl connect',
+    ])
       assert.ok(paths.includes(p), paths.join(', '));
-    assert.ok(commands.every((c) => ['--clean-up', '--local', '--as-peer'].some((f) => c.flags.includes(f))));
+    assert.ok(
+      commands.every((c) => ['--clean-up', '--local', '--as-peer', '--unlink'].some((f) => c.flags.includes(f))),
+    );
   });
 
   for (const { path, flags, find } of commands) {
