@@ -105,13 +105,6 @@ describe('batchesOf', () => {
     const plain = [...onlinkRoutes(8).map(add), add(route('10.70.0.0/24'))];
     assert.equal(batchesOf(plain, 4)[0]!.length, 2);
   });
-
-  test('through many gateways (each a walk of the kernel over the others, under its lock): nothing is split', () => {
-    const via = (n: number) =>
-      Array.from({ length: 8 }, (_, i) => add({ ...onlinkRoutes(1, i)[0]!, gw: `10.4.0.${2 + (i % n)}` }));
-    assert.equal(batchesOf(via(3), 4, 4)[0]!.length, 2, 'three gateways, fewer than four');
-    assert.deepEqual(indices(batchesOf(via(4), 4, 4)), [[[0, 1, 2, 3, 4, 5, 6, 7]]]);
-  });
 });
 
 async function ourRoutes(exec: Exec): Promise<string[]> {

@@ -14,16 +14,6 @@ export interface Batch {
 export const defaultSplitAt = 1000;
 
 /**
- * Distinct gateways from which a batch is not split. The kernel finds a route's nexthop among those
- * of the same device, protocol and source (its hash of a nexthop leaves the gateway out), so each
- * new gateway costs a walk over all the others, under the RTNL lock: 19,000 onlink gateways (a
- * 20,000-node cross mesh) are ~5 s of system time in one batch and no less in two, where the
- * second process spins on the lock for as long, a core taken from wireguard-go's write of the same
- * peers (docs/performance.md#the-dataplane).
- */
-export const defaultMaxSplitGateways = 1000;
-
-/**
  * The `ip -batch` runs that apply `ops` (in diffState's order), as phases: each phase's batches
  * run at the same time, each phase after the one before. Every op is in exactly one batch.
  *
@@ -35,17 +25,12 @@ export const defaultMaxSplitGateways = 1000;
  * and its source address, both written before any route, and its gateway only when it is not
  * onlink (then it looks the gateway up in the routes, which other lines of the batch may add or
  * remove), and no delete in the batch is at its key. So the split is made only when no route has a
- * gateway that is not onlink (Kilo's never have: every gateway route it plans is onlink), and only
- * through fewer than `maxGateways` gateways (see defaultMaxSplitGateways). Then
+ * gateway that is not onlink (Kilo's never have: every gateway route it plans is onlink). Then
  * each free route succeeds or fails exactly as in one batch, whatever the interleaving; the deletes
  * and the routes at their keys keep their order in the first half, and new IPv4 rules are added
  * once every route is in (traffic is steered to a table only after its routes are there).
  */
-export function batchesOf(
-  ops: readonly RouteOp[],
-  splitAt = defaultSplitAt,
-  maxGateways = defaultMaxSplitGateways,
-): Batch[][] {
+export function batchesOf(ops: readonly RouteOp[], splitAt = defaultSplitAt): Batch[][] {
   const v6rule = (op: RouteOp) => op.kind === 'rule' && op.rule.family === 6;
   const v6: number[] = [];
   const rest: number[] = [];
@@ -55,15 +40,10 @@ export function batchesOf(
   if (rest.length < splitAt) return whole;
 
   const deleted = new Set<string>();
-  const gateways = new Set<string>();
   for (const op of ops) {
     if (op.kind !== 'route') continue;
     if (op.action === 'del') deleted.add(routeKey(op.route));
-    else if (op.route.gw !== null) {
-      if (!op.route.onlink) return whole;
-      gateways.add(`${op.route.gw} ${op.route.dev}`);
-      if (gateways.size >= maxGateways) return whole;
-    }
+    else if (op.route.gw !== null && !op.route.onlink) return whole;
   }
   // A first apply deletes nothing: no route's key is needed (docs/performance.md#the-dataplane).
   const free = (op: RouteOp) =>
