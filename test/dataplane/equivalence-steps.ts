@@ -12,7 +12,7 @@ import type { ReconcileInput, ReconcileResult } from '../../src/dataplane/reconc
 import type { Plan } from '../../src/mesh/types.js';
 import { Cidr } from '../../src/net/cidr.js';
 import { generatePrivateKey } from '../../src/wireguard/keys.js';
-import { planFor, twoLocations } from '../helpers/cluster.js';
+import { node, planFor, twoLocations } from '../helpers/cluster.js';
 
 export const privateKey = generatePrivateKey();
 const objects = twoLocations();
@@ -52,6 +52,22 @@ export const planFollower = planFor(
   { granularity: 'location', encapsulate: 'never' },
 );
 
+/**
+ * A node joining (us-c, in us, not its leader) and then leaving: in the full mesh its own peer, routes
+ * and firewall rules come and go; by location, us's peer (its leader) gains and loses an allowed IP and
+ * a route (a peer updated in place). What an agent's pass does at any size when one node joins.
+ */
+const joined = [
+  ...objects,
+  node('us-c', { location: 'us', internalIP: '10.8.0.3/24', endpoint: '10.8.0.3:51820', podCIDR: '10.2.10.0/24' }),
+];
+export const planBJoined = planFor(joined, 'eu-a', {
+  granularity: 'full',
+  encapsulate: 'never',
+  iptablesForwardRules: true,
+});
+export const planAJoined = planFor(joined, 'eu-a', { granularity: 'location', encapsulate: 'never' });
+
 export const devices = { kilo: 'kilo0', private: 'eth0', tunnel: null };
 export const inputOf = (plan: Plan): ReconcileInput => ({ plan, privateKey, mtu: 1420, devices });
 
@@ -90,7 +106,11 @@ export const steps: readonly Step[] = [
   { name: 'A on an empty machine', plan: planA, createsInterface: true },
   { name: 'B (a cluster event)', plan: planB },
   { name: 'B again', plan: planB },
+  { name: 'a node joins B (a peer, its routes and rules added)', plan: planBJoined },
+  { name: 'it leaves B (the same removed)', plan: planB },
   { name: 'A', plan: planA },
+  { name: "a node joins A (its leader's peer updated, a route added)", plan: planAJoined },
+  { name: 'it leaves A', plan: planA },
   { name: 'A in a narrower subnet (the address given again, the routes through kilo0 gone)', plan: planNarrowed },
   { name: 'a route deleted by hand, then A', plan: planA, fault: 'routeDeleted' },
   { name: 'C', plan: planC },
