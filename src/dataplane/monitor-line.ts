@@ -1,5 +1,6 @@
 import { Cidr, IP, type Family } from '../net/cidr.js';
 import { mainTableId } from './routes/constants.js';
+import { routeTypeName } from './routes/route-type.js';
 import { defaultMetric } from './routes/state.js';
 
 /**
@@ -289,24 +290,4 @@ function routeEvent(line: string, deleted: boolean, filter: MonitorFilter): Rout
     onlink,
     type: routeTypeName(type),
   };
-}
-
-// The numbers `-N` prints for route types (linux/rtnetlink.h RTN_*).
-const routeTypeNumbers = [
-  'unspec',
-  'unicast',
-  'local',
-  'broadcast',
-  'anycast',
-  'multicast',
-  'blackhole',
-  'unreachable',
-  'prohibit',
-  'throw',
-  'nat',
-  'xresolve',
-];
-
-function routeTypeName(word: string): string {
-  return /^\d+$/.test(word) ? (routeTypeNumbers[Number(word)] ?? word) : word;
 }
