@@ -10,10 +10,10 @@
  * and the guard removed by hand leaks, and the capture sees it.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import type { Lab } from '../../packages/lab/src/lab.js';
+import { longestLoss, spawnPing, type Sample } from '../../packages/lab/src/chaos/traffic.js';
 import { capture } from '../../packages/lab/src/observe.js';
 import { inNs, run, sleep } from '../../packages/lab/src/sh.js';
 import { skipLab, upLab } from './lab-helpers.js';
@@ -22,27 +22,12 @@ const marker = 'KILO-GUARD-36';
 const intervalMs = 100;
 const resumeBoundMs = 90_000;
 
-interface Reply {
-  at: number;
-  ok: boolean;
-}
-
 /** `ping -i 0.1` with the marker as its pattern; each sequence number's outcome with ping's own clock. */
-function markedPing(ns: string, dst: string): { replies: Reply[]; stop(): void } {
+function markedPing(ns: string, dst: string): { replies: Sample[]; stop(): void } {
   const pattern = Buffer.from(marker).toString('hex');
   const argv = inNs(ns, ['stdbuf', '-oL', 'ping', '-n', '-D', '-O', '-i', '0.1', '-W', '1', '-p', pattern, dst]);
-  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
-  const replies: Reply[] = [];
-  let buffered = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString('utf8');
-    const lines = buffered.split('\n');
-    buffered = lines.pop() ?? '';
-    for (const line of lines) {
-      const m = /^\[(\d+\.\d+)\] (?:(\d+) bytes from|no answer yet)/.exec(line);
-      if (m) replies.push({ at: Math.round(Number(m[1]) * 1000), ok: m[2] !== undefined });
-    }
-  });
+  const replies: Sample[] = [];
+  const child = spawnPing(argv, replies);
   return { replies, stop: () => void child.kill('SIGKILL') };
 }
 
@@ -74,40 +59,26 @@ interface Fault {
   perform(lab: Lab, node: string): Promise<void>;
 }
 
+/** kg stopped by `signal`, the tunnel taken away while it is away (3 s), kg started with --clean-up=false. */
+async function whileAgentAway(lab: Lab, node: string, signal: NodeJS.Signals, takeAway: () => void): Promise<void> {
+  await lab.stopAgent(node, signal);
+  takeAway();
+  await sleep(3000);
+  lab.startAgent(node, { cleanUp: false });
+}
+
 const faults: Fault[] = [
   { what: 'wireguard-go SIGKILLed', perform: async (lab, n) => killWireGuardGo(lab, n) },
   { what: 'kilo0 deleted', perform: async (lab, n) => deleteKilo0(lab, n) },
   {
     what: 'kg SIGKILLed, kilo0 deleted while it is dead (3 s), kg started with --clean-up=false',
-    perform: async (lab, n) => {
-      await lab.stopAgent(n, 'SIGKILL');
-      deleteKilo0(lab, n);
-      await sleep(3000);
-      lab.startAgent(n, { cleanUp: false });
-    },
+    perform: (lab, n) => whileAgentAway(lab, n, 'SIGKILL', () => deleteKilo0(lab, n)),
   },
   {
     what: 'kg stopped (SIGTERM, --clean-up=false), wireguard-go SIGKILLed meanwhile (3 s), kg started again',
-    perform: async (lab, n) => {
-      await lab.stopAgent(n, 'SIGTERM');
-      killWireGuardGo(lab, n);
-      await sleep(3000);
-      lab.startAgent(n, { cleanUp: false });
-    },
+    perform: (lab, n) => whileAgentAway(lab, n, 'SIGTERM', () => killWireGuardGo(lab, n)),
   },
 ];
-
-/** The longest run of lost pings in [from, to], in ms. */
-function stopped(replies: readonly Reply[], from: number, to: number): number {
-  let run = 0;
-  let worst = 0;
-  for (const r of replies) {
-    if (r.at < from || r.at > to) continue;
-    run = r.ok ? 0 : run + 1;
-    worst = Math.max(worst, run);
-  }
-  return worst * intervalMs;
-}
 
 describe('lab: fail closed', { skip: skipLab, timeout: 900_000 }, () => {
   test('nothing meant for the tunnel leaves in the clear while it is away; traffic resumes by itself', async (t) => {
@@ -137,7 +108,7 @@ describe('lab: fail closed', { skip: skipLab, timeout: 900_000 }, () => {
         const done = Date.now();
         const resumed = await waitReply(ping.replies, done);
         figures.push(
-          `${f.what}: traffic stopped ${stopped(ping.replies, from, resumed)} ms, first reply ${resumed - done} ms after the fault was over`,
+          `${f.what}: traffic stopped ${longestLoss(ping.replies, from, resumed, intervalMs)} ms, first reply ${resumed - done} ms after the fault was over`,
         );
       }
       const [leakedUplink, leakedLan] = [await uplink.stop(), await lan.stop()];
@@ -165,7 +136,7 @@ describe('lab: fail closed', { skip: skipLab, timeout: 900_000 }, () => {
 });
 
 /** When the first reply after `since` came (ping's clock); fails after the generous bound. */
-async function waitReply(replies: readonly Reply[], since: number): Promise<number> {
+async function waitReply(replies: readonly Sample[], since: number): Promise<number> {
   const deadline = Date.now() + resumeBoundMs;
   for (;;) {
     const r = replies.find((x) => x.ok && x.at > since);
