@@ -1,7 +1,8 @@
-import type { Plan, PlanPeer, PlanRoute, PlanRule } from '../mesh/types.js';
+import type { Plan, PlanGuardRoute, PlanPeer, PlanRoute, PlanRule } from '../mesh/types.js';
 import { iptablesRulesOf, type IptablesRule } from '../dataplane/iptables/rules.js';
 import { wireGuardAddresses } from '../mesh/plan.js';
 import { kiloRouteProtocol, kiloRulePriority } from '../dataplane/routes/constants.js';
+import { guardMetric, guardRouteType } from '../dataplane/routes/guard.js';
 import { nftRulesetOf, nftRulesetText } from '../dataplane/nftables/ruleset.js';
 import { interfaceSection, peerSection } from '../wireguard/ini.js';
 
@@ -20,6 +21,13 @@ export function renderPlanText(plan: Plan, o: { firewall?: 'iptables' | 'nftable
   out.push(...wireGuardText(plan), '');
   if (plan.routes.length > 0) out.push(`# ip route (proto ${kiloRouteProtocol})`, ...plan.routes.map(routeText), '');
   if (plan.rules.length > 0) out.push(`# ip rule (priority ${kiloRulePriority})`, ...plan.rules.map(ruleText), '');
+  const guard = plan.guard ?? [];
+  if (guard.length > 0)
+    out.push(
+      `# ip route (proto ${kiloRouteProtocol}): the fail-closed guard, in effect while the route through kilo is gone`,
+      ...guard.map(guardText),
+      '',
+    );
   out.push(...(o.firewall === 'nftables' ? nftablesText(plan) : firewallText(plan)));
   while (out.at(-1) === '') out.pop();
   return `${out.join('\n')}\n`;
@@ -74,6 +82,13 @@ export function routeText(r: PlanRoute): string {
   if (r.onlink) parts.push('onlink');
   if (r.src) parts.push('src', r.src);
   if (r.table !== 'main') parts.push('table', String(r.table));
+  return parts.join(' ');
+}
+
+/** A guard route as `ip route add` takes it: after the route through kilo, by metric. */
+export function guardText(g: PlanGuardRoute): string {
+  const parts = [guardRouteType, g.dst, 'metric', String(guardMetric(g.dst.includes(':') ? 6 : 4))];
+  if (g.table !== 'main') parts.push('table', String(g.table));
   return parts.join(' ');
 }
 

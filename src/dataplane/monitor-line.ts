@@ -1,5 +1,6 @@
 import { Cidr, IP, type Family } from '../net/cidr.js';
 import { mainTableId } from './routes/constants.js';
+import { isRouteTypeName, routeTypeName } from './routes/route-type.js';
 import { defaultMetric } from './routes/state.js';
 
 /**
@@ -54,19 +55,6 @@ export interface MonitorFilter {
 const tableNames: Record<string, number> = { main: mainTableId, local: 255, default: 253, unspec: 0 };
 const protocolNames: Record<string, number> = { unspec: 0, redirect: 1, kernel: 2, boot: 3, static: 4 };
 const protocolByNumber: readonly string[] = ['unspec', 'redirect', 'kernel', 'boot', 'static'];
-const routeTypes = new Set([
-  'unicast',
-  'local',
-  'broadcast',
-  'anycast',
-  'multicast',
-  'blackhole',
-  'unreachable',
-  'prohibit',
-  'throw',
-  'nat',
-  'xresolve',
-]);
 // Route attributes that are followed by a value; the others seen in a route line are flags.
 const withValue = new Set([
   'via',
@@ -208,7 +196,7 @@ function routeEvent(line: string, deleted: boolean, filter: MonitorFilter): Rout
   let i = 0;
   let type = 'unicast';
   // A type word (or its number under -N) comes before the destination when the route is not unicast.
-  if (routeTypes.has(words[0]!) || (/^\d+$/.test(words[0]!) && words.length > 1)) type = words[i++]!;
+  if (isRouteTypeName(words[0]!) || (/^\d+$/.test(words[0]!) && words.length > 1)) type = words[i++]!;
   const dstText = words[i++];
   if (dstText === undefined) return null;
   let gateway: string | null = null;
@@ -289,24 +277,4 @@ function routeEvent(line: string, deleted: boolean, filter: MonitorFilter): Rout
     onlink,
     type: routeTypeName(type),
   };
-}
-
-// The numbers `-N` prints for route types (linux/rtnetlink.h RTN_*).
-const routeTypeNumbers = [
-  'unspec',
-  'unicast',
-  'local',
-  'broadcast',
-  'anycast',
-  'multicast',
-  'blackhole',
-  'unreachable',
-  'prohibit',
-  'throw',
-  'nat',
-  'xresolve',
-];
-
-function routeTypeName(word: string): string {
-  return /^\d+$/.test(word) ? (routeTypeNumbers[Number(word)] ?? word) : word;
 }

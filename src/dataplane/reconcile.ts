@@ -155,7 +155,7 @@ export async function reconcile(
     'routes',
     async () => {
       const remembered = memory?.forRoutes();
-      const routing = { ...options, ...remembered };
+      const routing = { ...options, ...remembered, ...(plan.guard ? { guard: plan.guard } : {}) };
       if (await fromNothing)
         return dp.routes.reconcile(plan.routes, plan.rules, input.devices, {
           ...routing,

@@ -1,4 +1,4 @@
-import type { Firewall, PlanPeer, PlanRoute, PlanRule } from '../mesh/types.js';
+import type { Firewall, PlanGuardRoute, PlanPeer, PlanRoute, PlanRule } from '../mesh/types.js';
 import type { WireGuardPeerState, WireGuardState } from '../wireguard/state.js';
 import type { ParsedDump } from '../wireguard/dump.js';
 import type { KiloRouting, RoutingRead } from './routes/reconciler.js';
@@ -111,7 +111,13 @@ export interface RoutingTables {
     routes: readonly PlanRoute[],
     rules: readonly PlanRule[],
     devices: DeviceNames,
-    options?: ReconcileOptions & DiffAgainst<RoutingWritten> & { read?: RoutingRead; after?: Promise<unknown> },
+    options?: ReconcileOptions &
+      DiffAgainst<RoutingWritten> & {
+        read?: RoutingRead;
+        after?: Promise<unknown>;
+        /** The plan's fail-closed guard (routes/guard.ts); none when absent. */
+        guard?: readonly PlanGuardRoute[];
+      },
   ): Promise<Ops>;
   /** Removes every route and rule that is Kilo's. */
   cleanup(): Promise<Ops>;

@@ -5,6 +5,7 @@ import type { KiloNode, KiloPeer } from '../model/types.js';
 import { encapsulatorOf, type Encapsulator } from '../encapsulation/index.js';
 import { endpointFor } from './endpoint-family.js';
 import { planFirewall } from './firewall.js';
+import { planGuard } from './guard.js';
 import type { MeshOptions } from './options.js';
 import { effectiveEndpoint, groupSegments, remoteSegments, type Topology } from './topology.js';
 import {
@@ -52,6 +53,7 @@ export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = 
     routes: routing.routes,
     rules: routing.rules,
     firewall: planFirewall(t, options, enc),
+    guard: planGuard(routing.routes, wireGuardIPs),
   };
 }
 

@@ -26,6 +26,16 @@ export interface PlanRoute {
   onlink: boolean;
 }
 
+/**
+ * A destination of the fail-closed guard (mesh/guard.ts): a drop route at the same destination and
+ * table as a route through the WireGuard interface, one metric behind it, so that it carries the
+ * traffic only while that route is gone (the interface deleted, wireguard-go dead).
+ */
+export interface PlanGuardRoute {
+  dst: string;
+  table: RouteTable;
+}
+
 export interface PlanRule {
   src: string | null;
   dst: string | null;
@@ -93,4 +103,9 @@ export interface Plan {
   rules: PlanRule[];
   /** The firewall as intent; a backend renders it (iptables today). */
   firewall: Firewall;
+  /**
+   * The fail-closed guard: where the tunnel's traffic is dropped rather than routed elsewhere while
+   * the tunnel is away (docs/fail-closed.md). Absent = none (a plan made by hand, kgctl connect).
+   */
+  guard?: PlanGuardRoute[];
 }

@@ -25,7 +25,9 @@ const routeEvent = (r: KernelRoute, deleted: boolean): RoutingEvent => ({
   type: r.type,
 });
 
-const kiloRoute = (h: Harness, dst: string) => h.kernel.routes.find((r) => r.protocol === 107 && r.dst === dst);
+// The route through kilo, not the fail-closed guard's blackhole at the same destination.
+const kiloRoute = (h: Harness, dst: string) =>
+  h.kernel.routes.find((r) => r.protocol === 107 && r.dst === dst && r.type === 'unicast');
 
 /** A cluster event the agent must act on: a new Peer, then wait until it is configured. */
 async function clusterEvent(h: Harness, name: string, ip: string): Promise<void> {

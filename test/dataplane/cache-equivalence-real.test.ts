@@ -144,6 +144,13 @@ const byHand = {
     await run(n, ['ip', ...renderOp({ kind: 'route', action: 'del', route }).split(' ')]);
     if (memory) assert.equal(memory.accounts({ deleted: true, route }), false, 'a deletion by hand is not ours');
   },
+  guardDeleted: async (n: Machine, memory: DataplaneMemory | null) => {
+    const show = ['ip', '-N', '-j', '-4', 'route', 'show', 'table', 'all', 'proto', `${kiloRouteProtocol}`];
+    const [route] = parseRoutes(await run(n, [...show, 'type', 'blackhole']), 4, kiloRouteProtocol);
+    assert.ok(route?.type === 'blackhole', 'the plan wrote the guard');
+    await run(n, ['ip', ...renderOp({ kind: 'route', action: 'del', route }).split(' ')]);
+    if (memory) assert.equal(memory.accounts({ deleted: true, route }), false, 'a deletion by hand is not ours');
+  },
   firewallRuleDeleted: async (n: Machine, memory: DataplaneMemory | null) => {
     await run(n, ['iptables', '-w', '-t', 'nat', '-D', 'KILO-NAT', '1']);
     memory?.forget();

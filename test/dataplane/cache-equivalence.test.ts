@@ -77,6 +77,12 @@ const faults: Faults<Node> = {
     n.kernel.routeDel(route);
     if (memory) assert.equal(memory.accounts({ deleted: true, route }), false, 'a deletion by hand is not ours');
   },
+  guardDeleted: (n, memory) => {
+    const route = n.kernel.routes.find((r) => r.protocol === 107 && r.type === 'blackhole');
+    assert.ok(route, 'the plan wrote the guard');
+    n.kernel.routeDel(route);
+    if (memory) assert.equal(memory.accounts({ deleted: true, route }), false, 'a deletion by hand is not ours');
+  },
   firewallRuleDeleted: (n, memory) => {
     if (n.nft) {
       const [rule] = n.nft.handles('inet', 'kilo', 'kilo-nat');

@@ -78,6 +78,8 @@ export const inputOf = (plan: Plan): ReconcileInput => ({ plan, privateKey, mtu:
 export interface Faults<N> {
   /** A route of Kilo's deleted by hand; the routing monitor reports it (the agent forgets what disagrees). */
   routeDeleted(n: N, memory: DataplaneMemory | null): Promise<void> | void;
+  /** A blackhole of the fail-closed guard deleted by hand; the routing monitor reports it. */
+  guardDeleted(n: N, memory: DataplaneMemory | null): Promise<void> | void;
   /** A Kilo rule deleted from KILO-NAT by hand: no monitor tells; the agent's resync timer reads. */
   firewallRuleDeleted(n: N, memory: DataplaneMemory | null): Promise<void> | void;
   /** A WireGuard peer of plan A removed by hand (wg set … remove): found by the next resync. */
@@ -113,6 +115,7 @@ export const steps: readonly Step[] = [
   { name: 'it leaves A', plan: planA },
   { name: 'A in a narrower subnet (the address given again, the routes through kilo0 gone)', plan: planNarrowed },
   { name: 'a route deleted by hand, then A', plan: planA, fault: 'routeDeleted' },
+  { name: "the fail-closed guard's route deleted by hand, then A", plan: planA, fault: 'guardDeleted' },
   { name: 'C', plan: planC },
   { name: 'a firewall rule deleted by hand, then C at the resync', plan: planC, fault: 'firewallRuleDeleted' },
   { name: 'a follower (its interface down, the routes through it gone)', plan: planFollower },

@@ -52,7 +52,13 @@ test('routes that need a missing IPIP tunnel fail by name; the other routes are 
 
   const kiloRoutes = kernel.routes.filter((r) => r.protocol === 107).length;
   const kiloRules = kernel.rules.filter((r) => r.priority === 1107).length;
-  assert.equal(kiloRoutes, otherRoutes.length, 'every route that needs no tunnel is installed');
+  const guard = plan.guard ?? [];
+  assert.ok(guard.length > 0);
+  assert.equal(
+    kiloRoutes,
+    otherRoutes.length + guard.length,
+    'every route that needs no tunnel is installed, and the fail-closed guard',
+  );
   assert.ok(kiloRules > 0, 'rules are installed');
   assert.equal(result.routes.writes, kiloRoutes + kiloRules, 'the writes that took effect are counted');
   assert.equal(result.routes.details.length, result.routes.writes);

@@ -5,7 +5,14 @@ import { KiloRoutingTables, type RouteKernel } from '../../src/dataplane/routes/
 import { describeRoute, describeRule, type KernelRoute, type KernelRule } from '../../src/dataplane/routes/state.js';
 import type { DeviceNames, RoutingWritten } from '../../src/dataplane/types.js';
 import { lastWrite } from './last-write.js';
-import { hostTable, kiloTable, wireGuardMark, type PlanRoute, type PlanRule } from '../../src/mesh/types.js';
+import {
+  hostTable,
+  kiloTable,
+  wireGuardMark,
+  type PlanGuardRoute,
+  type PlanRoute,
+  type PlanRule,
+} from '../../src/mesh/types.js';
 
 /**
  * One machine with Kilo's stand-in interfaces, the same for the kernel (a namespace) and the model:
@@ -19,6 +26,8 @@ export interface RoutesHarness {
   addRule(r: KernelRule): Promise<void>;
   /** Removes the first route with this key and protocol, as someone else would. */
   deleteRoute(r: KernelRoute): Promise<void>;
+  /** Deletes an interface, as an operator would (or wireguard-go's exit does to its tun). */
+  deleteLink(name: string): Promise<void>;
   /** Every route of every protocol in every table, except the kernel's own (connected, local). */
   allRoutes(): Promise<KernelRoute[]>;
   /** Every rule of both families, in kernel order. */
@@ -216,6 +225,53 @@ export function routesContract(label: string, make: () => Promise<RoutesHarness>
       assert.deepEqual(again, { writes: 0, details: [] });
       assert.equal(c.applies(), 2, 'an unchanged plan sends nothing to the kernel');
     });
+
+    // The fail-closed guard (routes/guard.ts): both families, the main table, 1107 and 1108.
+    const guard: PlanGuardRoute[] = [
+      { dst: '10.4.0.0/16', table: 'main' },
+      { dst: '10.42.2.0/24', table: 'main' },
+      { dst: '10.5.0.0/24', table: 'main' },
+      { dst: 'fd43::/64', table: kiloTable },
+      { dst: '192.168.2.5/32', table: hostTable },
+    ];
+    const guardText = [
+      'route blackhole 10.4.0.0/16 metric 1',
+      'route blackhole 10.42.2.0/24 metric 1',
+      'route blackhole 10.5.0.0/24 metric 1',
+      'route blackhole fd43::/64 dev lo table 1107 metric 1025',
+      'route blackhole 192.168.2.5/32 table 1108 metric 1',
+    ];
+    withKernel(
+      'the fail-closed guard: a blackhole behind each route through kilo, read back exactly; it stays when kilo0 goes',
+      async (h, c) => {
+        const on = await c.tables.reconcile(planA.routes, planA.rules, devices, { guard });
+        assert.equal(on.writes, 11 + guard.length, on.details.join('\n'));
+        assert.deepEqual((await shown(c.tables)).routes, [...routesA, ...guardText].sort());
+        assert.deepEqual(await c.tables.reconcile(planA.routes, planA.rules, devices, { guard }), {
+          writes: 0,
+          details: [],
+        });
+        // kg apply's guess of the kernel's text (the loopback of IPv6's blackhole included) holds.
+        const fresh = new KiloRoutingTables(h.kernel);
+        assert.deepEqual(await fresh.reconcile(planA.routes, planA.rules, devices, { guard, once: true }), {
+          writes: 0,
+          details: [],
+        });
+
+        // The interface goes: its routes go with it, the guard stays.
+        await h.deleteLink('kilo0');
+        const throughPriv = routesA.filter((x) => x.includes(' dev priv0'));
+        assert.deepEqual((await shown(c.tables)).routes, [...throughPriv, ...guardText].sort());
+
+        // Without a guard in the plan it is removed like any route of Kilo's.
+        const off = await c.tables.reconcile([], [], devices);
+        assert.deepEqual(
+          off.details.filter((d) => d.startsWith('del route blackhole')).sort(),
+          guardText.map((x) => `del ${x}`).sort(),
+        );
+        assert.deepEqual(await shown(c.tables), { routes: [], rules: [] });
+      },
+    );
 
     withKernel(
       'trusting the last write: a change of routes alone reads nothing and leaves the kernel as a read would',

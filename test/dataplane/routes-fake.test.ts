@@ -12,6 +12,7 @@ routesContract('in-memory model', () => {
     addRoute: (r) => settle(() => m.routeAdd(r)),
     addRule: (r) => settle(() => m.ruleAdd(r)),
     deleteRoute: (r) => settle(() => m.routeDel(r)),
+    deleteLink: (name) => settle(() => m.deleteLink(name)),
     allRoutes: () => settle(() => m.routes.map((r) => ({ ...r }))),
     allRules: () => settle(() => m.rules.map((r) => ({ ...r }))),
     destroy: () => {},

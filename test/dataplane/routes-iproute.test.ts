@@ -62,7 +62,7 @@ test('a delete line names table, metric and protocol, so only a route of ours ca
   };
   assert.equal(
     renderOp({ kind: 'route', action: 'del', route }),
-    'route del 10.42.3.0/24 table 254 metric 0 proto 107',
+    'route del unicast 10.42.3.0/24 table 254 metric 0 proto 107',
   );
   assert.equal(
     renderOp({ kind: 'route', action: 'replace', route }),

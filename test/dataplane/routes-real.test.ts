@@ -19,6 +19,7 @@ routesContract(
       addRoute: (route) => ip(renderOp({ kind: 'route', action: 'add', route })),
       addRule: (rule) => ip(renderOp({ kind: 'rule', action: 'add', rule }), rule.family),
       deleteRoute: (route) => ip(renderOp({ kind: 'route', action: 'del', route })),
+      deleteLink: (name) => ip(`link del ${name}`),
       allRoutes: () =>
         all(async (family) => {
           const { stdout } = await exec.run(['ip', '-N', '-j', `-${family}`, 'route', 'show', 'table', 'all']);

@@ -533,10 +533,16 @@ export function expectedKernel(plan: Plan, devices: Devices, publicKey: string):
     },
     addresses: plan.wireGuardIP ? [plan.wireGuardIP] : [],
     up: plan.interfaceUp,
-    routes: plan.routes
-      .filter((r) => dev(r.dev) !== null)
-      .map((r) => routeText({ ...r, dev: dev(r.dev)!, table: String(r.table) }))
-      .sort(),
+    routes: [
+      ...plan.routes
+        .filter((r) => dev(r.dev) !== null)
+        .map((r) => routeText({ ...r, dev: dev(r.dev)!, table: String(r.table) })),
+      // The fail-closed guard: no device (IPv6 gives the loopback), no gateway, whatever the devices.
+      ...(plan.guard ?? []).map(
+        (g) =>
+          `blackhole ${routeText({ dst: g.dst, gw: null, dev: g.dst.includes(':') ? 'lo' : '-', src: null, table: String(g.table), onlink: false })}`,
+      ),
+    ].sort(),
     rules: [
       ...new Set(
         plan.rules.map((r) => ruleText({ ...r, iif: r.iif === 'kilo' ? devices.kilo : null, table: String(r.table) })),

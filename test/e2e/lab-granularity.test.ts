@@ -12,22 +12,34 @@ import { routerNs } from '../../packages/lab/src/layout.js';
 import { capture, counters, dataplaneFingerprint } from '../../packages/lab/src/observe.js';
 import { formatMatrix, ping } from '../../packages/lab/src/probe.js';
 import type { Granularity } from '../../src/model/types.js';
-import { eventually, skipLab, upLab } from './lab-helpers.js';
+import { eventually, guardsWithoutTunnel, skipLab, upLab } from './lab-helpers.js';
 
 /** Each node's kernel state after a fresh start, per granularity: what a live switch must end in. */
 const fresh = new Map<Granularity, Map<string, string[]>>();
 
 /**
  * Each node's routes, rules, iptables and kilo0 address. Routes to the internal IP of a node
- * behind NAT are left out: the plan adds one only once that node's NAT endpoint is discovered
- * (before, its endpoint is that internal IP, and routing it into the tunnel would loop), which
- * happens on a reconcile some time after the first handshake — timing, not state.
+ * behind NAT are left out, and the fail-closed guard's blackhole with them: the plan adds the
+ * route (and so its guard) only once that node's NAT endpoint is discovered (before, its endpoint
+ * is that internal IP, and routing it into the tunnel would loop), which happens on a reconcile
+ * some time after the first handshake — timing, not state. That no guard outlives its route is
+ * checked apart (checkGuards).
  */
 function fingerprints(lab: Lab): Map<string, string[]> {
-  const natInternal = lab.nodes.filter((n) => !n.publicIP).map((n) => `route ${n.lanIP} `);
+  const natInternal = lab.nodes
+    .filter((n) => !n.publicIP)
+    .flatMap((n) => [`route ${n.lanIP} `, `route blackhole ${n.lanIP} `]);
   return new Map(
     lab.nodes.map((n) => [n.name, dataplaneFingerprint(n.ns).filter((l) => !natInternal.some((p) => l.startsWith(p)))]),
   );
+}
+
+/** On every node, each blackhole of the fail-closed guard stands behind a route through kilo0. */
+async function checkGuards(lab: Lab, when: string): Promise<void> {
+  const left = () => lab.nodes.flatMap((n) => guardsWithoutTunnel(n.ns).map((g) => `${n.name}: ${g}`));
+  // A reconcile may be on its way (it writes a route and its guard in one batch).
+  await eventually(`no guard without its route ${when}`, () => left().length === 0, 10_000).catch(() => undefined);
+  assert.deepEqual(left(), [], `${when}: guards left without the route through kilo0 they stand behind`);
 }
 
 const icmpEcho = (lines: string[], kind: 'request' | 'reply') =>
@@ -117,6 +129,7 @@ describe(
           );
           if (granularity === 'cross') await checkCrossPaths(lab);
           if (granularity === 'location') await checkLocationPaths(lab);
+          await checkGuards(lab, `fresh ${granularity}`);
           fresh.set(granularity, fingerprints(lab));
         },
       );
@@ -142,6 +155,7 @@ describe('lab: granularity switched on running agents', { skip: skipLab, timeout
         // The Peer's config changes with the granularity (one peer per location or per node): its
         // owner re-runs kgctl showconf, which converge() does.
         await lab.converge(60_000, { peer: true });
+        await checkGuards(lab, `after the switch to ${granularity}`);
         const reference = fresh.get(granularity);
         if (!reference) {
           t.diagnostic(`no fresh ${granularity} lab ran first: state not compared`);

@@ -79,3 +79,28 @@ export async function eventually(what: string, f: () => boolean | Promise<boolea
     await new Promise((r) => setTimeout(r, 250));
   }
 }
+
+/**
+ * The fail-closed guard's blackholes on a node that have no route through kilo0 beside them (same
+ * destination, same table; for the WireGuard network, the interface's connected route). With kilo0
+ * up and the agent at rest there is none: a guard is planned only with the route it stands behind,
+ * and one left behind would drop what the plan no longer sends through the tunnel (at a WireGuard
+ * endpoint, the tunnel's own packets).
+ */
+export function guardsWithoutTunnel(ns: string): string[] {
+  const routes = ['-4', '-6'].flatMap(
+    (family) =>
+      JSON.parse(run(['ip', '-n', ns, family, '-j', 'route', 'show', 'table', 'all'])) as {
+        type?: string;
+        dst: string;
+        dev?: string;
+        protocol?: string;
+        table?: string;
+      }[],
+  );
+  const at = (r: { dst: string; table?: string }) => `${r.dst} table ${r.table ?? 'main'}`;
+  const tunnel = new Set(routes.filter((r) => r.dev === 'kilo0').map(at));
+  return routes
+    .filter((r) => r.type === 'blackhole' && r.protocol === '107' && !tunnel.has(at(r)))
+    .map((r) => `blackhole ${at(r)}`);
+}

@@ -182,8 +182,10 @@ test(
     server.stdout.on('data', (d: Buffer) => (serverOut += d.toString()));
     await until('the service on b-1 to listen', () => serverOut.includes('listening'));
     const b1WireGuardIP = oraclePlan(snapshot, 'b-1', mesh).wireGuardIP!.split('/')[0]!;
-    // Without the flag a-1 has its pod routes only: none to the internal IPs, which are all endpoints.
-    const plainRoutes = oraclePlan(snapshot, 'a-1', mesh).routes.length;
+    // Without the flag a-1 has its pod routes only: none to the internal IPs, which are all endpoints;
+    // and the fail-closed guard behind them.
+    const plain = oraclePlan(snapshot, 'a-1', mesh);
+    const plainRoutes = plain.routes.length + (plain.guard ?? []).length;
 
     // 1. Without the flag: WireGuard works between the subnets, host traffic to b-1 does not pass.
     await applyAll([], 'without the flag');
@@ -201,6 +203,9 @@ test(
     assert.deepEqual(on.hostRoutes.sort(), [
       `192.168.2.1 via ${b1WireGuardIP} dev kilo0 proto 107 src 192.168.1.1 onlink`,
       `192.168.2.2 via ${oraclePlan(snapshot, 'b-2', mesh).wireGuardIP!.split('/')[0]} dev kilo0 proto 107 src 192.168.1.1 onlink`,
+      // The fail-closed guard: while kilo0 is away, host traffic to them is dropped, not sent in the clear.
+      'blackhole 192.168.2.1 proto 107 metric 1',
+      'blackhole 192.168.2.2 proto 107 metric 1',
     ]);
     assert.equal(on.fwmark, '0x453');
 

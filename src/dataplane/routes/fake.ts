@@ -15,6 +15,9 @@ import { ruleAddConflicts, ruleDeleteMatches, type RouteOp } from './diff.js';
 import { KiloRoutingTables, type KiloRouting, type RouteKernel, type RoutingRead } from './reconciler.js';
 import { defaultOwnership, routeKey, sameRoute, type KernelRoute, type KernelRule, type Ownership } from './state.js';
 
+/** Route types that drop what they match, which the model holds (see FakeKernel.checkDrop). */
+const dropTypes = new Set(['blackhole', 'unreachable', 'prohibit', 'throw']);
+
 /** An operation the modelled kernel refused, with the kernel's message. */
 export class FakeKernelError extends Error {
   override name = 'FakeKernelError';
@@ -41,7 +44,7 @@ export function settle<T>(f: () => T): Promise<T> {
  *   on a connected network or not;
  * - an IPv4 address no interface holds any more: the routes of the main table with it as source
  *   (other tables keep theirs); an IPv6 one: every IPv6 route keeps going, without that source.
- * Rules stay in every case. Not modelled: secondary addresses (one of a subnet deleted with its
+ * Rules stay in every case, and so do routes that drop (no next hop: the fail-closed guard's). Not modelled: secondary addresses (one of a subnet deleted with its
  * primary when promote_secondaries is 0), the IPv6 routes of an MTU below 1280.
  */
 export class FakeKernel {
@@ -151,6 +154,7 @@ export class FakeKernel {
   }
 
   private check(r: KernelRoute): void {
+    if (r.type !== 'unicast') return this.checkDrop(r);
     if (r.dev === null) fail('multipath routes are not modelled');
     const link = this.link(r.dev!);
     if (r.src !== null && !this.isLocal(IP.parse(r.src)))
@@ -173,11 +177,28 @@ export class FakeKernel {
       fail(r.family === 6 && !link.up ? 'Nexthop device is not up' : 'Nexthop has invalid gateway');
   }
 
+  /**
+   * A route that drops (the fail-closed guard's blackhole; unreachable, prohibit, throw): no next hop.
+   * IPv4 refuses a gateway or device for one; IPv6 takes a device and holds (and prints) the
+   * loopback instead, whatever was given. So neither goes with an interface that goes away.
+   */
+  private checkDrop(r: KernelRoute): void {
+    if (!dropTypes.has(r.type)) fail(`routes of type ${r.type} are not modelled`);
+    if (r.family === 4 && (r.gw !== null || r.dev !== null))
+      fail('Gateway, device and multipath can not be specified for this route type');
+    if (r.gw !== null) fail('IPv6 gateways are not modelled for this route type');
+  }
+
+  /** The route as the kernel holds it (see checkDrop). */
+  private held(r: KernelRoute): KernelRoute {
+    return r.type !== 'unicast' && r.family === 6 ? { ...r, dev: 'lo' } : { ...r };
+  }
+
   routeAdd(r: KernelRoute): void {
     this.check(r);
     const k = routeKey(r);
     if (this.byKey.has(k)) fail('File exists');
-    this.byKey.set(k, [{ ...r }]);
+    this.byKey.set(k, [this.held(r)]);
     this.writes++;
   }
 
@@ -185,8 +206,8 @@ export class FakeKernel {
   routeReplace(r: KernelRoute): void {
     this.check(r);
     const list = this.byKey.get(routeKey(r));
-    if (list) list[0] = { ...r };
-    else this.byKey.set(routeKey(r), [{ ...r }]);
+    if (list) list[0] = this.held(r);
+    else this.byKey.set(routeKey(r), [this.held(r)]);
     this.writes++;
   }
 

@@ -2,6 +2,7 @@ import type { Family } from '../../net/cidr.js';
 import { AddressMemo } from '../../net/memo.js';
 import { mainTableId } from './constants.js';
 import type { RouteOp } from './diff.js';
+import { routeTypeName } from './route-type.js';
 import { defaultMetric, gatewayText, markText, type KernelRoute, type KernelRule } from './state.js';
 
 /**
@@ -82,7 +83,7 @@ export function parseRoutes(
   return entries.map((e) => {
     const table = numeric(e.table, tableNames, mainTableId);
     const metric = e.metric ?? defaultMetric(family);
-    const type = e.type ?? 'unicast';
+    const type = e.type === undefined ? 'unicast' : routeTypeName(e.type);
     const kernelProtocol = numeric(e.protocol, protocolNames, protocol);
     const onlink = e.flags?.includes('onlink') ?? false;
     const dev = e.nexthops ? null : (e.dev ?? null);
@@ -147,7 +148,7 @@ export function parseRules(
  * family from their addresses; rules do not, so IPv6 rules must go to an `ip -6 -batch`.
  */
 export function renderOp(op: RouteOp): string {
-  if (op.kind === 'route') return `route ${op.action} ${op.route.dst}${routeTail(op.action, op.route)}`;
+  if (op.kind === 'route') return `route ${op.action} ${typed(op.action, op.route)}${routeTail(op.action, op.route)}`;
   const r = op.rule;
   let line = `rule ${op.action}`;
   if (r.invert) line += ' not';
@@ -156,6 +157,15 @@ export function renderOp(op: RouteOp): string {
   if (r.iif) line += ` iif ${r.iif}`;
   if (r.fwmark) line += ` fwmark ${r.fwmark}`;
   return `${line} lookup ${r.table} priority ${r.priority}`;
+}
+
+/**
+ * The destination, after the type when it is not unicast (the fail-closed guard's blackhole), and
+ * always in a delete: Linux takes an IPv4 delete's metric 0 as any metric, so `route del X metric 0`
+ * of a route already gone would remove the guard's blackhole at X instead; with the type it cannot.
+ */
+function typed(action: RouteOp['action'], r: KernelRoute): string {
+  return r.type === 'unicast' && action !== 'del' ? r.dst : `${r.type} ${r.dst}`;
 }
 
 /** What follows a route line's destination. */
@@ -192,6 +202,6 @@ export function renderOps(ops: readonly RouteOp[]): string[] {
       l.protocol === r.protocol &&
       l.family === r.family;
     if (!same || !last) last = { action: op.action, route: r, tail: routeTail(op.action, r) };
-    return `route ${op.action} ${r.dst}${last.tail}`;
+    return `route ${op.action} ${typed(op.action, r)}${last.tail}`;
   });
 }

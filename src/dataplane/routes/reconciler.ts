@@ -1,4 +1,4 @@
-import type { PlanRoute, PlanRule } from '../../mesh/types.js';
+import type { PlanGuardRoute, PlanRoute, PlanRule } from '../../mesh/types.js';
 import { AddressMemo } from '../../net/memo.js';
 import { opsDescribedOnRead } from '../log-summary.js';
 import { nextTurn } from '../reconcile.js';
@@ -7,6 +7,7 @@ import type { BatchResult } from './batch.js';
 import { diffFromNothing, diffState, type RouteOp } from './diff.js';
 import { PartialApplyError, type ApplyFailure } from './errors.js';
 import { mainTableId } from './constants.js';
+import { addGuard, guardAsKernel } from './guard.js';
 import {
   defaultMetric,
   defaultOwnership,
@@ -50,6 +51,8 @@ export interface RouteKernel {
   apply(ops: readonly RouteOp[], after?: Promise<unknown>): Promise<BatchResult>;
 }
 
+const noGuard: readonly PlanGuardRoute[] = [];
+
 function sameRules(a: readonly KernelRule[], b: readonly KernelRule[]): boolean {
   const keys = (rules: readonly KernelRule[]) => rules.map(ruleKey).sort().join('\n');
   return a.length === b.length && keys(a) === keys(b);
@@ -72,6 +75,7 @@ function objectOf(op: RouteOp): string {
  */
 function planAsKernel(
   routes: readonly PlanRoute[],
+  guard: readonly PlanGuardRoute[],
   devices: DeviceNames,
   protocol: number,
 ): { byKey: Map<string, KernelRoute>; list: KernelRoute[] } | null {
@@ -94,6 +98,13 @@ function planAsKernel(
       type: 'unicast',
       protocol,
     };
+    const key = routeKey(route);
+    if (byKey.has(key)) return null;
+    byKey.set(key, route);
+    list.push(route);
+  }
+  // After the plan's routes: `list`'s first entries are the routes' (see `proven`).
+  for (const route of guardAsKernel(guard, protocol)) {
     const key = routeKey(route);
     if (byKey.has(key)) return null;
     byKey.set(key, route);
@@ -123,6 +134,7 @@ export class KiloRoutingTables implements RoutingTables {
   private desired: {
     routes: readonly PlanRoute[];
     rules: readonly PlanRule[];
+    guard: readonly PlanGuardRoute[];
     devices: string;
     state: DesiredState;
   } | null = null;
@@ -155,8 +167,14 @@ export class KiloRoutingTables implements RoutingTables {
     routes: readonly PlanRoute[],
     rules: readonly PlanRule[],
     devices: DeviceNames,
-    options: ReconcileOptions & DiffAgainst<RoutingWritten> & { read?: RoutingRead; after?: Promise<unknown> } = {},
+    options: ReconcileOptions &
+      DiffAgainst<RoutingWritten> & {
+        read?: RoutingRead;
+        after?: Promise<unknown>;
+        guard?: readonly PlanGuardRoute[];
+      } = {},
   ): Promise<Ops> {
+    const guard = options.guard ?? noGuard;
     const remembered = options.current ?? null;
     const given = options.read;
     const read = async (expected: ReadonlyMap<string, KernelRoute>) =>
@@ -168,8 +186,8 @@ export class KiloRoutingTables implements RoutingTables {
     let actual: KiloRouting | undefined;
     let proven: (KernelRoute | undefined)[] | undefined;
     // Nothing on the machine (a first apply), or the desired state built already: the guess would only cost its time.
-    if (options.once && !remembered && !given?.empty && !this.builtFor(routes, rules, devices)) {
-      const guess = planAsKernel(routes, devices, this.owner.protocol);
+    if (options.once && !remembered && !given?.empty && !this.builtFor(routes, rules, guard, devices)) {
+      const guess = planAsKernel(routes, guard, devices, this.owner.protocol);
       if (guess) {
         actual = await read(guess.byKey);
         const rulesWanted = desiredState([], rules, devices, this.owner, this.addresses);
@@ -187,7 +205,7 @@ export class KiloRoutingTables implements RoutingTables {
       }
     }
     await turn();
-    const desired = this.desiredState(routes, rules, devices, proven);
+    const desired = this.desiredState(routes, rules, guard, devices, proven);
     await turn();
     // A remembered state serves routes only: which rule a delete hits depends on the kernel's order of
     // rules, so a change of rules is always diffed against a read.
@@ -209,12 +227,18 @@ export class KiloRoutingTables implements RoutingTables {
   }
 
   /** Whether the desired state of these inputs is built already. */
-  private builtFor(routes: readonly PlanRoute[], rules: readonly PlanRule[], devices: DeviceNames): boolean {
+  private builtFor(
+    routes: readonly PlanRoute[],
+    rules: readonly PlanRule[],
+    guard: readonly PlanGuardRoute[],
+    devices: DeviceNames,
+  ): boolean {
     const last = this.desired;
     return (
       last !== null &&
       last.routes === routes &&
       last.rules === rules &&
+      last.guard === guard &&
       last.devices === `${devices.kilo} ${devices.private} ${devices.tunnel}`
     );
   }
@@ -222,16 +246,19 @@ export class KiloRoutingTables implements RoutingTables {
   private desiredState(
     routes: readonly PlanRoute[],
     rules: readonly PlanRule[],
+    guard: readonly PlanGuardRoute[],
     devices: DeviceNames,
     proven?: readonly (KernelRoute | undefined)[],
   ): DesiredState {
     const names = `${devices.kilo} ${devices.private} ${devices.tunnel}`;
     const last = this.desired;
-    if (last && this.builtFor(routes, rules, devices)) return last.state;
+    if (last && this.builtFor(routes, rules, guard, devices)) return last.state;
     // The memo's pass is a build, with the machine's reads until the next one (they share the memo).
     this.addresses.nextPass();
     const state = desiredState(routes, rules, devices, this.owner, this.addresses, proven);
-    this.desired = { routes, rules, devices: names, state };
+    // The guard needs no interface: it is installed even when the plan's routes through kilo cannot be.
+    addGuard(state, guard, this.owner.protocol, this.addresses);
+    this.desired = { routes, rules, guard, devices: names, state };
     return state;
   }
 

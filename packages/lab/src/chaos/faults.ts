@@ -14,6 +14,15 @@ export interface FaultContext {
   membershipChanged: () => void;
 }
 
+/** A route as `ip -j route show` prints it (`type` only for other types than unicast, `metric` only when not 0). */
+interface KernelRouteJson {
+  type?: string;
+  dst: string;
+  dev?: string;
+  table?: string;
+  metric?: number;
+}
+
 const pick = <T>(items: readonly T[], n: number): T => items[n % items.length]!;
 
 /**
@@ -99,16 +108,25 @@ async function performOne(f: ScheduledFault, c: FaultContext): Promise<string | 
       for (let i = 0; i < lab.nodes.length; i++) {
         const n = pick(lab.nodes, f.target + i);
         const r = await runAsync(['ip', '-n', n.ns, '-j', 'route', 'show', 'table', 'all', 'proto', '107']);
-        const routes = JSON.parse(r.stdout || '[]') as { dst: string; table?: string }[];
+        // Kilo's routes to a next hop, not the fail-closed guard's blackholes beside them (`type`
+        // is printed for those only): the fault is a route the traffic takes going missing.
+        const routes = (JSON.parse(r.stdout || '[]') as KernelRouteJson[]).filter((x) => x.type === undefined);
         if (routes.length === 0) continue;
         const victim = pick(routes, f.target);
         const table = victim.table ?? 'main';
-        run(['ip', '-n', n.ns, 'route', 'del', victim.dst, 'table', table, 'proto', '107']);
+        // Named exactly (type, interface, metric): Linux takes an IPv4 delete without a metric as any
+        // metric, and would remove the guard at the same destination instead once the route is gone.
+        const exact = ['unicast', victim.dst, 'table', table, 'proto', '107'];
+        if (victim.dev) exact.push('dev', victim.dev);
+        if (victim.metric !== undefined) exact.push('metric', String(victim.metric));
+        run(['ip', '-n', n.ns, 'route', 'del', ...exact]);
         return {
-          what: `${n.name}: route ${victim.dst} table ${table}`,
+          what: `${n.name}: route ${victim.dst}${victim.dev ? ` dev ${victim.dev}` : ''} table ${table}`,
           repaired: async () => {
             const r = await runAsync(['ip', '-n', n.ns, '-j', 'route', 'show', 'table', table, 'proto', '107']);
-            return (JSON.parse(r.stdout || '[]') as { dst: string }[]).some((x) => x.dst === victim.dst);
+            return (JSON.parse(r.stdout || '[]') as KernelRouteJson[]).some(
+              (x) => x.type === undefined && x.dst === victim.dst,
+            );
           },
         };
       }

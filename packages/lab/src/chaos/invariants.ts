@@ -93,6 +93,7 @@ async function kernelItems(lab: Lab, node: string): Promise<string[] | null> {
 function planItems(p: Plan): Set<string> {
   const out = new Set<string>();
   for (const r of p.routes) out.add(`route ${r.table} ${cidr(r.dst)}`);
+  for (const g of p.guard ?? []) out.add(`route ${g.table} ${cidr(g.dst)}`);
   for (const r of p.rules) out.add(`rule table ${r.table}`);
   if (p.wireGuardIP && p.interfaceUp) out.add(`addr ${p.wireGuardIP}`);
   for (const c of iptablesRulesOf(p.firewall).chains) if (c.family === 4) out.add(`chain ${c.table} ${c.name}`);

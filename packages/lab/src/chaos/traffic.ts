@@ -8,6 +8,25 @@ export interface Sample {
   ok: boolean;
 }
 
+/**
+ * Starts `argv`, a `ping -D -O` (line-buffered), and appends each sequence number's outcome to
+ * `samples`, by ping's own clock.
+ */
+export function spawnPing(argv: readonly string[], samples: Sample[]): ChildProcess {
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
+  let buffered = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString('utf8');
+    const lines = buffered.split('\n');
+    buffered = lines.pop() ?? '';
+    for (const line of lines) {
+      const m = /^\[(\d+\.\d+)\] (?:(\d+) bytes from|no answer yet)/.exec(line);
+      if (m) samples.push({ at: Math.round(Number(m[1]) * 1000), ok: m[2] !== undefined });
+    }
+  });
+  return child;
+}
+
 /** Pings every 0.5 s. */
 export const pingIntervalMs = 500;
 
@@ -64,18 +83,8 @@ export class Traffic {
         ...(pair.s.source ? ['-I', pair.s.source] : []),
         pair.d.ip,
       ]);
-      const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
+      const child = spawnPing(argv, list);
       entry.child = child;
-      let buffered = '';
-      child.stdout.on('data', (chunk: Buffer) => {
-        buffered += chunk.toString('utf8');
-        const lines = buffered.split('\n');
-        buffered = lines.pop() ?? '';
-        for (const line of lines) {
-          const m = /^\[(\d+\.\d+)\] (?:(\d+) bytes from|no answer yet)/.exec(line);
-          if (m) list.push({ at: Math.round(Number(m[1]) * 1000), ok: m[2] !== undefined });
-        }
-      });
       child.on('close', () => {
         entry.child = null;
         // Between two pings' lives nothing is measured: count that time as lost.
@@ -95,8 +104,13 @@ export class Traffic {
   }
 }
 
-/** The longest run of lost pings of one pair within [from, to], in ms (lost count × interval). */
-export function longestLoss(samples: readonly Sample[], from: number, to: number): number {
+/** The longest run of lost pings of one pair within [from, to], in ms (lost count × the pings' interval). */
+export function longestLoss(
+  samples: readonly Sample[],
+  from: number,
+  to: number,
+  intervalMs: number = pingIntervalMs,
+): number {
   let run = 0;
   let worst = 0;
   for (const s of samples) {
@@ -104,7 +118,7 @@ export function longestLoss(samples: readonly Sample[], from: number, to: number
     run = s.ok ? 0 : run + 1;
     worst = Math.max(worst, run);
   }
-  return worst * pingIntervalMs;
+  return worst * intervalMs;
 }
 
 /**
