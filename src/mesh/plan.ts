@@ -4,6 +4,7 @@ import { formatEndpoint } from '../model/parse.js';
 import type { KiloNode, KiloPeer } from '../model/types.js';
 import { encapsulatorOf, type Encapsulator } from '../encapsulation/index.js';
 import { planFirewall } from './firewall.js';
+import { withRelays } from './relay-plan.js';
 import type { MeshOptions } from './options.js';
 import { effectiveEndpoint, groupSegments, remoteSegments, type Topology } from './topology.js';
 import {
@@ -28,7 +29,7 @@ export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = 
   const routing = leader ? leaderRoutes(t, options, enc) : followerRoutes(t, options, enc);
   // With the mesh mask. Today each segment has the one of the subnet's family.
   const wireGuardIPs = leader ? t.local.segment.wireGuardIPs.map((ip) => `${ip.text}/${t.subnet.prefix}`) : [];
-  return {
+  const plan: Plan = {
     node: node.name,
     granularity: t.granularity,
     encapsulate: options.encapsulate,
@@ -50,6 +51,8 @@ export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = 
     rules: routing.rules,
     firewall: planFirewall(t, options, enc),
   };
+  // Pairs that cannot reach each other directly go through a relay (relay-plan.ts); none: the plan as is.
+  return withRelays(plan, t, options);
 }
 
 function wireGuardPeers(t: Topology): PlanPeer[] {

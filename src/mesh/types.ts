@@ -93,4 +93,15 @@ export interface Plan {
   rules: PlanRule[];
   /** The firewall as intent; a backend renders it (iptables today). */
   firewall: Firewall;
+  /**
+   * kilo-ts: the relayed pairs this node takes part in, as an end or as the relay (docs/relays.md);
+   * absent when there are none, so a plan without relays is as before.
+   */
+  relays?: PlanRelay[];
+}
+
+/** A pair of nodes that cannot reach each other directly, and the node between them (null: none qualifies). */
+export interface PlanRelay {
+  pair: [string, string];
+  via: string | null;
 }

@@ -32,6 +32,10 @@ export const Annotation = {
   leaderHealth: `${prefix}leader-health`,
   /** kilo-ts: the node's per-pair health, summarised and bounded (src/agent/health-summary.ts); kgctl status reads it. */
   pathHealth: `${prefix}path-health`,
+  /** kilo-ts: the nodes this one cannot reach directly over WireGuard, bounded (src/model/relay-annotations.ts). */
+  unreachable: `${prefix}unreachable`,
+  /** kilo-ts, set by an operator: "true" prefers the node as a relay, "false" never relays through it (docs/relays.md). */
+  relay: `${prefix}relay`,
 } as const;
 
 export const defaultTopologyLabel = 'topology.kubernetes.io/region';

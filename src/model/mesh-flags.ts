@@ -28,6 +28,8 @@ export interface MeshFlags {
   namespace: string;
   /** The firewall backend the agent chose (--firewall): kgctl plan renders that one. Absent from older agents. */
   firewall?: 'auto' | 'iptables' | 'nftables';
+  /** --relay: false = never relay other nodes' traffic (docs/relays.md). Announced only when false. */
+  relay?: boolean;
 }
 
 /** The annotation is small; anything bigger is not an agent's announcement. */
@@ -51,6 +53,7 @@ const wire = lazy(() => {
     'leader-election': z.optional(z.enum(['annotation', 'lease'])),
     namespace: z.optional(z.string().check(z.minLength(1), z.maxLength(63))),
     firewall: z.optional(z.enum(['iptables', 'nftables'])),
+    relay: z.optional(z.boolean()),
   });
 });
 
@@ -70,6 +73,8 @@ export function formatMeshFlags(f: MeshFlags): string {
     'leader-election': f.leaderElection,
     namespace: f.namespace,
     ...(f.firewall !== undefined && f.firewall !== 'auto' ? { firewall: f.firewall } : {}),
+    // Only when false: an agent that relays (the default) announces what it did before.
+    ...(f.relay === false ? { relay: false } : {}),
   };
   return JSON.stringify(out);
 }
@@ -114,6 +119,7 @@ export function parseMeshFlags(text: string, object: string): Partial<MeshFlags>
     leaderElection: w['leader-election'],
     namespace: w.namespace,
     firewall: w.firewall,
+    relay: w.relay,
   };
   for (const k of Object.keys(out) as (keyof MeshFlags)[]) if (out[k] === undefined) delete out[k];
   return out;
