@@ -29,6 +29,8 @@ import { LeadershipLog } from './leadership.js';
 import { HostEncapsulation } from './encapsulation.js';
 import { encapsulationOf, type EncapsulationDevice, type Encapsulator } from '../encapsulation/index.js';
 import type { PathHealth } from './path-health.js';
+import { RelayWatch } from './relay-watch.js';
+import { formatUnreachable } from '../model/relay-annotations.js';
 
 export interface AgentOptions {
   hostname: string;
@@ -130,6 +132,7 @@ export class Agent {
   private passEndedAt = -Infinity;
   private stopped = false;
   private readonly reported = new Set<string>();
+  private readonly relayWatch: RelayWatch;
   private privateIface: { ip: string; name: string | null } | null = null;
   /** The next reconcile reads the whole machine: at start, on the resync timer, after errors or foreign changes. */
   private fullReadDue = true;
@@ -168,6 +171,7 @@ export class Agent {
     this.clock = deps.clock ?? Date.now;
     this.election = deps.election ?? annotationElection;
     this.leadership = new LeadershipLog(deps.log, deps.leaderTransition ?? (() => {}));
+    this.relayWatch = new RelayWatch(deps.options.hostname, deps.log, deps.metrics.registry);
     const chosen = encapsulationOf(deps.options.mesh);
     this.encapsulator = chosen.encapsulator;
     this.encapsulation = new HostEncapsulation(deps.encapsulationDevice ?? chosen.device, deps.host, this.clock);
@@ -422,6 +426,7 @@ export class Agent {
       this.deps.paths?.planned(topology, device);
       if (device) this.roaming = this.roamingSeen(device, nowSeconds);
       this.status.plan = plan;
+      this.relayWatch.observe(plan);
       metrics.nodes.set(topology.segments.reduce((n, s) => n + s.nodes.length, 0));
       metrics.peers.set(topology.peers.length);
       metrics.leader.set(plan.leader ? 1 : 0);
@@ -569,7 +574,10 @@ export class Agent {
       ciliumInternalIP: await this.encapsulation.ownAddress(),
       leaderHealth: this.election.report(),
       ...(this.deps.paths
-        ? { pathHealth: this.deps.paths.publishable(self.metadata?.annotations?.[Annotation.pathHealth]) }
+        ? {
+            pathHealth: this.deps.paths.publishable(self.metadata?.annotations?.[Annotation.pathHealth]),
+            unreachable: formatUnreachable(this.deps.paths.unreachablePeers()),
+          }
         : {}),
     });
     if (patch) await source.patchNodeAnnotations(options.hostname, patch);

@@ -26,6 +26,8 @@ export interface LocalFacts {
    * last-seen's refresh, so that moving counts cost no patch of their own. Absent: left alone.
    */
   pathHealth?: { value: string; urgent: boolean };
+  /** kilo.squat.ai/unreachable (formatUnreachable): null removes it; absent: left alone. */
+  unreachable?: string | null;
 }
 
 const lastSeenSlackSeconds = 5;
@@ -63,6 +65,7 @@ export function annotationPatch(
     [Annotation.ciliumInternalIP]: facts.ciliumInternalIP?.text ?? '',
     [Annotation.cniCompatibilityIP]: facts.ciliumInternalIP?.text ?? '',
     [Annotation.leaderHealth]: facts.leaderHealth ?? null,
+    ...(facts.unreachable !== undefined ? { [Annotation.unreachable]: facts.unreachable } : {}),
   };
   // The endpoint is the operator's once set (Kilo's behaviour): detect it only for a new node.
   if (!current[Annotation.endpoint] && facts.endpoint) want[Annotation.endpoint] = facts.endpoint;
