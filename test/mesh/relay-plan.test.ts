@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Annotation } from '../../src/model/annotations.js';
 import type { Plan } from '../../src/mesh/types.js';
-import { node, planFor } from '../helpers/cluster.js';
+import { graphDOT } from '../../src/mesh/graph.js';
+import { renderPlanText } from '../../src/cli/plan-text.js';
+import { node, planFor, topologyFor } from '../helpers/cluster.js';
 
 const kiloTs = { [Annotation.meshFlags]: '{"port":51820}' };
 
@@ -62,5 +64,21 @@ describe('relayed pairs in the plan', () => {
       { pair: ['eu-a', 'us-a'], via: null },
     );
     assert.ok(allowed(a, 'us-a').includes('10.2.3.0/24'));
+  });
+});
+
+describe('relayed pairs shown', () => {
+  test('kgctl graph draws the direct link dotted and names the relay; without relays the graph is as before', () => {
+    const plain = graphDOT(topologyFor(threeLocations(), 'eu-a', cross), { layout: 'dot' });
+    const relayed = graphDOT(topologyFor(threeLocations({ 'eu-a': 'us-a' }), 'eu-a', cross), { layout: 'dot' });
+    const changed = relayed.split('\n').filter((l) => !plain.includes(l));
+    assert.equal(changed.length, 1);
+    assert.match(changed[0]!, /"node\/eu-a" -> "node\/us-a" \[style=dotted.*label="relayed through ap-a"/);
+  });
+
+  test('kgctl plan heads its text with the relayed pairs', () => {
+    const text = renderPlanText(planFor(threeLocations({ 'eu-a': 'us-a' }), 'ap-a', cross));
+    assert.match(text, /# {3}eu-a <-> us-a: through this node\n/);
+    assert.doesNotMatch(renderPlanText(planFor(threeLocations(), 'ap-a', cross)), /relayed/);
   });
 });
