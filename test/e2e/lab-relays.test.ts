@@ -13,80 +13,85 @@ import { inNodeNs, run } from '../../packages/lab/src/sh.js';
 import { Annotation } from '../../src/model/annotations.js';
 import { eventually, nodeKey, skipLab, upLab } from './lab-helpers.js';
 
-test(
-  'a blocked pair of locations connects through a relay, and goes back direct when unblocked',
-  { skip: skipLab },
-  async (t) => {
-    const lab = await upLab(t, {
-      locations: 3,
-      nodesPerLocation: 1,
-      natLocation: null,
-      peer: false,
-      granularity: 'cross',
-    });
-    await lab.converge(120_000);
-    const [a, b, r] = ['loc1-n1', 'loc2-n1', 'loc3-n1'];
-    const podCIDR = (n: string) => `${lab.node(n).podGateway.split('.').slice(0, 3).join('.')}.0/24`;
-    /** `wg show kilo0 allowed-ips` of a node: public key → its allowed IPs. */
-    const allowed = (n: string) =>
-      new Map(
-        run(inNodeNs(lab.node(n).ns, lab.runDir(n), ['wg', 'show', 'kilo0', 'allowed-ips']))
-          .split('\n')
-          .filter(Boolean)
-          .map((l) => {
-            const [key, ...ips] = l.split(/\s+/);
-            return [key!, ips] as const;
-          }),
+for (const granularity of ['cross', 'full'] as const)
+  test(
+    `${granularity}: a blocked pair of locations connects through a relay, and goes back direct when unblocked`,
+    { skip: skipLab },
+    async (t) => {
+      const lab = await upLab(t, {
+        locations: 3,
+        nodesPerLocation: 1,
+        natLocation: null,
+        peer: false,
+        granularity,
+      });
+      await lab.converge(120_000);
+      const [a, b, r] = ['loc1-n1', 'loc2-n1', 'loc3-n1'];
+      const podCIDR = (n: string) => `${lab.node(n).podGateway.split('.').slice(0, 3).join('.')}.0/24`;
+      /** `wg show kilo0 allowed-ips` of a node: public key → its allowed IPs. */
+      const allowed = (n: string) =>
+        new Map(
+          run(inNodeNs(lab.node(n).ns, lab.runDir(n), ['wg', 'show', 'kilo0', 'allowed-ips']))
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => {
+              const [key, ...ips] = l.split(/\s+/);
+              return [key!, ips] as const;
+            }),
+        );
+      const unreachable = async (): Promise<Record<string, string>> => {
+        const out: Record<string, string> = {};
+        for (const o of await lab.api.list('nodes'))
+          out[String(o.metadata?.name)] = String(o.metadata?.annotations?.[Annotation.unreachable] ?? '');
+        return out;
+      };
+      const [keyA, keyB, keyR] = [await nodeKey(lab, a), await nodeKey(lab, b), await nodeKey(lab, r)];
+      assert.deepEqual(await unreachable(), { [a]: '', [b]: '', [r]: '' }, 'a healthy lab relays nothing');
+
+      setLocationsBlocked(lab.options, 1, 2, true);
+      t.after(() => setLocationsBlocked(lab.options, 1, 2, false));
+      const blocked = Date.now();
+      await eventually(
+        `${a} sends ${b}'s pods through ${r}`,
+        () => {
+          const wg = allowed(a);
+          return !!wg.get(keyR)?.includes(podCIDR(b)) && !wg.get(keyB)?.includes(podCIDR(b));
+        },
+        90_000,
       );
-    const unreachable = async (): Promise<Record<string, string>> => {
-      const out: Record<string, string> = {};
-      for (const o of await lab.api.list('nodes'))
-        out[String(o.metadata?.name)] = String(o.metadata?.annotations?.[Annotation.unreachable] ?? '');
-      return out;
-    };
-    const [keyA, keyB, keyR] = [await nodeKey(lab, a), await nodeKey(lab, b), await nodeKey(lab, r)];
-    assert.deepEqual(await unreachable(), { [a]: '', [b]: '', [r]: '' }, 'a healthy lab relays nothing');
+      await eventually(
+        `${b} sends ${a}'s pods through ${r}`,
+        () => !!allowed(b).get(keyR)?.includes(podCIDR(a)),
+        30_000,
+      );
+      // The direct entries keep only the WireGuard IP, so WireGuard keeps trying them.
+      assert.deepEqual(allowed(a).get(keyB)?.length, 1);
+      const through = await lab.converge(60_000);
+      const relayedMs = through.at - blocked;
+      const published = await unreachable();
+      assert.ok(published[a] === b || published[b] === a, JSON.stringify(published));
+      assert.equal(published[r], '');
+      assert.match(
+        readFileSync(join(lab.nodeDir(a), 'kg.log'), 'utf8'),
+        /loc1-n1 and loc2-n1 cannot reach each other directly: through loc3-n1/,
+      );
+      assert.match(readFileSync(join(lab.nodeDir(r), 'kg.log'), 'utf8'), /relaying between loc1-n1 and loc2-n1/);
 
-    setLocationsBlocked(lab.options, 1, 2, true);
-    t.after(() => setLocationsBlocked(lab.options, 1, 2, false));
-    const blocked = Date.now();
-    await eventually(
-      `${a} sends ${b}'s pods through ${r}`,
-      () => {
-        const wg = allowed(a);
-        return !!wg.get(keyR)?.includes(podCIDR(b)) && !wg.get(keyB)?.includes(podCIDR(b));
-      },
-      90_000,
-    );
-    await eventually(`${b} sends ${a}'s pods through ${r}`, () => !!allowed(b).get(keyR)?.includes(podCIDR(a)), 30_000);
-    // The direct entries keep only the WireGuard IP, so WireGuard keeps trying them.
-    assert.deepEqual(allowed(a).get(keyB)?.length, 1);
-    const through = await lab.converge(60_000);
-    const relayedMs = through.at - blocked;
-    const published = await unreachable();
-    assert.ok(published[a] === b || published[b] === a, JSON.stringify(published));
-    assert.equal(published[r], '');
-    assert.match(
-      readFileSync(join(lab.nodeDir(a), 'kg.log'), 'utf8'),
-      /loc1-n1 and loc2-n1 cannot reach each other directly: through loc3-n1/,
-    );
-    assert.match(readFileSync(join(lab.nodeDir(r), 'kg.log'), 'utf8'), /relaying between loc1-n1 and loc2-n1/);
-
-    setLocationsBlocked(lab.options, 1, 2, false);
-    const unblocked = Date.now();
-    await eventually(
-      `${a} and ${b} go back to the direct path`,
-      () => !!allowed(a).get(keyB)?.includes(podCIDR(b)) && !!allowed(b).get(keyA)?.includes(podCIDR(a)),
-      90_000,
-    );
-    const directMs = Date.now() - unblocked;
-    assert.ok(!allowed(a).get(keyR)?.includes(podCIDR(b)));
-    assert.deepEqual(await unreachable(), { [a]: '', [b]: '', [r]: '' });
-    await lab.converge(60_000);
-    assert.match(
-      readFileSync(join(lab.nodeDir(a), 'kg.log'), 'utf8'),
-      /loc1-n1 and loc2-n1 reach each other directly again/,
-    );
-    t.diagnostic(`block → pods through the relay: ${relayedMs} ms; unblock → direct again: ${directMs} ms`);
-  },
-);
+      setLocationsBlocked(lab.options, 1, 2, false);
+      const unblocked = Date.now();
+      await eventually(
+        `${a} and ${b} go back to the direct path`,
+        () => !!allowed(a).get(keyB)?.includes(podCIDR(b)) && !!allowed(b).get(keyA)?.includes(podCIDR(a)),
+        90_000,
+      );
+      const directMs = Date.now() - unblocked;
+      assert.ok(!allowed(a).get(keyR)?.includes(podCIDR(b)));
+      assert.deepEqual(await unreachable(), { [a]: '', [b]: '', [r]: '' });
+      await lab.converge(60_000);
+      assert.match(
+        readFileSync(join(lab.nodeDir(a), 'kg.log'), 'utf8'),
+        /loc1-n1 and loc2-n1 reach each other directly again/,
+      );
+      t.diagnostic(`block → pods through the relay: ${relayedMs} ms; unblock → direct again: ${directMs} ms`);
+    },
+  );
