@@ -27,7 +27,8 @@ export function directAddresses(t: Topology): Map<string, string> {
   const pairs = relayedPairs(t, self);
   if (pairs.length === 0) return out;
   for (const p of pairs) {
-    if (p.via === null || p.via === self) continue;
+    // A spoke's pairs have no direct entry: their pods' address tests the path through the hub.
+    if (p.via === null || p.via === self || p.spoke) continue;
     const other = p.a === self ? p.b : p.a;
     const s = t.segments.find((x) => x.leader.name === other);
     const ip = s?.wireGuardIPs[0];

@@ -27,7 +27,12 @@ export class RelayWatch {
   /** A pass's plan: its relayed pairs against the last. */
   observe(plan: Plan): void {
     const now = new Map((plan.relays ?? []).map((r) => [r.pair.join(' '), r]));
+    // A spoke's pairs are all its peers: one line for them, not one per pair.
+    const spokes = (m: Map<string, PlanRelay>) => [...m.values()].filter((r) => r.spoke).length;
+    if (spokes(now) !== spokes(this.last))
+      this.log.info({ pairs: spokes(now) }, `${spokes(now)} pairs with a spoke go through its hub (hub and spoke)`);
     for (const [k, r] of now) {
+      if (r.spoke) continue;
       const before = this.last.get(k);
       if (before?.via === r.via) continue;
       const [a, b] = r.pair;
@@ -42,7 +47,7 @@ export class RelayWatch {
         this.log.info({ pair: r.pair, via: r.via }, `${a} and ${b} cannot reach each other directly: through ${r.via}`);
     }
     for (const [k, r] of this.last)
-      if (!now.has(k))
+      if (!now.has(k) && !r.spoke)
         this.log.info(
           { pair: r.pair },
           r.via === this.node

@@ -7,7 +7,7 @@ export function relayText(plan: Plan): string[] {
     '# relayed pairs (they cannot reach each other directly; docs/relays.md):',
     ...plan.relays.map(
       (r) =>
-        `#   ${r.pair[0]} <-> ${r.pair[1]}: ${r.via === null ? 'no node can relay: broken' : r.via === plan.node ? 'through this node' : `through ${r.via}`}`,
+        `#   ${r.pair[0]} <-> ${r.pair[1]}${r.spoke ? ' (a spoke)' : ''}: ${r.via === null ? 'no node can relay: broken' : r.via === plan.node ? 'through this node' : `through ${r.via}`}`,
     ),
     '',
   ];

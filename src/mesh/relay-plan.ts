@@ -21,7 +21,8 @@ export function withRelays(plan: Plan, t: Topology, options: MeshOptions): Plan 
   const copied = plan.peers.map((p) => ({ ...p, allowedIPs: [...p.allowedIPs] }));
   for (const p of copied) if (p.kind === 'segment') for (const n of p.names) peers.set(n, p);
   const forward: string[] = [];
-  for (const { a, b, via } of pairs) {
+  const dropped = new Set<PlanPeer>();
+  for (const { a, b, via, spoke } of pairs) {
     if (via === self) {
       for (const end of [a, b]) for (const c of peers.get(end)?.allowedIPs ?? []) forward.push(c);
       continue;
@@ -31,14 +32,16 @@ export function withRelays(plan: Plan, t: Topology, options: MeshOptions): Plan 
     const relay = via === null ? undefined : peers.get(via);
     if (!direct || !relay) continue;
     const segment = t.segments.find((s) => s.leader.name === other)!;
-    const keep = new Set(segment.wireGuardIPs.map((ip) => ip.toHostCidr().networkText));
+    // A spoke's pairs keep no direct entry: the spoke peers with its hub alone.
+    if (spoke) dropped.add(direct);
+    const keep = new Set(spoke ? [] : segment.wireGuardIPs.map((ip) => ip.toHostCidr().networkText));
     relay.allowedIPs.push(...direct.allowedIPs.filter((c) => !keep.has(c)));
     direct.allowedIPs = direct.allowedIPs.filter((c) => keep.has(c));
   }
   const out: Plan = {
     ...plan,
-    peers: copied,
-    relays: pairs.map((p) => ({ pair: [p.a, p.b], via: p.via })),
+    peers: dropped.size > 0 ? copied.filter((p) => !dropped.has(p)) : copied,
+    relays: pairs.map((p) => ({ pair: [p.a, p.b], via: p.via, ...(p.spoke ? { spoke: true as const } : {}) })),
   };
   if (forward.length > 0 && options.cni && options.iptablesForwardRules) {
     const podCIDRs = new Set(t.segments.flatMap((s) => s.nodes.flatMap((n) => n.podCIDRs.map((c) => c.networkText))));

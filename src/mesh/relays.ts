@@ -10,6 +10,8 @@ export interface RelayedPair {
   a: string;
   b: string;
   via: string | null;
+  /** Relayed because an end is a spoke (hub and spoke): the direct entry goes altogether. */
+  spoke?: true;
 }
 
 /**
@@ -34,17 +36,83 @@ export function relayedPairs(t: Topology, only?: string): RelayedPair[] {
       if (other && other.group !== s.group) cut.add(pairKey(n.name, m));
     }
   }
-  if (cut.size === 0) return [];
+  const spokes = t.segments.filter((x) => x.leader.spoke === true);
+  if (cut.size === 0 && spokes.length === 0) return [];
   const candidates = rankedCandidates(t);
-  const out: RelayedPair[] = [];
-  for (const key of [...cut].sort()) {
+  const pairs = new Map<string, RelayedPair>();
+  if (spokes.length > 0) spokePairs(t, spokes, candidates, cut, pairs);
+  for (const key of cut) {
+    if (pairs.has(key)) continue;
     const [a, b] = key.split('\n') as [string, string];
-    const ga = leaders.get(a)!.group;
-    const gb = leaders.get(b)!.group;
-    const via = choose(a, b, ga, gb, candidates, cut);
-    if (only === undefined || only === a || only === b || only === via) out.push({ a, b, via });
+    const via = choose(a, b, leaders.get(a)!.group, leaders.get(b)!.group, candidates, cut);
+    pairs.set(key, { a, b, via });
+  }
+  const out: RelayedPair[] = [];
+  for (const key of [...pairs.keys()].sort()) {
+    const p = pairs.get(key)!;
+    if (only === undefined || only === p.a || only === p.b || only === p.via) out.push(p);
   }
   return out;
+}
+
+/**
+ * Hub and spoke (squat/kilo#394): a spoke peers only with its hub, the best candidate for the
+ * spoke alone (tiers, then the rendezvous hash of its name), and every other WireGuard pair of it
+ * goes through that hub. A pair the hub cannot carry (the hub is no WireGuard peer of the other
+ * end, which is in the hub's own group; the other end cannot reach it; two spokes of different
+ * hubs) is left direct, with `via` null when the hub is unusable for a reason the operator can fix.
+ */
+function spokePairs(
+  t: Topology,
+  spokes: readonly Segment[],
+  candidates: readonly Candidate[],
+  cut: ReadonlySet<string>,
+  pairs: Map<string, RelayedPair>,
+): void {
+  const hubs = new Map<string, Candidate | null>();
+  const hubOf = (s: Segment): Candidate | null => {
+    let h = hubs.get(s.leader.name);
+    if (h === undefined) hubs.set(s.leader.name, (h = best(s.leader.name, s.group, candidates, cut)));
+    return h;
+  };
+  for (const s of spokes) {
+    const hub = hubOf(s);
+    for (const o of t.segments) {
+      const other = o.leader.name;
+      if (o.group === s.group || other === hub?.node.name) continue;
+      const key = pairKey(s.leader.name, other);
+      if (pairs.has(key)) continue;
+      // The hub's group reaches it in the clear: those nodes keep their direct path to the spoke.
+      if (hub && o.group === hub.group) continue;
+      const [a, b] = key.split('\n') as [string, string];
+      const usable =
+        hub !== null &&
+        !cut.has(pairKey(other, hub.node.name)) &&
+        (o.leader.spoke !== true || hubOf(o)?.node.name === hub.node.name);
+      pairs.set(key, { a, b, via: usable ? hub.node.name : null, spoke: true });
+    }
+  }
+}
+
+/** A spoke's hub: the best candidate of another group that it reaches directly. */
+function best(
+  name: string,
+  group: string,
+  candidates: readonly Candidate[],
+  cut: ReadonlySet<string>,
+): Candidate | null {
+  let out: { c: Candidate; hash: number } | null = null;
+  for (const c of candidates) {
+    if (c.group === group || cut.has(pairKey(name, c.node.name))) continue;
+    const hash = rendezvous(`${name}\n${c.node.name}`);
+    if (
+      !out ||
+      c.tier < out.c.tier ||
+      (c.tier === out.c.tier && (hash > out.hash || (hash === out.hash && c.node.name < out.c.node.name)))
+    )
+      out = { c, hash };
+  }
+  return out?.c ?? null;
 }
 
 interface Candidate {
@@ -67,7 +135,7 @@ function rankedCandidates(t: Topology): Candidate[] {
   const out: Candidate[] = [];
   for (const s of t.segments) {
     const n = s.leader;
-    if (n.relay === undefined || n.relay === 'never') continue;
+    if (n.relay === undefined || n.relay === 'never' || n.spoke === true) continue;
     const tier = n.relay === 'prefer' ? 0 : groupLeader.get(s.group) === n.name ? 1 : 2;
     out.push({ node: n, group: s.group, tier });
   }

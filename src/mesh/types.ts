@@ -104,4 +104,6 @@ export interface Plan {
 export interface PlanRelay {
   pair: [string, string];
   via: string | null;
+  /** Relayed because an end is a spoke (hub and spoke): no direct entry is kept. */
+  spoke?: true;
 }

@@ -36,6 +36,8 @@ export const Annotation = {
   unreachable: `${prefix}unreachable`,
   /** kilo-ts, set by an operator: "true" prefers the node as a relay, "false" never relays through it (docs/relays.md). */
   relay: `${prefix}relay`,
+  /** kilo-ts, set by an operator: "true" = a spoke, peering only with a relay (hub and spoke, docs/relays.md). */
+  spoke: `${prefix}spoke`,
 } as const;
 
 export const defaultTopologyLabel = 'topology.kubernetes.io/region';

@@ -55,3 +55,10 @@ export function relayRole(
   if (v === 'false') return 'never';
   return new ValidationError(object, `metadata.annotations["${Annotation.relay}"]`, mark, 'not "true" or "false"');
 }
+
+/** kilo.squat.ai/spoke: "true" or "false" (absent: false); another value is an error naming the field. */
+export function parseSpoke(text: string, object: string): boolean | ValidationError {
+  const v = text.trim().toLowerCase();
+  if (v === 'true' || v === 'false') return v === 'true';
+  return new ValidationError(object, `metadata.annotations["${Annotation.spoke}"]`, text, 'not "true" or "false"');
+}

@@ -57,6 +57,8 @@ export interface KiloNode {
   readonly relay?: RelayRole;
   /** kilo-ts: the nodes this one cannot reach directly over WireGuard (kilo.squat.ai/unreachable); absent: none. */
   readonly unreachable?: readonly string[];
+  /** kilo-ts: a spoke (kilo.squat.ai/spoke=true) peers only with its hub, a relay; absent: not a spoke. */
+  readonly spoke?: true;
 }
 
 /** `prefer`: marked by an operator; `allow`: any kilo-ts node; `never`: --relay=false or marked "false". */

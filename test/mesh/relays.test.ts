@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { relayedPairs } from '../../src/mesh/relays.js';
 import { Annotation } from '../../src/model/annotations.js';
-import { node, topologyFor, type NodeSpec } from '../helpers/cluster.js';
+import { node, planFor, topologyFor, type NodeSpec } from '../helpers/cluster.js';
 
 const kiloTs = { [Annotation.meshFlags]: '{"port":51820}' };
 
@@ -149,5 +149,47 @@ describe('relay choice', () => {
     assert.equal(pairs.length, 12);
     const used = new Set(pairs.map((p) => p.via));
     assert.ok(used.size >= 2, `12 pairs over ${used.size} relay(s)`);
+  });
+});
+
+describe('hub and spoke', () => {
+  const spoke = { [Annotation.spoke]: 'true' };
+  test('a spoke peers with its hub alone: every other WireGuard pair of it goes through the hub', () => {
+    const objects = mesh({ eu: 1, us: 2, ap: 2 }, { 'eu-0': spoke, 'ap-1': { [Annotation.relay]: 'true' } });
+    assert.deepEqual(relayedPairs(topologyFor(objects, 'us-0', cross)), [
+      { a: 'eu-0', b: 'us-0', via: 'ap-1', spoke: true },
+      { a: 'eu-0', b: 'us-1', via: 'ap-1', spoke: true },
+    ]);
+    // ap-0 shares the hub's location: the hub reaches it in the clear, so it keeps a direct path.
+    const plan = planFor(objects, 'eu-0', cross);
+    assert.deepEqual(
+      plan.peers.map((p) => p.names.join()),
+      ['ap-0', 'ap-1'],
+    );
+    const hub = plan.peers.find((p) => p.names.includes('ap-1'))!;
+    assert.ok(
+      hub.allowedIPs.includes('10.2.2.0/24') && hub.allowedIPs.includes('10.2.3.0/24'),
+      'us-0 and us-1 through the hub',
+    );
+    const other = planFor(objects, 'us-1', cross);
+    assert.ok(!other.peers.some((p) => p.names.includes('eu-0')), 'no direct entry at the other end either');
+    assert.ok(other.peers.find((p) => p.names.includes('ap-1'))!.allowedIPs.includes('10.2.1.0/24'));
+  });
+
+  test('a spoke is never a relay, and two spokes of different hubs are left direct', () => {
+    const objects = mesh(
+      { eu: 1, us: 1, ap: 1, sa: 1 },
+      { 'eu-0': { ...spoke, [Annotation.relay]: 'true' }, 'us-0': unreachable('sa-0') },
+    );
+    assert.equal(
+      relayedPairs(topologyFor(objects, 'us-0', cross)).find((p) => p.a === 'sa-0' || p.b === 'sa-0')?.via,
+      'ap-0',
+    );
+    const two = mesh(
+      { eu: 1, us: 1, ap: 1, sa: 1 },
+      { 'eu-0': spoke, 'us-0': spoke, 'ap-0': { [Annotation.relay]: 'true' } },
+    );
+    const pair = relayedPairs(topologyFor(two, 'eu-0', cross)).find((p) => p.a === 'eu-0' && p.b === 'us-0');
+    assert.deepEqual(pair, { a: 'eu-0', b: 'us-0', via: 'ap-0', spoke: true }, 'one hub for both: through it');
   });
 });
