@@ -3,15 +3,17 @@
  * their public subnets on the internet router), in cross granularity. They publish each other as
  * unreachable, go through the third location's node, and every pod still reaches every pod;
  * unblocked, they go back to the direct path. Times are printed, never asserted beyond the bound.
+ * Hub and spoke: a spoke's only WireGuard peer is its hub, and a blocked site still reaches all.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { setLocationsBlocked } from '../../packages/lab/src/block.js';
 import { inNodeNs, run } from '../../packages/lab/src/sh.js';
 import { Annotation } from '../../src/model/annotations.js';
-import { eventually, nodeKey, skipLab, upLab } from './lab-helpers.js';
+import { eventually, nodeKey, skipLab, upLab, wgPeers } from './lab-helpers.js';
 
 for (const granularity of ['cross', 'full'] as const)
   test(
@@ -95,3 +97,38 @@ for (const granularity of ['cross', 'full'] as const)
       t.diagnostic(`block → pods through the relay: ${relayedMs} ms; unblock → direct again: ${directMs} ms`);
     },
   );
+
+test(
+  'hub and spoke: a spoke peers only with its hub, and reaches every pod through it',
+  { skip: skipLab },
+  async (t) => {
+    const lab = await upLab(t, {
+      locations: 3,
+      nodesPerLocation: 1,
+      natLocation: null,
+      peer: false,
+      granularity: 'cross',
+    });
+    await lab.converge(120_000);
+    const annotate = (node: string, ...kv: string[]) => {
+      const r = spawnSync('kubectl', ['--kubeconfig', lab.kubeconfig, 'annotate', 'node', node, ...kv, '--overwrite'], {
+        encoding: 'utf8',
+      });
+      assert.equal(r.status, 0, r.stderr);
+    };
+    const [spoke, other, hub] = ['loc1-n1', 'loc2-n1', 'loc3-n1'];
+    const hubKey = await nodeKey(lab, hub);
+    annotate(hub, `${Annotation.relay}=true`);
+    annotate(spoke, `${Annotation.spoke}=true`);
+    await eventually(`${spoke} peers with ${hub} alone`, () => wgPeers(lab, spoke).join() === hubKey, 60_000);
+    await eventually(`${other} has no peer entry for ${spoke}`, () => wgPeers(lab, other).length === 1, 60_000);
+    // The spoke's site lets UDP out to its hub only.
+    setLocationsBlocked(lab.options, 1, 2, true);
+    t.after(() => setLocationsBlocked(lab.options, 1, 2, false));
+    await lab.converge(60_000);
+    setLocationsBlocked(lab.options, 1, 2, false);
+    annotate(spoke, `${Annotation.spoke}-`);
+    await eventually(`${spoke} peers with every node again`, () => wgPeers(lab, spoke).length === 2, 60_000);
+    await lab.converge(60_000);
+  },
+);
