@@ -25,6 +25,12 @@ export interface RelayedPair {
  * as an end or as the relay: what its plan needs, at a cost linear in the mesh.
  */
 export function relayedPairs(t: Topology, only?: string): RelayedPair[] {
+  // Every plan asks: a mesh where no node reports or is a spoke pays one look at each segment.
+  const segments = t.segments;
+  let any = false;
+  for (let i = 0; i < segments.length && !any; i++)
+    any = !!segments[i]!.leader.unreachable || !!segments[i]!.leader.spoke;
+  if (!any) return [];
   const leaders = new Map<string, Segment>();
   for (const s of t.segments) leaders.set(s.leader.name, s);
   const cut = new Set<string>();
