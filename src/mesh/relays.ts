@@ -39,10 +39,12 @@ export function relayedPairs(t: Topology, only?: string): RelayedPair[] {
     if (!n.unreachable) continue;
     for (const m of n.unreachable) {
       const other = leaders.get(m);
-      if (other && other.group !== s.group) cut.add(pairKey(n.name, m));
+      // Kilo's agent (no relay role: no announcement) cannot take part: its pairs stay as they are.
+      if (other && other.group !== s.group && other.leader.relay !== undefined && n.relay !== undefined)
+        cut.add(pairKey(n.name, m));
     }
   }
-  const spokes = t.segments.filter((x) => x.leader.spoke === true);
+  const spokes = t.segments.filter((x) => x.leader.spoke === true && x.leader.relay !== undefined);
   if (cut.size === 0 && spokes.length === 0) return [];
   const candidates = rankedCandidates(t);
   const pairs = new Map<string, RelayedPair>();
@@ -85,7 +87,7 @@ function spokePairs(
     const hub = hubOf(s);
     for (const o of t.segments) {
       const other = o.leader.name;
-      if (o.group === s.group || other === hub?.node.name) continue;
+      if (o.group === s.group || other === hub?.node.name || o.leader.relay === undefined) continue;
       const key = pairKey(s.leader.name, other);
       if (pairs.has(key)) continue;
       // The hub's group reaches it in the clear: those nodes keep their direct path to the spoke.

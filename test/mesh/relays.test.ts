@@ -73,6 +73,20 @@ describe('relay choice', () => {
     );
   });
 
+  test("Kilo's agent takes no part: a pair with a Kilo node is never relayed, a Kilo node is no spoke", () => {
+    const kiloNode = (objects: ReturnType<typeof mesh>, name: string) =>
+      objects.map((o) => {
+        if (o.metadata!.name !== name) return o;
+        const a = { ...o.metadata!.annotations! };
+        delete a[Annotation.meshFlags];
+        return { ...o, metadata: { ...o.metadata!, annotations: a } };
+      });
+    const reported = kiloNode(mesh({ eu: 1, us: 1, ap: 1 }, { 'eu-0': unreachable('us-0') }), 'us-0');
+    assert.deepEqual(relayedPairs(topologyFor(reported, 'eu-0', cross)), []);
+    const spoke = kiloNode(mesh({ eu: 1, us: 1, ap: 1 }, { 'eu-0': { [Annotation.spoke]: 'true' } }), 'eu-0');
+    assert.deepEqual(relayedPairs(topologyFor(spoke, 'us-0', cross)), []);
+  });
+
   test('location leaders before other nodes', () => {
     // ap-0 leads ap by Kilo's rule (the leader annotation).
     const objects = mesh({ eu: 1, us: 1, ap: 4 }, { 'eu-0': unreachable('us-0') }).map((o) =>
