@@ -9,25 +9,25 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { setLocationsBlocked } from '../../packages/lab/src/block.js';
 import { inNodeNs, run } from '../../packages/lab/src/sh.js';
 import { Annotation } from '../../src/model/annotations.js';
 import { eventually, nodeKey, skipLab, upLab, wgPeers } from './lab-helpers.js';
+
+/** Three locations of one public node each, converged: a pair to block and a third node to relay. */
+async function threeSites(t: TestContext, granularity: 'cross' | 'full') {
+  const lab = await upLab(t, { locations: 3, nodesPerLocation: 1, natLocation: null, peer: false, granularity });
+  await lab.converge(120_000);
+  return lab;
+}
 
 for (const granularity of ['cross', 'full'] as const)
   test(
     `${granularity}: a blocked pair of locations connects through a relay, and goes back direct when unblocked`,
     { skip: skipLab },
     async (t) => {
-      const lab = await upLab(t, {
-        locations: 3,
-        nodesPerLocation: 1,
-        natLocation: null,
-        peer: false,
-        granularity,
-      });
-      await lab.converge(120_000);
+      const lab = await threeSites(t, granularity);
       const [a, b, r] = ['loc1-n1', 'loc2-n1', 'loc3-n1'];
       const podCIDR = (n: string) => `${lab.node(n).podGateway.split('.').slice(0, 3).join('.')}.0/24`;
       /** `wg show kilo0 allowed-ips` of a node: public key → its allowed IPs. */
@@ -102,14 +102,7 @@ test(
   'hub and spoke: a spoke peers only with its hub, and reaches every pod through it',
   { skip: skipLab },
   async (t) => {
-    const lab = await upLab(t, {
-      locations: 3,
-      nodesPerLocation: 1,
-      natLocation: null,
-      peer: false,
-      granularity: 'cross',
-    });
-    await lab.converge(120_000);
+    const lab = await threeSites(t, 'cross');
     const annotate = (node: string, ...kv: string[]) => {
       const r = spawnSync('kubectl', ['--kubeconfig', lab.kubeconfig, 'annotate', 'node', node, ...kv, '--overwrite'], {
         encoding: 'utf8',
