@@ -33,6 +33,8 @@ import { HostEncapsulation } from './encapsulation.js';
 import { encapsulationOf, type EncapsulationDevice, type Encapsulator } from '../encapsulation/index.js';
 import type { PathHealth } from './path-health.js';
 import { KeyRotation, type KeyRotationOptions } from './key-rotation.js';
+import { RelayWatch } from './relay-watch.js';
+import { formatUnreachable } from '../model/relay-annotations.js';
 
 export interface AgentOptions {
   hostname: string;
@@ -146,6 +148,7 @@ export class Agent {
   private passEndedAt = -Infinity;
   private stopped = false;
   private readonly reported = new Set<string>();
+  private readonly relayWatch: RelayWatch;
   private privateIface: { ip: string; name: string | null } | null = null;
   /** The next reconcile reads the whole machine: at start, on the resync timer, after errors or foreign changes. */
   private fullReadDue = true;
@@ -185,6 +188,7 @@ export class Agent {
     this.keys = new KeyRotation(deps.privateKey, deps.keyRotation ?? null, deps.log, deps.metrics.registry, this.clock);
     this.election = deps.election ?? annotationElection;
     this.leadership = new LeadershipLog(deps.log, deps.leaderTransition ?? (() => {}));
+    this.relayWatch = new RelayWatch(deps.options.hostname, deps.log, deps.metrics.registry);
     const chosen = encapsulationOf(deps.options.mesh);
     this.encapsulator = chosen.encapsulator;
     this.encapsulation = new HostEncapsulation(deps.encapsulationDevice ?? chosen.device, deps.host, this.clock);
@@ -458,6 +462,7 @@ export class Agent {
       if (device) this.roaming = this.roamingSeen(device, nowSeconds);
       const lastPlan = this.status.plan;
       this.status.plan = plan;
+      this.relayWatch.observe(plan);
       metrics.nodes.set(topology.segments.reduce((n, s) => n + s.nodes.length, 0));
       metrics.peers.set(topology.peers.length);
       metrics.leader.set(plan.leader ? 1 : 0);
@@ -677,7 +682,10 @@ export class Agent {
       ciliumInternalIP: await this.encapsulation.ownAddress(),
       leaderHealth: this.election.report(),
       ...(this.deps.paths
-        ? { pathHealth: this.deps.paths.publishable(self.metadata?.annotations?.[Annotation.pathHealth]) }
+        ? {
+            pathHealth: this.deps.paths.publishable(self.metadata?.annotations?.[Annotation.pathHealth]),
+            unreachable: formatUnreachable(this.deps.paths.unreachablePeers()),
+          }
         : {}),
     });
     if (patch) await source.patchNodeAnnotations(options.hostname, patch);

@@ -36,6 +36,8 @@ export interface LocalFacts {
    * annotation when Kilo's holds IPv4 ones.
    */
   ipv6?: { internalIP: Cidr | null; endpoint: string | null; wireGuardIP: string | null };
+  /** kilo.squat.ai/unreachable (formatUnreachable): null removes it; absent: left alone. */
+  unreachable?: string | null;
 }
 
 const lastSeenSlackSeconds = 5;
@@ -94,6 +96,7 @@ export function annotationPatch(
     [Annotation.leaderHealth]: facts.leaderHealth ?? null,
     ...(facts.nextKey !== undefined ? { [Annotation.nextKey]: facts.nextKey } : {}),
     ...(facts.keyRotated !== undefined ? { [Annotation.keyRotated]: facts.keyRotated } : {}),
+    ...(facts.unreachable !== undefined ? { [Annotation.unreachable]: facts.unreachable } : {}),
   };
   // The endpoint is the operator's once set (Kilo's behaviour): detect it only for a new node.
   if (!current[Annotation.endpoint] && facts.endpoint) want[Annotation.endpoint] = facts.endpoint;

@@ -13,6 +13,7 @@ import {
   type PathHealthSummary,
 } from './health-summary.js';
 import { pairKey, pathTargets, type PathTarget } from './health-targets.js';
+import { directAddresses, handshakeProvesPath } from './relay-detect.js';
 
 /** What the figures are told (health-metrics.ts over prom-client; nothing in tests). */
 export interface PathObserver {
@@ -97,7 +98,12 @@ export class PathHealth {
       return;
     }
     this.topology = t;
-    this.targets = pathTargets(t);
+    // A pair relayed elsewhere is probed at its WireGuard IP, the direct entry's (relay-detect.ts).
+    const direct = directAddresses(t);
+    this.targets = pathTargets(t).map((p) => {
+      const a = p.path === 'wireguard' ? direct.get(p.node) : undefined;
+      return a === undefined ? p : { ...p, address: a };
+    });
     const keep = new Set(this.targets.map(pairKey));
     for (const k of [...this.pairs.keys()]) if (!keep.has(k)) this.pairs.delete(k);
     for (const k of keep) if (!this.pairs.has(k)) this.pairs.set(k, { fails: 0, ok: null });
@@ -156,6 +162,21 @@ export class PathHealth {
   /** The nodes this one cannot reach directly (failing private or WireGuard pairs): what a relay needs. */
   unreachable(): string[] {
     return [...new Set(this.failingPaths().map((f) => f.node))];
+  }
+
+  /**
+   * The WireGuard peers this node cannot reach directly, for kilo.squat.ai/unreachable: a failing
+   * WireGuard pair (its probes unanswered) whose latest handshake does not prove the path either
+   * (relay-detect.ts).
+   */
+  unreachablePeers(): string[] {
+    const now = Math.floor((this.o.clock ?? Date.now)() / 1000);
+    const out: string[] = [];
+    for (const p of this.targets) {
+      if (p.path !== 'wireguard' || this.pairs.get(pairKey(p))?.ok !== false) continue;
+      if (!handshakeProvesPath(p.key ? (this.latest.get(p.key) ?? 0) : 0, now)) out.push(p.node);
+    }
+    return out;
   }
 
   /** Why /health says degraded, or null. */

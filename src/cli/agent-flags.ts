@@ -63,6 +63,13 @@ export function addAgentFlags(cmd: Command): Command {
         false,
       ),
     )
+    .addOption(
+      boolOption(
+        'relay',
+        'kilo-ts: relay between peers that cannot reach each other directly (false: never chosen as a relay; see docs/relays.md)',
+        true,
+      ),
+    )
     .addOption(new Option('--log-level <level>', 'how much to log').choices(logLevels).default('info'))
     .addOption(
       new Option('--backend <backend>', "where the cluster is read from (Kilo's flag; only kubernetes)")
@@ -128,6 +135,8 @@ export interface AgentFlagValues extends MeshFlagValues {
   prioritisePrivateAddresses: boolean;
   listen: string;
   metricsPerPeer: boolean;
+  /** --relay: false = never relay for other nodes (announced in kilo.squat.ai/mesh-flags). */
+  relay: boolean;
   logLevel: (typeof logLevels)[number];
   wireguard: 'auto' | 'kernel' | 'userspace';
   firewall: FirewallFlag;

@@ -63,9 +63,11 @@ export function announcedFlags(
     }
     if (name === viewer) own = parsed;
     if (!ready.has(name)) continue;
-    const seen = counts.get(text);
+    // --relay=false is a node's own choice, not a mesh flag: nodes differing only in it agree.
+    const key = text.replace(',"relay":false', '');
+    const seen = counts.get(key);
     if (seen) seen.n++;
-    else counts.set(text, { flags: parsed, n: 1 });
+    else counts.set(key, { flags: parsed, n: 1 });
   }
   if (own) return { flags: own, by: `node ${JSON.stringify(viewer)}` };
   // Most common first; among equals the smallest text, so the answer does not depend on list order.

@@ -5,6 +5,7 @@ import { kiloRouteProtocol, kiloRulePriority } from '../dataplane/routes/constan
 import { guardMetric, guardRouteType } from '../dataplane/routes/guard.js';
 import { nftRulesetOf, nftRulesetText } from '../dataplane/nftables/ruleset.js';
 import { interfaceSection, peerSection } from '../wireguard/ini.js';
+import { relayText } from './relay-text.js';
 
 /**
  * A plan as an operator reads it: the WireGuard device as `wg showconf` prints it, then the
@@ -18,6 +19,7 @@ export function renderPlanText(plan: Plan, o: { firewall?: 'iptables' | 'nftable
     '# devices are roles: kilo = the WireGuard interface, private = the interface holding the internal IP, tunnel = the encapsulation interface',
     '',
   ];
+  out.push(...relayText(plan));
   out.push(...wireGuardText(plan), '');
   if (plan.routes.length > 0) out.push(`# ip route (proto ${kiloRouteProtocol})`, ...plan.routes.map(routeText), '');
   if (plan.rules.length > 0) out.push(`# ip rule (priority ${kiloRulePriority})`, ...plan.rules.map(ruleText), '');

@@ -1,6 +1,7 @@
 import { formatEndpoint } from '../model/parse.js';
 import type { KiloNode, KiloPeer } from '../model/types.js';
 import { effectiveEndpoint, type Segment, type Topology } from './topology.js';
+import { relayedLinkStyles } from './graph-relays.js';
 
 /** The Graphviz layout engines kgctl offers: dot and fdp keep clusters, neato and circo ignore them. */
 export const layouts = ['dot', 'fdp', 'neato', 'circo'] as const;
@@ -329,8 +330,10 @@ export function graphDOT(t: Topology, options: GraphOptions): string {
   }
 
   out.push('');
+  const relayed = relayedLinkStyles(t, nodeId, quote);
   for (const l of links) {
-    out.push(`  ${quote(l.tail)} -> ${quote(l.head)} [${linkStyle[l.kind]}${linkTuning(layout, l)}];`);
+    const style = relayed.get(`${l.tail}\n${l.head}`) ?? linkStyle[l.kind];
+    out.push(`  ${quote(l.tail)} -> ${quote(l.head)} [${style}${linkTuning(layout, l)}];`);
   }
   out.push('}');
   return `${out.join('\n')}\n`;

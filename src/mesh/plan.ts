@@ -6,6 +6,7 @@ import { encapsulatorOf, type Encapsulator } from '../encapsulation/index.js';
 import { endpointFor } from './endpoint-family.js';
 import { planFirewall } from './firewall.js';
 import { planGuard } from './guard.js';
+import { withRelays } from './relay-plan.js';
 import type { MeshOptions } from './options.js';
 import { effectiveEndpoint, groupSegments, remoteSegments, type Topology } from './topology.js';
 import {
@@ -32,7 +33,7 @@ export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = 
   const wireGuardIPs = leader
     ? t.local.segment.wireGuardIPs.map((ip) => `${ip.text}/${ofFamily(t.subnets, ip.family)!.prefix}`)
     : [];
-  return {
+  const plan: Plan = {
     node: node.name,
     granularity: t.granularity,
     encapsulate: options.encapsulate,
@@ -55,6 +56,8 @@ export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = 
     firewall: planFirewall(t, options, enc),
     guard: planGuard(routing.routes, wireGuardIPs),
   };
+  // Pairs that cannot reach each other directly go through a relay (relay-plan.ts); none: the plan as is.
+  return withRelays(plan, t, options);
 }
 
 function wireGuardPeers(t: Topology): PlanPeer[] {

@@ -108,4 +108,17 @@ export interface Plan {
    * the tunnel is away (docs/fail-closed.md). Absent = none (a plan made by hand, kgctl connect).
    */
   guard?: PlanGuardRoute[];
+  /**
+   * kilo-ts: the relayed pairs this node takes part in, as an end or as the relay (docs/relays.md);
+   * absent when there are none, so a plan without relays is as before.
+   */
+  relays?: PlanRelay[];
+}
+
+/** A pair of nodes that cannot reach each other directly, and the node between them (null: none qualifies). */
+export interface PlanRelay {
+  pair: [string, string];
+  via: string | null;
+  /** Relayed because an end is a spoke (hub and spoke): no direct entry is kept. */
+  spoke?: true;
 }

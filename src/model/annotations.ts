@@ -51,6 +51,12 @@ export const Annotation = {
   rotateKey: `${prefix}rotate-key`,
   /** kilo-ts: the value of rotate-key that the node's last rotation served. */
   keyRotated: `${prefix}key-rotated`,
+  /** kilo-ts: the nodes this one cannot reach directly over WireGuard, bounded (src/model/relay-annotations.ts). */
+  unreachable: `${prefix}unreachable`,
+  /** kilo-ts, set by an operator: "true" prefers the node as a relay, "false" never relays through it (docs/relays.md). */
+  relay: `${prefix}relay`,
+  /** kilo-ts, set by an operator: "true" = a spoke, peering only with a relay (hub and spoke, docs/relays.md). */
+  spoke: `${prefix}spoke`,
 } as const;
 
 export const defaultTopologyLabel = 'topology.kubernetes.io/region';

@@ -39,6 +39,8 @@ export interface MeshFlags {
   firewall?: 'auto' | 'iptables' | 'nftables';
   /** Absent from older agents and written only for `stable`: absent is `kilo`, so kilo agents' text is unchanged. */
   wireguardIpAllocation?: WireGuardIPAllocation;
+  /** --relay: false = never relay other nodes' traffic (docs/relays.md). Announced only when false. */
+  relay?: boolean;
 }
 
 /** The annotation is small; anything bigger is not an agent's announcement. */
@@ -67,6 +69,7 @@ const wire = lazy(() => {
     namespace: z.optional(z.string().check(z.minLength(1), z.maxLength(63))),
     firewall: z.optional(z.enum(['iptables', 'nftables'])),
     'wireguard-ip-allocation': z.optional(z.enum(wireGuardIPAllocations)),
+    relay: z.optional(z.boolean()),
   });
 });
 
@@ -88,6 +91,8 @@ export function formatMeshFlags(f: MeshFlags): string {
     namespace: f.namespace,
     ...(f.firewall !== undefined && f.firewall !== 'auto' ? { firewall: f.firewall } : {}),
     ...(f.wireguardIpAllocation === 'stable' ? { 'wireguard-ip-allocation': f.wireguardIpAllocation } : {}),
+    // Only when false: an agent that relays (the default) announces what it did before.
+    ...(f.relay === false ? { relay: false } : {}),
   };
   return JSON.stringify(out);
 }
@@ -136,6 +141,7 @@ export function parseMeshFlags(text: string, object: string): Partial<MeshFlags>
     namespace: w.namespace,
     firewall: w.firewall,
     wireguardIpAllocation: w['wireguard-ip-allocation'],
+    relay: w.relay,
   };
   for (const k of Object.keys(out) as (keyof MeshFlags)[]) if (out[k] === undefined) delete out[k];
   return out;

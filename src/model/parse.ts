@@ -15,7 +15,8 @@ import {
   type ObjectHead,
   type PeerObject,
 } from './schema.js';
-import type { Endpoint, KiloNode, KiloPeer, LeaderHealthReport } from './types.js';
+import { parseSpoke, parseUnreachable, relayRole } from './relay-annotations.js';
+import type { Endpoint, KiloNode, KiloPeer, LeaderHealthReport, RelayRole } from './types.js';
 
 /** The parts of a Kubernetes object that Kilo reads. */
 export interface KubeObject {
@@ -325,6 +326,20 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
   const lh = a[Annotation.leaderHealth];
   const leaderHealth = lh ? parseLeaderHealth(r, field(Annotation.leaderHealth), lh) : null;
 
+  // kilo-ts's relays (docs/relays.md): set only when present, so other nodes read as before.
+  const relayed: { relay?: RelayRole; unreachable?: readonly string[]; spoke?: true } = {};
+  const role = relayRole(a, `Node ${JSON.stringify(name)}`);
+  if (role instanceof ValidationError) r.fail(role.field, a[Annotation.relay], role.reason);
+  else if (role !== undefined) relayed.relay = role;
+  const ur = a[Annotation.unreachable];
+  const unreachable = ur ? parseUnreachable(ur, `Node ${JSON.stringify(name)}`) : null;
+  if (unreachable instanceof ValidationError) r.fail(unreachable.field, ur, unreachable.reason);
+  else if (unreachable && unreachable.length > 0) relayed.unreachable = unreachable;
+  const sp = a[Annotation.spoke];
+  const spoke = sp === undefined ? false : parseSpoke(sp, `Node ${JSON.stringify(name)}`);
+  if (spoke instanceof ValidationError) r.fail(spoke.field, sp, spoke.reason);
+  else if (spoke) relayed.spoke = true;
+
   return r.result<KiloNode>({
     name,
     location,
@@ -343,6 +358,7 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
     granularity: a[Annotation.granularity] || null,
     ciliumInternalIP,
     leaderHealth,
+    ...relayed,
   });
 }
 

@@ -62,7 +62,19 @@ export interface KiloNode {
   readonly ciliumInternalIP: IP | null;
   /** The node's complaint that its probes through its location's leader fail, if it has one. */
   readonly leaderHealth: LeaderHealthReport | null;
+  /**
+   * kilo-ts: whether other nodes' traffic may be relayed through this one (docs/relays.md). Absent:
+   * the node's agent announces no mesh flags (Kilo's agent, an older kilo-ts), so it never relays.
+   */
+  readonly relay?: RelayRole;
+  /** kilo-ts: the nodes this one cannot reach directly over WireGuard (kilo.squat.ai/unreachable); absent: none. */
+  readonly unreachable?: readonly string[];
+  /** kilo-ts: a spoke (kilo.squat.ai/spoke=true) peers only with its hub, a relay; absent: not a spoke. */
+  readonly spoke?: true;
 }
+
+/** `prefer`: marked by an operator; `allow`: any kilo-ts node; `never`: --relay=false or marked "false". */
+export type RelayRole = 'prefer' | 'allow' | 'never';
 
 /**
  * A follower's report: its probes through `leader` (to the other locations' leaders) have failed

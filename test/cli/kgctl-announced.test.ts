@@ -101,6 +101,13 @@ describe('kgctl and the flags the agents announce', () => {
     assert.match(stderr, /^warning: the nodes announce 2 different sets of flags: using the one 1 of 2 announce/m);
   });
 
+  test('nodes that differ only in --relay=false agree: no warning', () => {
+    const file = snapshot('relay.json', (n) => formatMeshFlags(n === 'a' ? { ...agents, relay: false } : agents));
+    const { plan: p, stderr } = plan('c', '--cluster', file);
+    assert.equal(p.encapsulate, 'never');
+    assert.doesNotMatch(stderr, /different sets of flags/);
+  });
+
   test('a malformed announcement is one warning naming the node, field and value; the node stays in the mesh', () => {
     const file = snapshot('bad.json', (n) =>
       n === 'b' ? formatMeshFlags(agents).replace('"never"', '5') : formatMeshFlags(agents),

@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { granularities, type Granularity } from '../../../src/model/types.js';
 import { UsageError } from '../../../src/model/errors.js';
 import { labApiProxyCommand } from './apiproxy-command.js';
+import { blockCommand } from './block-command.js';
 import { labApiServerCommand } from './apiserver-command.js';
 import { clusterLocations, describeLocation, natLocations } from './locations.js';
 import { Lab, clusterKubeconfig } from './lab.js';
@@ -271,6 +272,8 @@ export function labCommand(): Command {
     .addCommand(showCommand())
     .addCommand(execCommand())
     .addCommand(downCommand())
+    .addCommand(blockCommand(true))
+    .addCommand(blockCommand(false))
     .addCommand(labApiServerCommand())
     .addCommand(labApiProxyCommand());
 }
