@@ -683,7 +683,7 @@ export class Agent {
       leaderHealth: this.election.report(),
       ...(this.deps.paths
         ? {
-            pathHealth: this.deps.paths.publishable(self.metadata?.annotations?.[Annotation.pathHealth]),
+            pathHealth: this.deps.paths.publishable(current[Annotation.pathHealth]),
             unreachable: formatUnreachable(this.deps.paths.unreachablePeers()),
           }
         : {}),
