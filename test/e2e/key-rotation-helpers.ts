@@ -3,9 +3,9 @@
  * their replies parsed as they come, what they lost and how late, and a rotation asked of a node and
  * waited for until every peer holds the new key.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { Lab } from '../../packages/lab/src/lab.js';
-import { inNs } from '../../packages/lab/src/sh.js';
+import { inNs, spawnLines } from '../../packages/lab/src/sh.js';
 import { eventually, wgPeers } from './lab-helpers.js';
 
 export interface Pinger {
@@ -20,20 +20,18 @@ export interface Pinger {
 /** `ping -i 0.1` from one pod to another, its replies parsed as they come. */
 export function startPinger(ns: string, dst: string, pair: string): Pinger {
   const argv = inNs(ns, ['ping', '-n', '-i', '0.1', dst]);
-  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
-  const p: Pinger = { pair, child, replies: new Map(), transmitted: 0 };
-  let buffered = '';
-  child.stdout.on('data', (c: Buffer) => {
-    buffered += c.toString('utf8');
-    const lines = buffered.split('\n');
-    buffered = lines.pop() ?? '';
-    for (const l of lines) {
+  const p: Pinger = {
+    pair,
+    replies: new Map(),
+    transmitted: 0,
+    // Lines come only after this returns, so the callback sees p whole.
+    child: spawnLines(argv, (l) => {
       const m = /icmp_seq=(\d+) .*time=([\d.]+) ms/.exec(l);
       if (m) p.replies.set(Number(m[1]), Number(m[2]));
       const sent = /(\d+) packets transmitted/.exec(l);
       if (sent) p.transmitted = Number(sent[1]);
-    }
-  });
+    }),
+  };
   return p;
 }
 

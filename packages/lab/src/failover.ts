@@ -3,12 +3,11 @@
  * pod in another location pings a pod of that location ten times a second, and count the
  * pings lost. Shared by the end-to-end test and bench/failover.ts.
  */
-import { spawn } from 'node:child_process';
 import { request } from 'node:http';
 import { leaseName } from '../../../src/election/lease-name.js';
 import type { Lab } from './lab.js';
 import { locationName } from './layout.js';
-import { inNs, ipBatch, run, sleep } from './sh.js';
+import { inNs, ipBatch, run, sleep, spawnLines } from './sh.js';
 
 /**
  * kill: the agent SIGKILLed; uplink: its public interface down; forwarding: ip_forward off;
@@ -83,17 +82,10 @@ export function repair(lab: Lab, node: string, fault: Fault): void {
  */
 export function pinger(ns: string, dst: string): { stop(): Promise<number[]>; replies(): number } {
   const argv = inNs(ns, ['ping', '-n', '-i', '0.1', '-W', '1', dst]);
-  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
   const seqs: number[] = [];
-  let buffered = '';
-  child.stdout.on('data', (c: Buffer) => {
-    buffered += c.toString('utf8');
-    const lines = buffered.split('\n');
-    buffered = lines.pop() ?? '';
-    for (const l of lines) {
-      const m = /bytes from .* icmp_seq=(\d+)/.exec(l);
-      if (m) seqs.push(Number(m[1]));
-    }
+  const child = spawnLines(argv, (l) => {
+    const m = /bytes from .* icmp_seq=(\d+)/.exec(l);
+    if (m) seqs.push(Number(m[1]));
   });
   return {
     replies: () => seqs.length,

@@ -1,4 +1,4 @@
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 
 /** A lab command that failed: names the command and what it printed. */
 export class LabCommandError extends Error {
@@ -72,3 +72,19 @@ export function sysctl(ns: string, settings: Record<string, string | number>): v
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Starts a long-running command (a ping that runs until stopped) and hands each complete line of
+ * its standard output to `onLine` as it comes; the caller owns the process and stops it by PID.
+ */
+export function spawnLines(argv: readonly string[], onLine: (line: string) => void): ChildProcess {
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
+  let buffered = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString('utf8');
+    const lines = buffered.split('\n');
+    buffered = lines.pop() ?? '';
+    for (const line of lines) onLine(line);
+  });
+  return child;
+}

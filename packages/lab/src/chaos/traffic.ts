@@ -1,5 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { inNs } from '../sh.js';
+import type { ChildProcess } from 'node:child_process';
+import { inNs, spawnLines } from '../sh.js';
 import type { Pair } from '../probe.js';
 
 /** One ping's outcome: when it was due (ms since the epoch) and whether a reply came. */
@@ -13,18 +13,10 @@ export interface Sample {
  * `samples`, by ping's own clock.
  */
 export function spawnPing(argv: readonly string[], samples: Sample[]): ChildProcess {
-  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
-  let buffered = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString('utf8');
-    const lines = buffered.split('\n');
-    buffered = lines.pop() ?? '';
-    for (const line of lines) {
-      const m = /^\[(\d+\.\d+)\] (?:(\d+) bytes from|no answer yet)/.exec(line);
-      if (m) samples.push({ at: Math.round(Number(m[1]) * 1000), ok: m[2] !== undefined });
-    }
+  return spawnLines(argv, (line) => {
+    const m = /^\[(\d+\.\d+)\] (?:(\d+) bytes from|no answer yet)/.exec(line);
+    if (m) samples.push({ at: Math.round(Number(m[1]) * 1000), ok: m[2] !== undefined });
   });
-  return child;
 }
 
 /** Pings every 0.5 s. */
