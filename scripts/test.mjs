@@ -25,7 +25,14 @@ if (files.length === 0) {
 // Tests that need root, namespaces or a system tool record here what they skipped (test/helpers/requirements.ts).
 const logDir = mkdtempSync(join(tmpdir(), 'kilo-ts-skips-'));
 const skipLog = join(logDir, 'skipped');
-const r = spawnSync(process.execPath, ['--test', '--test-concurrency=1', '--import', 'tsx', ...files], {
+const failureLog = join(logDir, 'failed');
+const reporters = [
+  '--test-reporter=tap',
+  '--test-reporter-destination=stdout',
+  `--test-reporter=${new URL('./failure-summary-reporter.mjs', import.meta.url).href}`,
+  `--test-reporter-destination=${failureLog}`,
+];
+const r = spawnSync(process.execPath, ['--test', '--test-concurrency=1', ...reporters, '--import', 'tsx', ...files], {
   stdio: 'inherit',
   env: { ...process.env, KILO_TS_SKIP_LOG: skipLog },
 });
@@ -35,7 +42,17 @@ try {
 } catch {
   // No file: nothing skipped.
 }
+let failed = '';
+try {
+  failed = readFileSync(failureLog, 'utf8');
+} catch {
+  // No file: the runner never started.
+}
 rmSync(logDir, { recursive: true, force: true });
+if (failed.length > 0) {
+  const bar = '#'.repeat(78);
+  console.error([bar, '## FAILED (details above, in the TAP output):', failed.trimEnd(), bar].join('\n'));
+}
 if (skipped.length > 0) {
   const files = new Set(skipped.map((l) => l.split('\t')[0]));
   const reasons = [...new Set(skipped.map((l) => l.split('\t')[1]))];
