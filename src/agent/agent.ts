@@ -181,6 +181,8 @@ export class Agent {
   private clusterChanges = 0;
   /** The last plan and its inputs besides the fixed flags and host facts (see planned). */
   private lastPlan: { changes: number; ready: string; topology: Topology; plan: Plan } | null = null;
+  /** Set once every resource has been read (start()); no pass runs before. */
+  private started = false;
 
   constructor(private readonly deps: AgentDeps) {
     this.clock = deps.clock ?? Date.now;
@@ -201,6 +203,8 @@ export class Agent {
     source.onChange((update) => this.onClusterChange(update));
     await source.start();
     await this.election.start(() => this.schedule(0));
+    if (this.stopped) return;
+    this.started = true;
     log.info(
       { node: options.hostname, granularity: options.mesh.granularity, leaderElection: this.election.mode },
       'cluster synced',
@@ -337,6 +341,9 @@ export class Agent {
   schedule(delayMs?: number, checkIn = false): void {
     if (this.stopped) return;
     if (!checkIn) this.planDue = true;
+    // start() plans once everything is read: a pass from a partial read (the Nodes listed, the
+    // Peers not yet) would remove what it has not seen and add it back, resetting its sessions.
+    if (!this.started) return;
     if (this.running) {
       this.dirty = true;
       return;

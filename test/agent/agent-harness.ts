@@ -6,7 +6,7 @@
 import type { TestContext } from 'node:test';
 import { KubernetesSource } from '../../src/backend/kubernetes/source.js';
 import type { ReflectorTimings } from '../../src/backend/kubernetes/reflector.js';
-import type { Logger } from '../../src/backend/source.js';
+import type { ClusterSource, Logger } from '../../src/backend/source.js';
 import { Agent, type AgentDeps, type AgentOptions } from '../../src/agent/agent.js';
 import { AgentMetrics } from '../../src/agent/metrics.js';
 import { FakeHost } from '../../src/dataplane/host/fake.js';
@@ -88,6 +88,8 @@ export interface Harness {
   firewallWrites(): number;
   /** Device peers' public keys, sorted. */
   peerKeys(): Promise<string[]>;
+  /** The fake firewall, for an agent restarted on the same machine (restartOf). */
+  firewall: ReturnType<typeof createFakeFirewall>;
 }
 
 export interface HarnessOptions {
@@ -100,11 +102,19 @@ export interface HarnessOptions {
   start?: boolean;
   /** kg's --metrics-per-peer. */
   metricsPerPeer?: boolean;
+  /**
+   * A new agent on the machine and cluster of this harness (its agent stopped first): the same API
+   * server, WireGuard device, kernel, firewall and key; nothing is seeded.
+   */
+  restartOf?: Harness;
+  /** What the agent reads instead of the KubernetesSource itself (which `source` still is). */
+  wrapSource?: (source: KubernetesSource) => ClusterSource;
 }
 
 /** Builds everything, starts the agent and waits until the local node is published and planned. */
 export async function startHarness(t: TestContext, o: HarnessOptions = {}): Promise<Harness> {
-  const api = await TestApiServer.start({ bookmarkIntervalMs: 200 });
+  const before = o.restartOf;
+  const api = before?.api ?? (await TestApiServer.start({ bookmarkIntervalMs: 200 }));
   const log = captureLogger();
   const clock = { ms: NOW * 1000 };
   const source = new KubernetesSource({
@@ -112,17 +122,19 @@ export async function startHarness(t: TestContext, o: HarnessOptions = {}): Prom
     timings: fastTimings,
     requestTimeoutMs: 2_000,
   });
-  const kernel = new FakeKernel();
-  kernel.addLink('eth0', { addresses: ['192.168.0.1/24'] });
-  kernel.addLink('kilo0', { up: false, mtu: 1420 });
-  kernel.addLink('tunl0', {});
-  const device = new FakeWireGuardDevice('kilo0');
-  const fw = createFakeFirewall();
+  const kernel = before?.kernel ?? new FakeKernel();
+  if (!before) {
+    kernel.addLink('eth0', { addresses: ['192.168.0.1/24'] });
+    kernel.addLink('kilo0', { up: false, mtu: 1420 });
+    kernel.addLink('tunl0', {});
+  }
+  const device = before?.device ?? new FakeWireGuardDevice('kilo0');
+  const fw = before?.firewall ?? createFakeFirewall();
   const metrics = new AgentMetrics({ perPeer: o.metricsPerPeer ?? false });
-  const privateKey = generatePrivateKey();
+  const privateKey = before?.privateKey ?? generatePrivateKey();
   const mesh: MeshOptions = { ...defaultMeshOptions, ...o.mesh };
   const agent = new Agent({
-    source,
+    source: o.wrapSource?.(source) ?? source,
     dataplane: { device, links: new FakeLinks(kernel), routes: fakeRoutingTables(kernel), firewall: fw.tables },
     host: new FakeHost(kernel),
     privateKey,
@@ -148,9 +160,9 @@ export async function startHarness(t: TestContext, o: HarnessOptions = {}): Prom
   t.after(async () => {
     await agent.stop().catch(() => undefined);
     await source.stop().catch(() => undefined);
-    await api.close();
+    if (!before) await api.close();
   });
-  (o.seed ?? seedCluster)(api);
+  if (!before) (o.seed ?? seedCluster)(api);
   const h: Harness = {
     api,
     source,
@@ -165,6 +177,7 @@ export async function startHarness(t: TestContext, o: HarnessOptions = {}): Prom
     privateKey,
     firewallWrites: () => fw.netfilter.runs.filter((r) => /restore/.test(r[0] ?? '')).length,
     peerKeys: async () => (await device.read()).peers.map((p) => p.publicKey).sort(),
+    firewall: fw,
   };
   if (o.start !== false) {
     await agent.start();
