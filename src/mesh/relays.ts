@@ -74,7 +74,9 @@ function computePairs(t: Topology, only: string | undefined): RelayedPair[] {
     const mine = only === undefined || i === self || j === self;
     if (!mine && !asCandidate) continue;
     // The pair's names in order: `a` < `b`.
-    const [x, y] = names[i]! < names[j]! ? [i, j] : [j, i];
+    const first = names[i]! < names[j]!;
+    const x = first ? i : j;
+    const y = first ? j : i;
     if (!mine && !wins(asCandidate!, x, y, candidates, cut)) continue;
     const id = `${names[x]}\n${names[y]}`;
     if (pairs.has(id)) continue;
@@ -232,7 +234,8 @@ class Cut {
   readonly groups: string[] = [];
   /** The pairs, two positions each, in the order reported. */
   readonly pairs: number[] = [];
-  private readonly partners: (Set<number> | undefined)[] = [];
+  /** Each pair as one number (the lower position × the segment count + the higher): no object per pair. */
+  private readonly keys = new Set<number>();
 
   constructor(segments: readonly Segment[]) {
     for (let i = 0; i < segments.length; i++) {
@@ -243,14 +246,14 @@ class Cut {
   }
 
   add(i: number, j: number): void {
-    if (this.has(i, j)) return;
+    const key = i < j ? i * this.names.length + j : j * this.names.length + i;
+    if (this.keys.has(key)) return;
+    this.keys.add(key);
     this.pairs.push(i, j);
-    (this.partners[i] ??= new Set()).add(j);
-    (this.partners[j] ??= new Set()).add(i);
   }
 
   has(i: number, j: number): boolean {
-    return this.partners[i]?.has(j) ?? false;
+    return this.keys.has(i < j ? i * this.names.length + j : j * this.names.length + i);
   }
 
   hasNames(x: string, y: string): boolean {
