@@ -9,7 +9,7 @@
  * - the agent's pass: the CPU seconds of what a pass computes from the parsed cluster (topology, plan
  *   with its relays, the direct-path probe targets, `src/agent/relay-detect.ts`), median of several
  *   passes in warm code, as the long-running agent runs it.
- * Prints figures, asserts nothing.
+ * KILO_BENCH_RELAY_NODES, KILO_BENCH_RUNS, KILO_BENCH_RELAY_VIEWER. Prints figures, asserts nothing.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,7 +30,8 @@ const kgctl = join(root, 'bin', 'kgctl');
 const nodes = Number(process.env['KILO_BENCH_RELAY_NODES'] ?? 5000);
 const runs = Number(process.env['KILO_BENCH_RUNS'] ?? 5);
 const locations = 20;
-const viewer = 'node-00000';
+// KILO_BENCH_RELAY_VIEWER: the node planned (node-00000 leads its location, so it relays too; node-00021 does not).
+const viewer = process.env['KILO_BENCH_RELAY_VIEWER'] ?? 'node-00000';
 const lastSeen = Math.floor(Date.now() / 1000);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const load = () =>
