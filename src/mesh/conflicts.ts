@@ -14,7 +14,6 @@
  */
 import type { Cidr } from '../net/cidr.js';
 import type { ByFamily } from '../net/family.js';
-import { agree, length3 } from '../net/aggregate6.js';
 import { hex32 } from '../net/space.js';
 import { ValidationError } from '../model/errors.js';
 import type { KiloNode, KiloPeer } from '../model/types.js';
@@ -253,14 +252,27 @@ function ipv6Disjoint(prefixes: readonly Cidr[]): boolean {
   const keys = new Array<string>(prefixes.length);
   for (let i = 0; i < prefixes.length; i++) {
     const c = prefixes[i]!;
-    keys[i] = hex32(c.network.bytes) + length3[c.prefix]!;
+    keys[i] = hex32(c.network.bytes) + prefix3[c.prefix]!;
   }
   keys.sort();
   for (let i = 1; i < keys.length; i++) {
     const before = keys[i - 1]!;
-    if (agree(before, keys[i]!, Number(before.slice(32)))) return false;
+    if (sameBits(before, keys[i]!, Number(before.slice(32)))) return false;
   }
   return true;
+}
+
+/** A prefix length as three digits, so that the keys of one address sort by length. */
+const prefix3 = Array.from({ length: 129 }, (_, n) => String(n).padStart(3, '0'));
+
+/** Whether two addresses of 32 hex digits agree in their first `bits` bits. */
+function sameBits(a: string, b: string, bits: number): boolean {
+  const whole = bits >> 2;
+  if (a.slice(0, whole) !== b.slice(0, whole)) return false;
+  const rest = bits & 3;
+  if (rest === 0) return true;
+  const mask = (0xf << (4 - rest)) & 0xf;
+  return (parseInt(a[whole]!, 16) & mask) === (parseInt(b[whole]!, 16) & mask);
 }
 
 /**

@@ -1,6 +1,55 @@
 import { Cidr, IP } from './cidr.js';
-import { cidrOf, covers6, minimal6, type Block6 } from './aggregate6.js';
-import { hex32 } from './space.js';
+import { ipv6, type AddressSpace } from './space.js';
+
+/** A prefix as an address range: `start` is the network address, `bits` the host bits (32 - prefix). */
+interface Block<N> {
+  start: N;
+  bits: number;
+  /** The caller's value when the block is exactly one input, so its caches and identity survive. */
+  cidr?: Cidr;
+}
+
+function toCidr<N extends number | bigint>(b: Block<N>, space: AddressSpace<N>): Cidr {
+  return b.cidr ?? Cidr.of(space.ip(b.start), space.width - b.bits);
+}
+
+function blocksOf<N extends number | bigint>(cidrs: readonly Cidr[], space: AddressSpace<N>): Block<N>[] {
+  // One loop, not filter and map: docs/performance.md#cold-code.
+  const blocks: Block<N>[] = [];
+  for (let i = 0; i < cidrs.length; i++) {
+    const c = cidrs[i]!;
+    if (c.family === space.family)
+      blocks.push({ start: space.start(c), bits: space.width - c.prefix, cidr: c.ip === c.network ? c : undefined });
+  }
+  return blocks.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : b.bits - a.bits));
+}
+
+/**
+ * The fewest prefixes of one family covering exactly the addresses of `blocks`, in address order.
+ * Aligned prefixes either nest or are disjoint, so after sorting (a container first) one pass drops
+ * the contained ones, and a stack merges two sibling halves into their parent as soon as the right
+ * half is complete; the parent may in turn complete a half one level up.
+ */
+function minimal<N extends number | bigint>(blocks: Block<N>[], space: AddressSpace<N>): Block<N>[] {
+  const out: Block<N>[] = [];
+  // An index loop, not for-of: docs/performance.md#cold-code.
+  for (let i = 0; i < blocks.length; i++) {
+    const b = blocks[i]!;
+    const last = out[out.length - 1];
+    // Sorted with containers first, an aligned block that overlaps the last one lies inside it.
+    if (last && space.within(b.start, b.bits, last.start, last.bits)) continue;
+    let top = b;
+    for (;;) {
+      const left = out[out.length - 1];
+      if (!left || left.bits !== top.bits || top.bits === space.width) break;
+      if (space.end(left.start, left.bits) !== top.start || !space.aligned(left.start, left.bits + 1)) break;
+      out.pop();
+      top = { start: left.start, bits: left.bits + 1 };
+    }
+    out.push(top);
+  }
+  return out;
+}
 
 /**
  * The fewest prefixes covering exactly the addresses of `cidrs`: contained prefixes dropped, sibling
@@ -15,8 +64,8 @@ export function aggregate(cidrs: readonly Cidr[], outside?: PrefixSet): Cidr[] {
   for (let i = 0; i < v4.length; i += 2) out.push(Cidr.of(IP.fromV4(v4[i]!), 32 - v4[i + 1]!));
   // Most clusters are IPv4 only: nothing more to look at.
   if (keys.length === cidrs.length) return out;
-  const v6 = minimal6(cidrs, outside?.v6);
-  for (let i = 0; i < v6.length; i++) out.push(cidrOf(v6[i]!));
+  const v6 = outside ? cidrs.filter((c) => c.family !== 6 || !outside.covers(c)) : cidrs;
+  for (const b of minimal(blocksOf(v6, ipv6), ipv6)) out.push(toCidr(b, ipv6));
   return out;
 }
 
@@ -39,7 +88,7 @@ function sorted4(cidrs: readonly Cidr[]): Float64Array {
 }
 
 /**
- * The fewest IPv4 prefixes over sorted4's keys (minimal6 is IPv6's), the blocks as a flat list: start (unsigned), host bits,
+ * `minimal` for IPv4 over sorted4's keys, the blocks as a flat list: start (unsigned), host bits,
  * start, host bits, … Keys inside a block of `outside` (minimal4's own output) are skipped: both are
  * in address order, so one walk along `outside` finds the block that could hold each.
  */
@@ -83,19 +132,35 @@ const within4 = (start: number, bits: number, outerStart: number, outerBits: num
 export class PrefixSet {
   /** IPv4 blocks as minimal4 gives them: disjoint, in address order, as large as they can be. */
   readonly v4: readonly number[];
-  /** IPv6 blocks as minimal6 gives them: disjoint, in address order, as large as they can be. */
-  readonly v6: readonly Block6[];
+  private readonly v6: Block<bigint>[];
 
   constructor(cidrs: readonly Cidr[]) {
     const keys = sorted4(cidrs);
     this.v4 = minimal4(keys);
-    this.v6 = keys.length === cidrs.length ? [] : minimal6(cidrs);
+    this.v6 = keys.length === cidrs.length ? [] : minimal(blocksOf(cidrs, ipv6), ipv6);
   }
 
   /** True when every address of `c` is in the set. */
   covers(c: Cidr): boolean {
-    return c.family === 4 ? covers4(this.v4, c) : covers6(this.v6, hex32(c.network.bytes), c.prefix);
+    return c.family === 4 ? covers4(this.v4, c) : covers(this.v6, ipv6, c);
   }
+}
+
+/**
+ * The blocks are disjoint, sorted and as large as they can be: a prefix inside their union lies
+ * inside the one block starting at or before it (several blocks tiling it would have merged).
+ */
+function covers<N extends number | bigint>(blocks: Block<N>[], space: AddressSpace<N>, c: Cidr): boolean {
+  const start = space.start(c);
+  let lo = 0;
+  let hi = blocks.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (blocks[mid]!.start <= start) lo = mid + 1;
+    else hi = mid;
+  }
+  const b = blocks[lo - 1];
+  return !!b && space.within(start, space.width - c.prefix, b.start, b.bits);
 }
 
 /** `covers` over minimal4's flat list. */
