@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { NOW, type NodeSpec } from '../helpers/cluster.js';
-import { ready, topologyOfSpecs, type Specs } from '../helpers/allocation.js';
+import type { NodeSpec } from '../helpers/cluster.js';
+import { applyChange, ready, topologyOfSpecs, type Specs } from '../helpers/allocation.js';
 import { publishedWireGuardIPv6 } from '../../src/agent/published-wireguard-ip.js';
 import { slotOf } from '../../src/mesh/allocation.js';
 import { defaultMeshOptions } from '../../src/mesh/options.js';
@@ -99,17 +99,8 @@ describe('stable WireGuard IPs of two families', () => {
           specs = published(specs, topologyOfSpecs(specs, live(specs)[0]!, options(family, g)), family);
           for (const c of changes) {
             const was = family;
-            const up = live(specs);
             if (c.kind === 'switch') family = c.to;
-            else if (c.kind === 'add') {
-              const name = `new-${c.name}`;
-              if (specs.has(name)) continue;
-              specs.set(name, ready(c.location));
-            } else if (up.length > 1) {
-              const victim = up[c.pick % up.length]!;
-              if (c.kind === 'delete') specs.delete(victim);
-              else specs.set(victim, { ...specs.get(victim)!, lastSeen: NOW - 600 });
-            } else continue;
+            else if (!applyChange(specs, c)) continue;
             const after = agreed(specs, family, g);
             if (family === 'dual') correspond(after);
             for (const [key, ips] of after) {
