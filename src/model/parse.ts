@@ -312,6 +312,8 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
 
   const wg = a[Annotation.wireGuardIP];
   const wireGuardIP = wg ? r.cidr(field(Annotation.wireGuardIP), wg, true) : null;
+  const wg6 = a[Annotation.wireGuardIPv6];
+  const wireGuardIPv6 = wg6 ? readIPv6WireGuardIP(r, wg6, wireGuardIP) : null;
   const forceWireGuardIP = parseForcedWireGuardIP(r, a[Annotation.forceWireGuardIP]);
 
   // Kilo writes a bare address, or "" when the node has none (not in cilium mode); Kilo's name
@@ -355,6 +357,7 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
     allowedLocationIPs,
     discoveredEndpoints,
     wireGuardIP,
+    ...(wireGuardIPv6 ? { wireGuardIPv6 } : {}),
     forceWireGuardIP,
     granularity: a[Annotation.granularity] || null,
     ciliumInternalIP,
@@ -464,6 +467,20 @@ function readIPv6InternalIP(r: Reader, a: Record<string, string>, kilo: Cidr | n
   else if (kilo?.family === 6)
     r.fail(field(key), value, `a second IPv6 internal IP beside ${kilo.toString()}: one per family`);
   return kilo ? (pair(kilo, c) ?? noValues) : [c];
+}
+
+/**
+ * wireguard-ip-ipv6, what a dual-stack agent publishes beside Kilo's wireguard-ip (its segment's
+ * IPv6 WireGuard IP with the subnet's mask): an IPv6 one. Beside an IPv6 Kilo annotation it is
+ * left from the mesh's dual-stack days (an agent of one family leaves the -ipv6 annotations
+ * alone), so Kilo's, the agent's current word, stands and this one is not read.
+ */
+function readIPv6WireGuardIP(r: Reader, value: string, kilo: Cidr | null): Cidr | null {
+  const f = field(Annotation.wireGuardIPv6);
+  const c = r.cidr(f, value, true);
+  if (!c) return null;
+  if (c.family !== 6) return r.fail(f, value, 'not an IPv6 address with its mask: one per family');
+  return kilo?.family === 6 ? null : c;
 }
 
 function parseDiscoveredEndpoints(
