@@ -647,11 +647,12 @@ export class Agent {
     this.armRotation();
     // Before the peers can learn the key: its handshakes fail now, so that WireGuard leaves the
     // next ones to the peers (handshake-primer.ts); both sides at once cost 5 s of traffic.
-    await this.deps.keyRotation
-      ?.startHandshakes?.(handshakeAddresses(plan))
-      .catch((e: unknown) =>
-        this.deps.log.warn({ err: (e as Error).message }, 'key rotation: starting the handshakes failed'),
-      );
+    if (topology)
+      await this.deps.keyRotation
+        ?.startHandshakes?.(handshakeAddresses(plan, topology))
+        .catch((e: unknown) =>
+          this.deps.log.warn({ err: (e as Error).message }, 'key rotation: starting the handshakes failed'),
+        );
     return this.publish(plan, topology, discovered, now).then(
       () => null,
       (e: unknown) => {

@@ -118,7 +118,11 @@ describe('agent: key rotation', () => {
     assert.ok(started[0]!.patchesBefore <= publish, 'before the key was published');
     const plan = h.agent.status.plan!;
     assert.ok(plan.peers.length > 0, 'the harness has WireGuard peers');
-    assert.deepEqual(started[0]!.addresses, handshakeAddresses(plan), "one address per peer, in the peer's tunnel");
+    assert.deepEqual(
+      started[0]!.addresses,
+      handshakeAddresses(plan, h.agent.status.topology!),
+      "one address per peer, in the peer's tunnel",
+    );
   });
 
   test('on the period: a key older than --key-rotation-period is replaced; the age restarts', async (t) => {
