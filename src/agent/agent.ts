@@ -26,6 +26,7 @@ import { mixedAllocation } from '../mesh/allocation-mix.js';
 import type { AgentMetrics } from './metrics.js';
 import { keepRoamingEndpoints } from './roaming.js';
 import { RekeyedEndpoints } from './rekeyed-endpoints.js';
+import { handshakeAddresses } from './handshake-primer.js';
 import { isNodeReady } from '../model/ready.js';
 import { annotationElection, type LeaderElection } from '../election/leader-election.js';
 import { LeadershipLog } from './leadership.js';
@@ -644,6 +645,14 @@ export class Agent {
   ): Promise<string | null> {
     if (!this.keys.applied()) return null;
     this.armRotation();
+    // Before the peers can learn the key: its handshakes fail now, so that WireGuard leaves the
+    // next ones to the peers (handshake-primer.ts); both sides at once cost 5 s of traffic.
+    if (topology)
+      await this.deps.keyRotation
+        ?.startHandshakes?.(handshakeAddresses(plan, topology))
+        .catch((e: unknown) =>
+          this.deps.log.warn({ err: (e as Error).message }, 'key rotation: starting the handshakes failed'),
+        );
     return this.publish(plan, topology, discovered, now).then(
       () => null,
       (e: unknown) => {

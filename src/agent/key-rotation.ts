@@ -15,6 +15,11 @@ export interface KeyRotationOptions {
    * with the key the node was switching to.
    */
   persist(privateKey: string): void;
+  /**
+   * Makes the device start a handshake with each of these addresses' peers (handshake-primer.ts):
+   * called once the device holds a new key, before the key is published. Tests record the calls.
+   */
+  startHandshakes?: (addresses: string[]) => Promise<void>;
   /** Tests give known keys. */
   generate?: () => string;
 }

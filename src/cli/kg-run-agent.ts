@@ -21,6 +21,7 @@ import { formatMeshFlags } from '../model/mesh-flags.js';
 import { PathHealth } from '../agent/path-health.js';
 import { PathMetrics } from '../agent/health-metrics.js';
 import { Prober } from '../agent/health-prober.js';
+import { primeHandshakes } from '../agent/handshake-primer.js';
 import { chooseFirewall, FirewallUnavailableError, type FirewallChoice } from '../dataplane/nftables/choice.js';
 
 /** The body of `kg run`: start the agent and run it until SIGTERM or SIGINT. */
@@ -128,6 +129,7 @@ export async function runAgent(flags: RunFlagValues): Promise<void> {
       periodMs: flags.keyRotationPeriod,
       keyCreatedAtMs: keyWrittenAt(flags.keyFile),
       persist: (key) => replaceKeyFile(flags.keyFile, key),
+      startHandshakes: primeHandshakes,
     },
     watchRouting: (onEvent) =>
       startRoutingMonitor(

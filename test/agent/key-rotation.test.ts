@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { handshakeAddresses } from '../../src/agent/handshake-primer.js';
 import type { KeyRotationOptions } from '../../src/agent/key-rotation.js';
 import { Annotation } from '../../src/model/annotations.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
@@ -95,6 +96,33 @@ describe('agent: key rotation', () => {
     for (const key of [h.privateKey, ...h.seen.persisted])
       assert.ok(!out.includes(key), 'a private key appears in a log, an object or the metrics');
     assert.ok(out.includes(nextPublic), 'the outputs searched hold the public keys (the search can fail)');
+  });
+
+  test("once the device holds the new key and before it is published, the device starts its handshakes: the peers' are then the only ones", async (t) => {
+    // Both sides initiating at once (the node on its own traffic as a peer learns the key, the
+    // peer on its new entry) each drop the other's response: no session for REKEY_TIMEOUT, 5 s
+    // (the lab's stall, docs/key-rotation.md#who-initiates).
+    const started: { addresses: string[]; deviceKey: string | null; patchesBefore: number }[] = [];
+    const h = await rotating(t, {
+      startHandshakes: async (addresses) => {
+        started.push({ addresses, deviceKey: (await h.device.read()).publicKey, patchesBefore: h.seen.patches.length });
+      },
+    });
+    h.api.patchNode('a', { metadata: { annotations: { [Annotation.rotateKey]: 'r1' } } });
+    await waitUntil('the rotation was acknowledged', () => own(h)[Annotation.keyRotated] === 'r1', 10_000);
+    await settled(h);
+    const nextPublic = publicKeyOf(h.seen.persisted[0]!);
+    assert.equal(started.length, 1, 'once per rotation');
+    assert.equal(started[0]!.deviceKey, nextPublic, 'after the device switched');
+    const publish = h.seen.patches.findIndex((p) => p.patch[Annotation.key] === nextPublic);
+    assert.ok(started[0]!.patchesBefore <= publish, 'before the key was published');
+    const plan = h.agent.status.plan!;
+    assert.ok(plan.peers.length > 0, 'the harness has WireGuard peers');
+    assert.deepEqual(
+      started[0]!.addresses,
+      handshakeAddresses(plan, h.agent.status.topology!),
+      "one address per peer, in the peer's tunnel",
+    );
   });
 
   test('on the period: a key older than --key-rotation-period is replaced; the age restarts', async (t) => {
