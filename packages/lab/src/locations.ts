@@ -30,7 +30,8 @@ export function natLocations(
   for (const n of nodes) {
     if (n.publicIP || !locations.has(n.name)) continue;
     const l = locations.get(n.name)!;
-    if (out.get(l) !== 'symmetric') out.set(l, n.location !== undefined && symmetric.has(n.location) ? 'symmetric' : 'nat');
+    if (out.get(l) !== 'symmetric')
+      out.set(l, n.location !== undefined && symmetric.has(n.location) ? 'symmetric' : 'nat');
   }
   return out;
 }
