@@ -171,14 +171,24 @@ export class PathHealth {
   /**
    * The WireGuard peers this node cannot reach directly, for kilo.squat.ai/unreachable: a failing
    * WireGuard pair (its probes unanswered) whose latest handshake does not prove the path either
-   * (relay-detect.ts).
+   * (relay-detect.ts). `published`: what the Node says now, kept for pairs not probed yet.
    */
-  unreachablePeers(): string[] {
+  unreachablePeers(published: readonly string[] = []): string[] {
     const now = Math.floor((this.o.clock ?? Date.now)() / 1000);
     const out: string[] = [];
     let due = Infinity;
+    const listed = new Set(published);
     for (const p of this.targets) {
-      if (p.path !== 'wireguard' || this.pairs.get(pairKey(p))?.ok !== false) continue;
+      if (p.path !== 'wireguard') continue;
+      const ok = this.pairs.get(pairKey(p))?.ok;
+      // Not judged yet (a restarted agent): as published, so a relayed pair does not go direct
+      // for the few seconds until its probes fail again (both ends restarting at once).
+      if (ok === null && listed.has(p.node)) {
+        out.push(p.node);
+        // Probed first, so that the pair is judged within rounds, not a round-robin sweep.
+        if (p.address !== '') this.suspects.set(pairKey(p), p);
+      }
+      if (ok !== false) continue;
       const at = p.key ? (this.latest.get(p.key) ?? 0) : 0;
       if (!handshakeProvesPath(at, now)) out.push(p.node);
       else due = Math.min(due, at + directPathSeconds + 1);

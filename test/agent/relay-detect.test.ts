@@ -107,6 +107,22 @@ test('a failing pair whose handshake still vetoes is asked about again once the 
   assert.equal(changes, before + 1, 'nothing more to wait for');
 });
 
+test('a restarted agent keeps what its Node published until its probes judge the pair', async () => {
+  let blocked = true;
+  const h = harness((addr) => !(blocked && addr === '10.4.0.2'));
+  h.health.planned(topologyFor(lab({ a: 'b' }), 'a', cross), device({ b: 0, r: NOW - 5 }));
+  assert.deepEqual(h.health.unreachablePeers(['b', 'r']).sort(), ['b', 'r'], 'not probed yet: as published');
+  assert.deepEqual(h.health.unreachablePeers([]), [], 'nothing published, nothing kept');
+  await h.health.round();
+  assert.equal(h.pinged[0], '10.4.0.2', 'the kept pair is probed first');
+  assert.deepEqual(h.health.unreachablePeers(['b', 'r']), ['b'], 'r answered; b has one failure, still as published');
+  for (let i = 0; i < 2; i++) await h.health.round();
+  assert.deepEqual(h.health.unreachablePeers([]), ['b'], 'judged by its own probes now');
+  blocked = false;
+  await h.health.round();
+  assert.deepEqual(h.health.unreachablePeers(['b']), []);
+});
+
 test('a relayed pair is probed at its WireGuard IP (the direct entry), and comes back when that answers', async () => {
   let blocked = true;
   // WireGuard IPs by key order: a .1, b .2, r .3.
