@@ -12,6 +12,7 @@ import { setLocationsBlocked } from '../../packages/lab/src/block.js';
 import type { Lab } from '../../packages/lab/src/lab.js';
 import { allPairs, pingPairs } from '../../packages/lab/src/probe.js';
 import { carrier, indirectPairs, killNode, publishedKeys } from '../../packages/lab/src/relay-paths.js';
+import { inNodeNs, run } from '../../packages/lab/src/sh.js';
 import { eventually, skipLab, upLab } from './lab-helpers.js';
 
 const [n1, n2, n3, n4] = ['loc1-n1', 'loc2-n1', 'loc3-n1', 'loc4-n1'];
@@ -26,6 +27,17 @@ async function onlyExpectedRelayed(lab: Lab): Promise<Map<string, string | null>
   assert.equal(indirect.get(`${n1}→${n2}`), indirect.get(`${n2}→${n1}`));
   assert.equal(indirect.get(`${n3}→${n4}`), indirect.get(`${n4}→${n3}`));
   return indirect;
+}
+
+/** The endpoint `node`'s WireGuard has for the peer with public key `key`. */
+function endpointOf(lab: Lab, node: string, key: string): string {
+  const out = run(inNodeNs(lab.node(node).ns, lab.runDir(node), ['wg', 'show', 'kilo0', 'endpoints']));
+  return (
+    out
+      .split('\n')
+      .find((l) => l.startsWith(key))
+      ?.split(/\s+/)[1] ?? ''
+  );
 }
 
 test(
@@ -53,6 +65,16 @@ test(
       );
       const converged = await lab.converge(120_000);
       await onlyExpectedRelayed(lab);
+      if (granularity === 'full') {
+        // The NAT is symmetric: two nodes see loc1-n1 at its gateway's address on different ports.
+        const key = [...(await publishedKeys(lab))].find(([, name]) => name === n1)![0];
+        const seen = [n3, 'loc5-n1'].map((n) => endpointOf(lab, n, key));
+        assert.ok(
+          seen.every((e) => e.startsWith('198.18.1.1:')),
+          seen.join(' '),
+        );
+        assert.notEqual(seen[0], seen[1]);
+      }
       t.diagnostic(`${granularity}: every pod reaches every pod ${converged.ms} ms after the relays were in place`);
     }
 
