@@ -177,6 +177,8 @@ export class PathHealth {
     const now = Math.floor((this.o.clock ?? Date.now)() / 1000);
     const out: string[] = [];
     let due = Infinity;
+    // The first pass publishes before it plans: nothing is judged yet.
+    if (this.topology === null) return [...published];
     const listed = new Set(published);
     for (const p of this.targets) {
       if (p.path !== 'wireguard') continue;

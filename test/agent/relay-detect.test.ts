@@ -110,6 +110,7 @@ test('a failing pair whose handshake still vetoes is asked about again once the 
 test('a restarted agent keeps what its Node published until its probes judge the pair', async () => {
   let blocked = true;
   const h = harness((addr) => !(blocked && addr === '10.4.0.2'));
+  assert.deepEqual(h.health.unreachablePeers(['b']), ['b'], 'the first pass publishes before it plans');
   h.health.planned(topologyFor(lab({ a: 'b' }), 'a', cross), device({ b: 0, r: NOW - 5 }));
   assert.deepEqual(h.health.unreachablePeers(['b', 'r']).sort(), ['b', 'r'], 'not probed yet: as published');
   assert.deepEqual(h.health.unreachablePeers([]), [], 'nothing published, nothing kept');
