@@ -21,7 +21,7 @@ import { syncCNIConfig } from './cni.js';
 import { interfaceHolding } from './discovery.js';
 import { onlyLastSeenMoved } from './heartbeat.js';
 import { annotationPatch } from './local-node.js';
-import { publishedWireGuardIP } from './published-wireguard-ip.js';
+import { publishedWireGuardIP, publishedWireGuardIPv6 } from './published-wireguard-ip.js';
 import { mixedAllocation } from '../mesh/allocation-mix.js';
 import type { AgentMetrics } from './metrics.js';
 import { keepRoamingEndpoints } from './roaming.js';
@@ -679,7 +679,7 @@ export class Agent {
               endpoint: facts.ipv6EndpointIP
                 ? formatEndpoint({ ip: facts.ipv6EndpointIP, dns: null, port: options.mesh.port })
                 : null,
-              wireGuardIP: plan?.wireGuardIPs?.[1] ?? null,
+              wireGuardIP: publishedWireGuardIPv6(options.mesh, plan, topology, current[Annotation.wireGuardIPv6]),
             },
           }
         : {}),

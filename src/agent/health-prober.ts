@@ -48,6 +48,7 @@ export class Prober {
       bringUp: (name) => host.bringUp(name),
       loadModule: (name) => host.loadModule(name),
       ipv4Forwarding: () => host.ipv4Forwarding(),
+      ipv6Forwarding: () => host.ipv6Forwarding(),
       wouldForward: (from, to, iif) => host.wouldForward(from, to, iif),
       ping: (address) => this.probe(address),
     };

@@ -40,9 +40,13 @@ export function formatPathHealth(s: PathHealthSummary): string {
 /**
  * Which pairs fail, and why: a change of it is published at once. The other counts (pairs found
  * working, handshakes) move as probing sweeps on and with time alone, so they wait for a check-in.
+ * So do the figures inside a reason (probes in a row, seconds since a handshake): with them a pair
+ * that keeps failing was a new state every probe round, and each asked for a pass.
  */
 export function pathStateKey(s: PathHealthSummary | null): string {
-  return s ? JSON.stringify([s.pairs.failing, s.failing, s.more]) : '';
+  if (!s) return '';
+  const failing = s.failing.map((f) => [f.node, f.path, f.reason.replace(/\d+/g, '#')]);
+  return JSON.stringify([s.pairs.failing, failing, s.more]);
 }
 
 const count = (v: unknown): number => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : 0);

@@ -1,3 +1,4 @@
+import { podProbeAddress } from '../mesh/probe-address.js';
 import { groupSegments, remoteSegments, type Topology } from '../mesh/topology.js';
 import type { KiloNode } from '../model/types.js';
 
@@ -19,14 +20,16 @@ export interface PathTarget {
 
 export function pathTargets(t: Topology): PathTarget[] {
   const out: PathTarget[] = [];
-  const self = t.local.node.name;
-  for (const s of groupSegments(t)) for (const n of s.nodes) if (n.name !== self) push(out, n, 'private', null);
-  if (t.local.leader) for (const s of remoteSegments(t)) push(out, s.leader, 'wireguard', s.leader.key);
+  const self = t.local.node;
+  for (const s of groupSegments(t))
+    for (const n of s.nodes) if (n.name !== self.name) push(out, self, n, 'private', null);
+  if (t.local.leader) for (const s of remoteSegments(t)) push(out, self, s.leader, 'wireguard', s.leader.key);
   return out;
 }
 
-function push(out: PathTarget[], n: KiloNode, path: PathTarget['path'], key: string | null): void {
-  const address = n.podCIDRs[0]?.nth(1)?.text;
+function push(out: PathTarget[], self: KiloNode, n: KiloNode, path: PathTarget['path'], key: string | null): void {
+  // Of two families, one the path carries: a mate is reached in the clear (mesh/probe-address.ts).
+  const address = podProbeAddress(self, n, path === 'private' ? n : undefined);
   // A node without a pod CIDR has no bridge to answer: its path is judged by its handshakes alone.
   out.push({ node: n.name, path, address: address ?? '', key });
 }

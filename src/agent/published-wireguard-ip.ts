@@ -20,3 +20,22 @@ export function publishedWireGuardIP(
   const ip = topology.local.segment.wireGuardIPs[0];
   return ip ? `${ip.text}/${topology.subnet.prefix}` : null;
 }
+
+/**
+ * What a dual-stack node publishes as kilo.squat.ai/wireguard-ip-ipv6, by the same rule as Kilo's
+ * annotation above: the interface's IPv6 address, none on a follower; in `stable` mode every
+ * member's segment address, kept through a pass without a topology. It is a claim as Kilo's is
+ * (mesh/allocation-claims.ts), so switching a mesh between IPv6-only and dual-stack moves no
+ * segment's IPv6 address.
+ */
+export function publishedWireGuardIPv6(
+  mesh: MeshOptions,
+  plan: Plan | null,
+  topology: Topology | null,
+  current: string | undefined,
+): string | null {
+  if (mesh.wireGuardIPAllocation !== 'stable') return plan?.wireGuardIPs?.[1] ?? null;
+  if (!topology) return current || null;
+  const ip = topology.local.segment.wireGuardIPs[1];
+  return ip ? `${ip.text}/${topology.subnets[1]!.prefix}` : null;
+}

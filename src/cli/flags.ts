@@ -5,7 +5,7 @@ import { UsageError } from '../model/errors.js';
 import { encapsulations, granularities, type Granularity, type KiloNode } from '../model/types.js';
 import { defaultMeshOptions, type MeshOptions } from '../mesh/options.js';
 import { defaultTopologyLabel } from '../model/annotations.js';
-import { compatibilities, wireGuardIPAllocations, type MeshFlags } from '../model/mesh-flags.js';
+import { compatibilities, subnetsProblem, wireGuardIPAllocations, type MeshFlags } from '../model/mesh-flags.js';
 
 // What Go's strconv.ParseBool, and so Kilo's flags, read as true and false.
 const goTrue = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
@@ -111,11 +111,8 @@ export function parseFamiliesFlag(name: string, sameSize = false) {
       throw new UsageError(
         `--${name}: two CIDRs of one family in ${JSON.stringify(value)}: one per family (IPv4, IPv6)`,
       );
-    const [v4, v6] = both as [Cidr, Cidr];
-    if (sameSize && 128 - v6.prefix < 32 - v4.prefix)
-      throw new UsageError(
-        `--${name}: ${v6.networkText} holds fewer addresses than ${v4.networkText}: each segment's IPv6 address sits at its IPv4 address's place, so the IPv6 prefix must be /${96 + v4.prefix} or shorter`,
-      );
+    const tooSmall = sameSize ? subnetsProblem(both) : null;
+    if (tooSmall) throw new UsageError(`--${name}: ${tooSmall}`);
     return both;
   };
 }

@@ -1,6 +1,6 @@
 import type { Host } from '../host/host.js';
 import type { Topology } from '../mesh/topology.js';
-import { forwardingProbe, probeTargets, roundFails, type ProbeTarget } from './probes.js';
+import { forwardingProbes, probeTargets, roundFails, type ProbeTarget } from './probes.js';
 
 export interface ProbeObserver {
   probed(target: ProbeTarget, ok: boolean): void;
@@ -37,10 +37,14 @@ export class DataPathHealth {
     let why: string;
     if (t && t.local.leader && t.granularity === 'location') {
       const targets = probeTargets(t);
-      const fwd = forwardingProbe(t);
+      const fwd = forwardingProbes(t);
       const [results, forwards] = await Promise.all([
         Promise.all(targets.map((p) => this.host.ping(p.address))),
-        fwd ? this.host.wouldForward(fwd.from, fwd.to, this.options.interfaceName) : Promise.resolve(null),
+        fwd.length > 0
+          ? Promise.all(fwd.map((f) => this.host.wouldForward(f.from, f.to, this.options.interfaceName))).then((all) =>
+              all.every(Boolean),
+            )
+          : Promise.resolve(null),
       ]);
       targets.forEach((p, i) => this.observer.probed(p, results[i]!));
       const remote = results.filter((_, i) => targets[i]!.kind === 'remote-leader');
@@ -54,10 +58,10 @@ export class DataPathHealth {
       why = forwards === false ? 'the kernel does not forward relayed packets' : `probes failing: ${failed.join(', ')}`;
     } else {
       this.last = null;
-      const forwards = await this.kernelForwards();
-      this.observer.forwarding(forwards);
-      failing = !forwards;
-      why = 'IPv4 forwarding is off';
+      const off = await this.forwardingOff(t);
+      this.observer.forwarding(off === null);
+      failing = off !== null;
+      why = `${off ?? 'IPv4'} forwarding is off`;
     }
     if (failing) {
       this.passes = 0;
@@ -77,8 +81,17 @@ export class DataPathHealth {
     return this.last;
   }
 
-  /** Unknown is not a failure: a node must not resign over a sysctl it cannot read. */
-  private async kernelForwards(): Promise<boolean> {
-    return (await this.host.ipv4Forwarding()) ?? true;
+  /**
+   * The first family of the node's pod CIDRs (IPv4 without a topology) its kernel does not
+   * forward, or null: a leader relays pod traffic of each. Unknown is not a failure: a node must
+   * not resign over a sysctl it cannot read.
+   */
+  private async forwardingOff(t: Topology | null): Promise<'IPv4' | 'IPv6' | null> {
+    const pods = t?.local.node.podCIDRs ?? [];
+    const six = pods.some((c) => c.family === 6);
+    if ((pods.length === 0 || pods.some((c) => c.family === 4)) && (await this.host.ipv4Forwarding()) === false)
+      return 'IPv4';
+    if (six && (await this.host.ipv6Forwarding()) === false) return 'IPv6';
+    return null;
   }
 }

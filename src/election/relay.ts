@@ -1,4 +1,5 @@
 import type { Topology } from '../mesh/topology.js';
+import { podProbeAddress } from '../mesh/probe-address.js';
 import { remoteSegments } from '../mesh/topology.js';
 import type { KiloNode, LeaderHealthReport } from '../model/types.js';
 import type { ProbeTarget } from './probes.js';
@@ -30,13 +31,15 @@ export function relayTerm(t: Topology | null, lease: LeaseRecord | null): Leader
 export function relayTargets(t: Topology): ProbeTarget[] {
   if (t.granularity !== 'location' || t.local.leader) return [];
   const remote = remoteSegments(t).filter((s) => s.leader.podCIDRs.length > 0);
+  // In the clear to its own leader first: of two families, one both have an internal IP of.
+  const target = (s: { leader: KiloNode }): ProbeTarget => ({
+    kind: 'relay',
+    node: s.leader.name,
+    address: podProbeAddress(t.local.node, s.leader, t.local.segment.leader)!,
+  });
   if (remote.length <= maxRelayTargets) return remote.map(target);
   const start = [...t.local.node.name].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7) % remote.length;
   return Array.from({ length: maxRelayTargets }, (_, i) => target(remote[(start + i) % remote.length]!));
-}
-
-function target(s: { leader: KiloNode }): ProbeTarget {
-  return { kind: 'relay', node: s.leader.name, address: s.leader.podCIDRs[0]!.nth(1)!.text };
 }
 
 /** The annotation value of a report (RFC 3339 term, readable and exact to the millisecond). */

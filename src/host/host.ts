@@ -45,6 +45,8 @@ export interface Host {
   loadModule(name: string): Promise<void>;
   /** Whether IPv4 forwarding is on (net.ipv4.ip_forward); null when it cannot be read. */
   ipv4Forwarding(): Promise<boolean | null>;
+  /** Whether IPv6 forwarding is on (net.ipv6.conf.all.forwarding); null when it cannot be read (no IPv6). */
+  ipv6Forwarding(): Promise<boolean | null>;
   /**
    * Whether the kernel would forward a packet from `from` to `to` that arrived on `iif` (its
    * routing decision: false when forwarding is off, `iif` does not exist or `to` has no route).

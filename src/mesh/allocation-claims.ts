@@ -1,4 +1,5 @@
-import type { Cidr } from '../net/cidr.js';
+import type { Cidr, IP } from '../net/cidr.js';
+import { ofFamily, type ByFamily } from '../net/family.js';
 import { ValidationError } from '../model/errors.js';
 import { Annotation } from '../model/annotations.js';
 import type { WireGuardIPAllocation } from '../model/mesh-flags.js';
@@ -28,6 +29,8 @@ export interface Claim {
 export interface ClaimsInput {
   mode: WireGuardIPAllocation;
   subnet: Cidr;
+  /** Dual-stack: every family's subnet, `subnet`'s first; a slot is a slot of each. */
+  subnets?: ByFamily<Cidr>;
   granularity: Granularity;
   nodes: readonly KiloNode[];
   now: number;
@@ -54,7 +57,17 @@ export function claimsOf(
   input: ClaimsInput,
 ): { claims: Claim[]; problems: ValidationError[] } {
   const stable = input.mode === 'stable';
-  const max = maxSlot(input.subnet);
+  const subnets = input.subnets ?? [input.subnet];
+  const max = maxSlotOf(subnets);
+  // An address of either family claims its slot in the subnet of its family: a node whose Kilo
+  // annotation still holds the IPv6 address of an IPv6-only mesh keeps it when IPv4 is added,
+  // and the IPv6 one stays when IPv4 is taken away (docs/wireguard-ips.md#dual-stack).
+  const slotIn = (ip: IP): number | null => {
+    const s =
+      subnets.length === 1 ? (subnets[0]!.family === ip.family ? subnets[0]! : null) : ofFamily(subnets, ip.family);
+    const slot = s && slotOf(s, ip);
+    return slot !== null && slot >= 1 && slot <= max ? slot : null;
+  };
   const problems: ValidationError[] = [];
   const byKey = new Map<string, Claim>();
   const claim = (owner: string, isPlaced: boolean, slot: number, lastSeen: number): Claim => {
@@ -66,21 +79,25 @@ export function claimsOf(
   };
   const visit = (n: KiloNode, owner: string, isPlaced: boolean, lastSeen: number) => {
     if (n.forceWireGuardIP) {
-      const slot = slotOf(input.subnet, n.forceWireGuardIP);
-      if (slot === null || slot < 1 || slot > max) {
+      const slot = slotIn(n.forceWireGuardIP);
+      if (slot === null) {
         problems.push(
           new ValidationError(
             nodeLabel(n.name),
             forceField,
             n.forceWireGuardIP.text,
-            `not a host address of the WireGuard subnet ${input.subnet.networkText} (ignored: its ${segmentLabel(owner)} takes an allocated address)`,
+            `not a host address of the WireGuard subnet ${subnets.map((c) => c.networkText).join(' or ')} (ignored: its ${segmentLabel(owner)} takes an allocated address)`,
           ),
         );
       } else claim(owner, isPlaced, slot, lastSeen).forcedBy.push(n.name);
     }
-    if (!stable || !n.wireGuardIP) return;
-    const slot = slotOf(input.subnet, n.wireGuardIP.ip);
-    if (slot !== null && slot >= 1 && slot <= max) claim(owner, isPlaced, slot, lastSeen).publishedBy++;
+    if (!stable) return;
+    // Kilo's annotation first, the one Kilo's agents read too; the IPv6 one counts when Kilo's
+    // gives no slot (a dual-stack mesh turned IPv6-only), never as a second claim that could take
+    // another segment's slot.
+    const slot =
+      (n.wireGuardIP ? slotIn(n.wireGuardIP.ip) : null) ?? (n.wireGuardIPv6 ? slotIn(n.wireGuardIPv6.ip) : null);
+    if (slot !== null) claim(owner, isPlaced, slot, lastSeen).publishedBy++;
   };
   const members = new Set<string>();
   for (const s of placed) {
@@ -102,6 +119,13 @@ export function claimsOf(
     if (c.forcedBy.length > 0) c.strength = c.publishedBy > 0 ? 3 : 2;
   }
   return { claims, problems };
+}
+
+/** The highest slot every family's subnet has. */
+export function maxSlotOf(subnets: ByFamily<Cidr>): number {
+  let max = maxSlot(subnets[0]!);
+  for (let i = 1; i < subnets.length; i++) max = Math.min(max, maxSlot(subnets[i]!));
+  return max;
 }
 
 /** The error for a node whose forced address lost to `held`: its segment holds another, or another segment holds this one. */

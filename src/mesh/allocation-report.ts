@@ -24,6 +24,13 @@ export function allocationProblems(cluster: ParsedCluster, options: MeshOptions,
   const placed = [...bySegment].map(([key, members]) => ({ key, members }));
   // Too many segments for the subnet: the topology says so, for every node.
   if (BigInt(placed.length) >= options.subnet.size() - 1n) return [];
-  const context = { mode, subnet: options.subnet, granularity: options.granularity, nodes: cluster.nodes, now };
+  const context = {
+    mode,
+    subnet: options.subnet,
+    ...(options.subnets ? { subnets: options.subnets } : {}),
+    granularity: options.granularity,
+    nodes: cluster.nodes,
+    now,
+  };
   return allocateSlots(placed, context).problems;
 }

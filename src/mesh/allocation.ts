@@ -1,8 +1,9 @@
 import type { Cidr, IP } from '../net/cidr.js';
+import type { ByFamily } from '../net/family.js';
 import type { ValidationError } from '../model/errors.js';
 import type { WireGuardIPAllocation } from '../model/mesh-flags.js';
 import type { Granularity, KiloNode } from '../model/types.js';
-import { claimsOf, lostForce, type Claim } from './allocation-claims.js';
+import { claimsOf, lostForce, maxSlotOf, type Claim } from './allocation-claims.js';
 
 /**
  * Where each segment's WireGuard IPs sit in --subnet: a slot, the offset of the address from the
@@ -44,6 +45,8 @@ export const stableGraceSeconds = 24 * 3600;
 export interface AllocationContext {
   mode: WireGuardIPAllocation;
   subnet: Cidr;
+  /** Dual-stack: every family's subnet, `subnet`'s first (absent with one family). */
+  subnets?: ByFamily<Cidr>;
   granularity: Granularity;
   /** Every valid Node object, ready or not: a node that is not ready still holds its claim for the grace period. */
   nodes: readonly KiloNode[];
@@ -91,7 +94,7 @@ export function allocateSlots(placed: readonly PlacedSegment[], context?: Alloca
   if (!context || (mode === 'kilo' && !context.nodes.some((n) => n.forceWireGuardIP !== null)))
     return { slots: kiloSlots(placed), problems: [] };
   const { claims, problems } = claimsOf(placed, { ...context, graceSeconds: stableGraceSeconds });
-  const max = maxSlot(context.subnet);
+  const max = maxSlotOf(context.subnets ?? [context.subnet]);
   const byOwner = new Map<string, Claim>();
   const bySlot = new Map<number, Claim>();
   for (const c of claims.sort(strongestFirst)) {

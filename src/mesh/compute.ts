@@ -75,6 +75,7 @@ export function topologyOf(
   const allocation = {
     mode: options.wireGuardIPAllocation ?? 'kilo',
     subnet: options.subnet,
+    ...(options.subnets ? { subnets: options.subnets } : {}),
     granularity: options.granularity,
     nodes: cluster.nodes,
     now,

@@ -14,6 +14,7 @@
  */
 import type { Cidr } from '../net/cidr.js';
 import type { ByFamily } from '../net/family.js';
+import { hex32 } from '../net/space.js';
 import { ValidationError } from '../model/errors.js';
 import type { KiloNode, KiloPeer } from '../model/types.js';
 import { inNameOrder } from './order.js';
@@ -248,12 +249,11 @@ function withoutConflicts(
  * that is inside it too: neighbours tell.
  */
 function ipv6Disjoint(prefixes: readonly Cidr[]): boolean {
-  const keys = prefixes.map((c) => {
-    let hex = '';
-    const bytes = c.network.bytes;
-    for (let i = 0; i < 16; i++) hex += (bytes[i]! < 16 ? '0' : '') + bytes[i]!.toString(16);
-    return `${hex}${String(c.prefix).padStart(3, '0')}`;
-  });
+  const keys = new Array<string>(prefixes.length);
+  for (let i = 0; i < prefixes.length; i++) {
+    const c = prefixes[i]!;
+    keys[i] = hex32(c.network.bytes) + prefix3[c.prefix]!;
+  }
   keys.sort();
   for (let i = 1; i < keys.length; i++) {
     const before = keys[i - 1]!;
@@ -261,6 +261,9 @@ function ipv6Disjoint(prefixes: readonly Cidr[]): boolean {
   }
   return true;
 }
+
+/** A prefix length as three digits, so that the keys of one address sort by length. */
+const prefix3 = Array.from({ length: 129 }, (_, n) => String(n).padStart(3, '0'));
 
 /** Whether two addresses of 32 hex digits agree in their first `bits` bits. */
 function sameBits(a: string, b: string, bits: number): boolean {

@@ -1,4 +1,5 @@
 import { groupDetail, quote } from './graph.js';
+import { summaryRelayLines } from './graph-summary-relays.js';
 import type { Segment, Topology } from './topology.js';
 
 /**
@@ -86,6 +87,12 @@ export function summaryDOT(t: Topology): string {
     if (t.peers.length > 0)
       out.push(`  ${quote(a.id)} -> "peers" [label="${segments(a) * t.peers.length}", style=dashed, color="#b35900"];`);
   });
+  const bySubnet = t.granularity === 'subnet';
+  const placeOf = (s: Segment) => {
+    const key = bySubnet ? s.group : s.location;
+    return { id: `place/${key}`, label: labelOf(s, bySubnet) };
+  };
+  out.push(...summaryRelayLines(t, placeOf, quote));
   out.push('}');
   return `${out.join('\n')}\n`;
 }

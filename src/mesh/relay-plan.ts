@@ -45,7 +45,8 @@ export function withRelays(plan: Plan, t: Topology, options: MeshOptions): Plan 
   };
   if (forward.length > 0 && options.cni && options.iptablesForwardRules) {
     const podCIDRs = new Set(t.segments.flatMap((s) => s.nodes.flatMap((n) => n.podCIDRs.map((c) => c.networkText))));
-    const more = forward.filter((c) => podCIDRs.has(c) && !plan.firewall.forwardPodCIDRs.includes(c));
+    // An end of several pairs this node relays is listed once (one FORWARD accept per CIDR).
+    const more = [...new Set(forward)].filter((c) => podCIDRs.has(c) && !plan.firewall.forwardPodCIDRs.includes(c));
     out.firewall = { ...plan.firewall, forwardPodCIDRs: [...plan.firewall.forwardPodCIDRs, ...more] };
   }
   return out;

@@ -22,42 +22,71 @@ export interface RelayedPair {
  * relaying: operator-marked relays first, then location leaders, then any; within the best tier
  * the highest rendezvous hash of pair and candidate, so pairs spread over the candidates and one
  * node's leaving moves only its own pairs. With `only`, just the pairs that node takes part in,
- * as an end or as the relay: what its plan needs, at a cost linear in the mesh.
+ * as an end or as the relay: what its plan needs, at a cost linear in the mesh. The answer is kept
+ * with the topology (an agent's pass asks twice: the plan and the probe targets); do not change it.
  */
-export function relayedPairs(t: Topology, only?: string): RelayedPair[] {
+export function relayedPairs(t: Topology, only?: string): readonly RelayedPair[] {
   // Every plan asks: a mesh where no node reports or is a spoke pays one look at each segment.
   const segments = t.segments;
   let any = false;
   for (let i = 0; i < segments.length && !any; i++)
     any = !!segments[i]!.leader.unreachable || !!segments[i]!.leader.spoke;
   if (!any) return [];
-  const leaders = new Map<string, Segment>();
-  for (const s of t.segments) leaders.set(s.leader.name, s);
-  const cut = new Set<string>();
-  for (const s of t.segments) {
-    const n = s.leader;
+  let memo = answers.get(t);
+  if (!memo) answers.set(t, (memo = new Map<string, readonly RelayedPair[]>()));
+  const key = only ?? '';
+  let out = memo.get(key);
+  if (!out) memo.set(key, (out = computePairs(t, only)));
+  return out;
+}
+
+const answers = new WeakMap<Topology, Map<string, readonly RelayedPair[]>>();
+
+function computePairs(t: Topology, only: string | undefined): RelayedPair[] {
+  const cut = new Cut(t.segments);
+  for (let i = 0; i < t.segments.length; i++) {
+    const n = t.segments[i]!.leader;
     if (!n.unreachable) continue;
     for (const m of n.unreachable) {
-      const other = leaders.get(m);
+      const j = cut.index.get(m);
       // Kilo's agent (no relay role: no announcement) cannot take part: its pairs stay as they are.
-      if (other && other.group !== s.group && other.leader.relay !== undefined && n.relay !== undefined)
-        cut.add(pairKey(n.name, m));
+      if (
+        j !== undefined &&
+        cut.groups[j] !== cut.groups[i] &&
+        t.segments[j]!.leader.relay !== undefined &&
+        n.relay !== undefined
+      )
+        cut.add(i, j);
     }
   }
   const spokes = t.segments.filter((x) => x.leader.spoke === true && x.leader.relay !== undefined);
-  if (cut.size === 0 && spokes.length === 0) return [];
-  const candidates = rankedCandidates(t);
+  if (cut.pairs.length === 0 && spokes.length === 0) return [];
+  const candidates = rankedCandidates(t, cut.index);
   const pairs = new Map<string, RelayedPair>();
   if (spokes.length > 0) spokePairs(t, spokes, candidates, cut, pairs);
-  for (const key of cut) {
-    if (pairs.has(key)) continue;
-    const [a, b] = key.split('\n') as [string, string];
-    const via = choose(a, b, leaders.get(a)!.group, leaders.get(b)!.group, candidates, cut);
-    pairs.set(key, { a, b, via });
+  const self = only === undefined ? -1 : (cut.index.get(only) ?? -2);
+  // Of the others' pairs a node needs only those it relays: a node that cannot relay, none.
+  const asCandidate = candidates.find((c) => c.index === self);
+  const names = cut.names;
+  for (let k = 0; k < cut.pairs.length; k += 2) {
+    const i = cut.pairs[k]!;
+    const j = cut.pairs[k + 1]!;
+    const mine = only === undefined || i === self || j === self;
+    if (!mine && !asCandidate) continue;
+    // The pair's names in order: `a` < `b`.
+    const first = names[i]! < names[j]!;
+    const x = first ? i : j;
+    const y = first ? j : i;
+    if (!mine && !wins(asCandidate!, x, y, candidates, cut)) continue;
+    const id = `${names[x]}\n${names[y]}`;
+    if (pairs.has(id)) continue;
+    const via = mine ? choose(x, y, candidates, cut) : asCandidate!.node.name;
+    if (only === undefined || x === self || y === self || via === only)
+      pairs.set(id, { a: names[x]!, b: names[y]!, via });
   }
   const out: RelayedPair[] = [];
-  for (const key of [...pairs.keys()].sort()) {
-    const p = pairs.get(key)!;
+  for (const id of [...pairs.keys()].sort()) {
+    const p = pairs.get(id)!;
     if (only === undefined || only === p.a || only === p.b || only === p.via) out.push(p);
   }
   return out;
@@ -74,7 +103,7 @@ function spokePairs(
   t: Topology,
   spokes: readonly Segment[],
   candidates: readonly Candidate[],
-  cut: ReadonlySet<string>,
+  cut: Cut,
   pairs: Map<string, RelayedPair>,
 ): void {
   const hubs = new Map<string, Candidate | null>();
@@ -95,7 +124,7 @@ function spokePairs(
       const [a, b] = key.split('\n') as [string, string];
       const usable =
         hub !== null &&
-        !cut.has(pairKey(other, hub.node.name)) &&
+        !cut.hasNames(other, hub.node.name) &&
         (o.leader.spoke !== true || hubOf(o)?.node.name === hub.node.name);
       pairs.set(key, { a, b, via: usable ? hub.node.name : null, spoke: true });
     }
@@ -103,15 +132,10 @@ function spokePairs(
 }
 
 /** A spoke's hub: the best candidate of another group that it reaches directly. */
-function best(
-  name: string,
-  group: string,
-  candidates: readonly Candidate[],
-  cut: ReadonlySet<string>,
-): Candidate | null {
+function best(name: string, group: string, candidates: readonly Candidate[], cut: Cut): Candidate | null {
   let out: { c: Candidate; hash: number } | null = null;
   for (const c of candidates) {
-    if (c.group === group || cut.has(pairKey(name, c.node.name))) continue;
+    if (c.group === group || cut.hasNames(name, c.node.name)) continue;
     const hash = rendezvous(`${name}\n${c.node.name}`);
     if (
       !out ||
@@ -125,12 +149,14 @@ function best(
 
 interface Candidate {
   node: KiloNode;
+  /** Its segment's position in the topology. */
+  index: number;
   group: string;
   /** 0: marked by an operator; 1: its location's leader; 2: any other. */
   tier: number;
 }
 
-function rankedCandidates(t: Topology): Candidate[] {
+function rankedCandidates(t: Topology, index: ReadonlyMap<string, number>): Candidate[] {
   // A location's leader by Kilo's rule over its nodes (in `location` granularity the segment's leader).
   const byGroup = new Map<string, KiloNode[]>();
   for (const s of t.segments) {
@@ -145,33 +171,96 @@ function rankedCandidates(t: Topology): Candidate[] {
     const n = s.leader;
     if (n.relay === undefined || n.relay === 'never' || n.spoke === true) continue;
     const tier = n.relay === 'prefer' ? 0 : groupLeader.get(s.group) === n.name ? 1 : 2;
-    out.push({ node: n, group: s.group, tier });
+    out.push({ node: n, index: index.get(n.name)!, group: s.group, tier });
   }
-  return out;
+  // By tier (stable): a choice stops after the first tier with a candidate, and within a tier the
+  // hash and then the name decide, whatever the order.
+  return out.sort((x, y) => x.tier - y.tier);
 }
 
-function choose(
-  a: string,
-  b: string,
-  ga: string,
-  gb: string,
-  candidates: readonly Candidate[],
-  cut: ReadonlySet<string>,
-): string | null {
-  let best: { tier: number; hash: number; name: string } | null = null;
+/** The relay of the pair of segments `a` and `b` (`a`'s name first): null when none qualifies. */
+function choose(a: number, b: number, candidates: readonly Candidate[], cut: Cut): string | null {
+  const ga = cut.groups[a];
+  const gb = cut.groups[b];
+  let best: Candidate | null = null;
+  let bestHash = 0;
+  // FNV-1a runs left to right: the pair's part ("a\nb\n") once, then each candidate's name from there.
+  const prefix = pairHash(cut.names[a]!, cut.names[b]!);
   for (const c of candidates) {
-    const name = c.node.name;
-    // A WireGuard peer of both ends (another group than either), reached directly by both.
-    if (c.group === ga || c.group === gb || cut.has(pairKey(a, name)) || cut.has(pairKey(b, name))) continue;
-    const hash = rendezvous(`${a}\n${b}\n${name}`);
-    if (
-      !best ||
-      c.tier < best.tier ||
-      (c.tier === best.tier && (hash > best.hash || (hash === best.hash && name < best.name)))
-    )
-      best = { tier: c.tier, hash, name };
+    // Candidates come by tier: once one qualified, a later tier cannot win.
+    if (best && c.tier > best.tier) break;
+    // A WireGuard peer of both ends (another group than either), reached directly by both; the
+    // reachability asked only of a candidate that would win.
+    if (c.group === ga || c.group === gb) continue;
+    const hash = fnv(prefix, c.node.name) >>> 0;
+    if (best && (hash < bestHash || (hash === bestHash && c.node.name > best.node.name))) continue;
+    if (cut.has(a, c.index) || cut.has(b, c.index)) continue;
+    best = c;
+    bestHash = hash;
   }
-  return best?.name ?? null;
+  return best?.node.name ?? null;
+}
+
+/**
+ * Whether `choose` picks `me` for the pair (the same rules), cheaper than choosing: most pairs
+ * have a qualified candidate of a better tier, or one whose hash beats `me`'s, found in a few steps.
+ */
+function wins(me: Candidate, a: number, b: number, candidates: readonly Candidate[], cut: Cut): boolean {
+  const ga = cut.groups[a];
+  const gb = cut.groups[b];
+  if (me.group === ga || me.group === gb || cut.has(a, me.index) || cut.has(b, me.index)) return false;
+  const prefix = pairHash(cut.names[a]!, cut.names[b]!);
+  const mine = fnv(prefix, me.node.name) >>> 0;
+  for (const c of candidates) {
+    if (c.tier > me.tier) break;
+    if (c === me || c.group === ga || c.group === gb) continue;
+    if (c.tier === me.tier) {
+      const hash = fnv(prefix, c.node.name) >>> 0;
+      if (hash < mine || (hash === mine && c.node.name > me.node.name)) continue;
+    }
+    if (!cut.has(a, c.index) && !cut.has(b, c.index)) return false;
+  }
+  return true;
+}
+
+/**
+ * The unreachable pairs as positions of segments, each once, with each segment's partners for the
+ * many "is this pair cut" questions a choice asks: numbers, not a key string per question.
+ */
+class Cut {
+  /** A segment's leader's name → its position. */
+  readonly index = new Map<string, number>();
+  readonly names: string[] = [];
+  readonly groups: string[] = [];
+  /** The pairs, two positions each, in the order reported. */
+  readonly pairs: number[] = [];
+  /** Each pair as one number (the lower position × the segment count + the higher): no object per pair. */
+  private readonly keys = new Set<number>();
+
+  constructor(segments: readonly Segment[]) {
+    for (let i = 0; i < segments.length; i++) {
+      this.index.set(segments[i]!.leader.name, i);
+      this.names.push(segments[i]!.leader.name);
+      this.groups.push(segments[i]!.group);
+    }
+  }
+
+  add(i: number, j: number): void {
+    const key = i < j ? i * this.names.length + j : j * this.names.length + i;
+    if (this.keys.has(key)) return;
+    this.keys.add(key);
+    this.pairs.push(i, j);
+  }
+
+  has(i: number, j: number): boolean {
+    return this.keys.has(i < j ? i * this.names.length + j : j * this.names.length + i);
+  }
+
+  hasNames(x: string, y: string): boolean {
+    const i = this.index.get(x);
+    const j = this.index.get(y);
+    return i !== undefined && j !== undefined && this.has(i, j);
+  }
 }
 
 /** The pair's identity, its names in order. */
@@ -181,10 +270,20 @@ export function pairKey(x: string, y: string): string {
 
 /** FNV-1a, 32 bits: the same on every node and every platform. */
 function rendezvous(text: string): number {
-  let h = 0x811c9dc5;
+  return fnv(0x811c9dc5, text) >>> 0;
+}
+
+/** FNV-1a of "a\nb\n": where each candidate's rendezvous hash for the pair goes on from. */
+function pairHash(a: string, b: string): number {
+  return fnv(fnv(fnv(fnv(0x811c9dc5, a), '\n'), b), '\n');
+}
+
+/** FNV-1a from `start` over `text`, made unsigned (`>>> 0`) only at the end. */
+function fnv(start: number, text: string): number {
+  let h = start;
   for (let i = 0; i < text.length; i++) {
     h ^= text.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
-  return h >>> 0;
+  return h;
 }

@@ -43,6 +43,17 @@ export interface MeshFlags {
   relay?: boolean;
 }
 
+/**
+ * Why a dual-stack --subnet (IPv4's first) cannot give every segment an address in each family,
+ * or null: a segment's IPv6 address sits at its IPv4 address's slot (mesh/allocation.ts), so the
+ * IPv6 subnet must hold at least as many addresses. One rule for the flag and the announcement.
+ */
+export function subnetsProblem(subnets: ByFamily<Cidr>): string | null {
+  const [v4, v6] = subnets;
+  if (!v4 || !v6 || 128 - v6.prefix >= 32 - v4.prefix) return null;
+  return `${v6.networkText} holds fewer addresses than ${v4.networkText}: each segment's IPv6 address sits at its IPv4 address's place, so the IPv6 prefix must be /${96 + v4.prefix} or shorter`;
+}
+
 /** The annotation is small; anything bigger is not an agent's announcement. */
 const maxAnnouncementBytes = 4096;
 
@@ -126,6 +137,8 @@ export function parseMeshFlags(text: string, object: string): Partial<MeshFlags>
   const subnets = w.subnets && pair(...(w.subnets.map((s) => Cidr.parse(s).masked()) as [Cidr, Cidr]));
   if (w.subnets && !subnets)
     return new ValidationError(object, `${field}.subnets`, w.subnets, 'two subnets of one family: one per family');
+  const tooSmall = subnets && subnetsProblem(subnets);
+  if (tooSmall) return new ValidationError(object, `${field}.subnets`, w.subnets, tooSmall);
   const out: Partial<MeshFlags> = {
     subnet: subnets ? subnets : w.subnet === undefined ? undefined : Cidr.parse(w.subnet).masked(),
     port: w.port,

@@ -50,6 +50,11 @@ export interface KiloNode {
   /** The WireGuard IP the node published (Kilo's annotation, one address); the plan allocates its own. */
   readonly wireGuardIP: Cidr | null;
   /**
+   * A dual-stack node's published IPv6 WireGuard IP (kilo.squat.ai/wireguard-ip-ipv6) when Kilo's
+   * annotation holds the IPv4 one; absent otherwise. In `stable` mode a claim like Kilo's.
+   */
+  readonly wireGuardIPv6?: Cidr;
+  /**
    * force-wireguard-ip: the address the operator wants for the node's segment (an address, or an
    * address with a mask, which is ignored); whether it is inside --subnet is the allocation's call.
    */

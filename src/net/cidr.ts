@@ -352,14 +352,16 @@ export class Cidr {
       const ip = IP.fromV4(v);
       return this.contains(ip) ? ip : null;
     }
+    if (!Number.isSafeInteger(n) || n < 0) return null;
     const bytes = Uint8Array.from(this.network.bytes);
-    let carry = BigInt(n);
-    for (let i = bytes.length - 1; i >= 0 && carry > 0n; i--) {
-      const sum = BigInt(bytes[i]!) + (carry & 0xffn);
-      bytes[i] = Number(sum & 0xffn);
-      carry = (carry >> 8n) + (sum >> 8n);
+    // Plain numbers, a byte at a time (n < 2^53): a dual-stack topology asks once per segment.
+    let carry = n;
+    for (let i = bytes.length - 1; i >= 0 && carry > 0; i--) {
+      const sum = bytes[i]! + (carry % 256);
+      bytes[i] = sum & 0xff;
+      carry = Math.floor(carry / 256) + (sum >> 8);
     }
-    if (carry > 0n) return null;
+    if (carry > 0) return null;
     const ip = IP.fromBytes(bytes);
     return this.contains(ip) ? ip : null;
   }

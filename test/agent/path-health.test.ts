@@ -233,3 +233,20 @@ test('the metrics are bounded: counts by state, and a series for at most 8 faili
   });
   assert.doesNotMatch(await registry.metrics(), /^kilo_path_failing\{/m, 'a mended pair leaves no series');
 });
+
+test('a pair that keeps failing is one change, not one per round or pass: its reason’s counts are not its state', async () => {
+  const h = harness((a) => a !== '10.42.4.1');
+  const t = topologyFor(lab(), 'loc2-n1', { granularity: 'cross' });
+  h.health.planned(t, null);
+  for (let i = 0; i < 3; i++) await h.health.round();
+  assert.equal(h.health.summary().pairs.failing, 1, 'loc2-n2 fails after three probes');
+  const after = h.changes();
+  assert.ok(after >= 1);
+  // The agent's passes hand a new topology each time something else changes; the pair fails on.
+  for (let i = 0; i < 5; i++) {
+    await h.health.round();
+    h.health.planned(topologyFor(lab(), 'loc2-n1', { granularity: 'cross' }), null);
+  }
+  assert.match(h.health.summary().failing[0]!.reason, /8 probes in a row/);
+  assert.equal(h.changes(), after, 'no pass asked for while the failing set stays the same');
+});

@@ -72,4 +72,10 @@ test('mesh-flags: one family announces what it did; two add "subnets", which rea
   assert.deepEqual((back.subnet as Cidr[]).map(String), ['10.4.0.0/16', 'fd4b::/64']);
   const bad = parseMeshFlags('{"subnets":["10.4.0.0/16","10.5.0.0/16"]}', 'Node "a"');
   assert.ok(bad instanceof Error && /subnets.*one per family/.test(bad.message), JSON.stringify(bad));
+  // An IPv6 subnet smaller than the IPv4 one cannot hold every segment's slot: the flag's rule,
+  // naming the node, the field and the value (kgctl ignores that node's announcement, not the node).
+  const small = parseMeshFlags('{"subnets":["10.4.0.0/16","fd4b::/120"]}', 'Node "a"');
+  assert.ok(small instanceof Error, JSON.stringify(small));
+  for (const part of ['Node "a"', 'mesh-flags"].subnets', '"fd4b::/120"', '/112 or shorter'])
+    assert.ok(small.message.includes(part), `${part} in ${small.message}`);
 });

@@ -67,6 +67,18 @@ export const planBJoined = planFor(joined, 'eu-a', {
   iptablesForwardRules: true,
 });
 export const planAJoined = planFor(joined, 'eu-a', { granularity: 'location', encapsulate: 'never' });
+/**
+ * A node joining whose name sorts first: the WireGuard IPs go by segment order, so every other node's
+ * is renumbered, and each route through one is replaced in place (the same destination, another gateway).
+ */
+export const planBFirstJoined = planFor(
+  [
+    node('aa-a', { location: 'eu', internalIP: '10.1.0.9/24', endpoint: '10.1.0.9:51820', podCIDR: '10.2.11.0/24' }),
+    ...objects,
+  ],
+  'eu-a',
+  { granularity: 'full', encapsulate: 'never', iptablesForwardRules: true },
+);
 
 export const devices = { kilo: 'kilo0', private: 'eth0', tunnel: null };
 export const inputOf = (plan: Plan): ReconcileInput => ({ plan, privateKey, mtu: 1420, devices });
@@ -110,6 +122,8 @@ export const steps: readonly Step[] = [
   { name: 'B again', plan: planB },
   { name: 'a node joins B (a peer, its routes and rules added)', plan: planBJoined },
   { name: 'it leaves B (the same removed)', plan: planB },
+  { name: 'a node sorting first joins B (every WireGuard IP renumbered, routes replaced)', plan: planBFirstJoined },
+  { name: 'it leaves B (renumbered back)', plan: planB },
   { name: 'A', plan: planA },
   { name: "a node joins A (its leader's peer updated, a route added)", plan: planAJoined },
   { name: 'it leaves A', plan: planA },

@@ -69,3 +69,27 @@ export function published(specs: Specs, t: Topology): Map<string, NodeSpec> {
 export function forced(ip: string): NodeSpec {
   return { annotations: { [Annotation.forceWireGuardIP]: ip } };
 }
+
+/** A change to a cluster of the property tests: a node joins, is deleted, or stops checking in. */
+export type ClusterChange =
+  { kind: 'add'; name: string; location: string } | { kind: 'delete' | 'stale'; pick: number };
+
+/**
+ * Applies `c` to `specs` in place: a new node `new-<name>`, or the deletion or going stale of one
+ * of the live nodes picked by `c.pick`. False when it does not apply (the name is taken, or it would
+ * leave no live node).
+ */
+export function applyChange(specs: Map<string, NodeSpec>, c: ClusterChange): boolean {
+  if (c.kind === 'add') {
+    const name = `new-${c.name}`;
+    if (specs.has(name)) return false;
+    specs.set(name, ready(c.location));
+    return true;
+  }
+  const live = [...specs.keys()].filter((n) => specs.get(n)!.lastSeen === undefined);
+  if (live.length < 2) return false;
+  const victim = live[c.pick % live.length]!;
+  if (c.kind === 'delete') specs.delete(victim);
+  else specs.set(victim, { ...specs.get(victim)!, lastSeen: NOW - 600 });
+  return true;
+}

@@ -22,7 +22,8 @@ export interface HostHarness {
   setMTU(device: string, mtu: number): Promise<void>;
   /** A default route via `gw` out of `device` (main table), as the machine's network set-up makes it. */
   addDefaultRoute(family: Family, gw: string, device: string, metric: number): Promise<void>;
-  setForwarding(on: boolean): Promise<void>;
+  /** IPv4's forwarding switch, or IPv6's. */
+  setForwarding(on: boolean, family?: 4 | 6): Promise<void>;
   destroy(): void;
 }
 
@@ -74,6 +75,13 @@ export function hostContract(label: string, make: () => HostHarness, skip: strin
       assert.deepEqual(await h.host.defaultRoute(), { iface: 'kilo0', mtu: 1400 }, 'IPv4 first');
       await h.addDefaultRoute(4, '192.168.1.254', 'priv0', 100);
       assert.deepEqual(await h.host.defaultRoute(), { iface: 'priv0', mtu: 1380 }, 'the lowest metric');
+    });
+
+    withHost('IPv6 forwarding: its own sysctl, apart from IPv4’s', async (h) => {
+      assert.equal(await h.host.ipv6Forwarding(), false);
+      await h.setForwarding(true, 6);
+      assert.equal(await h.host.ipv6Forwarding(), true);
+      assert.equal(await h.host.ipv4Forwarding(), false, 'IPv4 stays off');
     });
 
     withHost('forwarding: the sysctl, and the kernel’s decision for a packet arriving on an interface', async (h) => {

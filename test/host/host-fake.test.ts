@@ -9,9 +9,10 @@ hostContract('in-memory model', () => {
   m.addLink('kilo0', { up: false });
   const host = new FakeHost(m);
   host.forwarding = false;
+  host.forwarding6 = false;
   return {
     host,
-    setForwarding: async (on) => void (host.forwarding = on),
+    setForwarding: async (on, family = 4) => void (family === 6 ? (host.forwarding6 = on) : (host.forwarding = on)),
     addAddress: (d, c) => settle(() => m.addAddress(d, c)),
     setMTU: (d, mtu) => settle(() => m.setMTU(d, mtu)),
     addDefaultRoute: (family, gw, dev, metric) =>

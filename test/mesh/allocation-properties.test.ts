@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { NOW, type NodeSpec } from '../helpers/cluster.js';
 import { addressMap, forced, objectsOf, published, ready, topologyOfSpecs, type Specs } from '../helpers/allocation.js';
+import { applyChange } from '../helpers/allocation.js';
 import type { Topology } from '../../src/mesh/topology.js';
 
 const names = fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'k', 'm', 'x', 'z');
@@ -86,16 +87,7 @@ test('stable: nodes and locations that come, go or stop checking in move no othe
         let before = agreedMap(specs, options)!;
         specs = published(specs, anyTopology(specs, options));
         for (const c of changes) {
-          const live = [...specs.keys()].filter((n) => specs.get(n)!.lastSeen === undefined);
-          if (c.kind === 'add') {
-            const name = `new-${c.name}`;
-            if (specs.has(name)) continue;
-            specs.set(name, ready(c.location));
-          } else if (live.length > 1) {
-            const victim = live[c.pick % live.length]!;
-            if (c.kind === 'delete') specs.delete(victim);
-            else specs.set(victim, { ...specs.get(victim)!, lastSeen: NOW - 600 });
-          } else continue;
+          if (!applyChange(specs, c)) continue;
           const after = agreedMap(specs, options)!;
           for (const [key, address] of after) {
             if (before.has(key)) assert.equal(address, before.get(key), `${key} moved after ${JSON.stringify(c)}`);

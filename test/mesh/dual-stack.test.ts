@@ -144,6 +144,47 @@ describe('the model: a dual-stack node', () => {
       /link-local/,
     );
     names({ endpoint: '[fe80::1]:51820' }, Annotation.endpoint, '[fe80::1]:51820', /link-local/);
+    // The operator's -ipv6 annotations and the discovered IPv6 endpoints: IPv6 only.
+    names(
+      { ...v4, annotations: { [Annotation.forceInternalIPv6]: '10.1.0.9/24' } },
+      Annotation.forceInternalIPv6,
+      '10.1.0.9/24',
+      /not an IPv6 address/,
+    );
+    names(
+      { ...v4, annotations: { [Annotation.forceEndpointIPv6]: '198.51.100.9:51820' } },
+      Annotation.forceEndpointIPv6,
+      '198.51.100.9:51820',
+      /not an IPv6 endpoint/,
+    );
+    names(
+      {
+        ...v4,
+        annotations: {
+          [Annotation.discoveredEndpointsIPv6]: JSON.stringify({ [wgKey('x')]: { IP: '192.0.2.1', Port: 4 } }),
+        },
+      },
+      Annotation.discoveredEndpointsIPv6,
+      '192.0.2.1',
+      /not an IPv6 endpoint/,
+    );
+    names(
+      { ...v4, annotations: { [Annotation.wireGuardIPv6]: '10.4.0.1/16' } },
+      Annotation.wireGuardIPv6,
+      '10.4.0.1/16',
+      /not an IPv6 address/,
+    );
+    // An IPv6 value in Kilo's annotation beside the -ipv6 one: a second of one family.
+    names(
+      {
+        internalIP: 'fd10::1/64',
+        endpoint: '198.51.100.1:1',
+        annotations: { [Annotation.internalIPv6]: 'fd10::2/64' },
+      },
+      Annotation.internalIPv6,
+      'fd10::2/64',
+      /second IPv6 internal IP/,
+    );
     const c = parseCluster([...cluster(), node('bad', { podCIDRs: ['fd42::/64', 'fd43::/64'] })]);
     assert.equal(c.nodes.length, 4);
     assert.equal(c.errors.length, 1);

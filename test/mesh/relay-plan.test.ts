@@ -56,6 +56,28 @@ describe('relayed pairs in the plan', () => {
     assert.deepEqual(r.firewall.forwardPodCIDRs, [...before.firewall.forwardPodCIDRs, '10.2.1.0/24', '10.2.3.0/24']);
   });
 
+  test('the relay of two pairs with one end in common forwards that end’s pods once', () => {
+    // eu-a cannot reach us-a nor us-b: ap-a, the one node of a third location, relays both pairs.
+    const objects = [
+      ...threeLocations({ 'eu-a': 'us-a,us-b' }),
+      node('us-b', {
+        location: 'us',
+        internalIP: '10.1.5.1/24',
+        endpoint: '198.51.100.5:51820',
+        podCIDR: '10.2.5.0/24',
+        annotations: kiloTs,
+      }),
+    ];
+    const r = planFor(objects, 'ap-a', cross);
+    assert.deepEqual(
+      r.relays?.map((p) => p.via),
+      ['ap-a', 'ap-a'],
+    );
+    const cidrs = r.firewall.forwardPodCIDRs;
+    assert.deepEqual(cidrs, [...new Set(cidrs)], cidrs.join(' '));
+    assert.ok(cidrs.includes('10.2.1.0/24') && cidrs.includes('10.2.5.0/24'));
+  });
+
   test('no relay qualifies: the pair stays direct and the plan says so', () => {
     const objects = threeLocations({ 'eu-a': 'us-a,ap-a' });
     const a = planFor(objects, 'eu-a', cross);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { relayedPairs } from '../../src/mesh/relays.js';
@@ -206,4 +207,48 @@ describe('hub and spoke', () => {
     const pair = relayedPairs(topologyFor(two, 'eu-0', cross)).find((p) => p.a === 'eu-0' && p.b === 'us-0');
     assert.deepEqual(pair, { a: 'eu-0', b: 'us-0', via: 'ap-0', spoke: true }, 'one hub for both: through it');
   });
+});
+
+describe('relay choice at scale', () => {
+  // 40 nodes in five locations, each listing up to three unreachable nodes (a fixed sequence), two
+  // marked relays and one refusing: 94 pairs. The digests are of the choice as first written (one
+  // rendezvous hash per candidate and pair, commit 402004a): the faster search must choose the same.
+  const names = Array.from({ length: 40 }, (_, i) => `${'abcde'[i % 5]}-${Math.floor(i / 5)}`);
+  let seed = 7;
+  const next = (n: number) => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % n;
+  const objects = names.map((name, i) => {
+    const listed = new Set<string>();
+    for (let k = 0; k < 3; k++) {
+      const j = next(40);
+      if (j % 5 !== i % 5) listed.add(names[j]!);
+    }
+    const annotations: Record<string, string> = { ...kiloTs };
+    if (listed.size > 0) annotations[Annotation.unreachable] = [...listed].sort().join(',');
+    if (i === 7 || i === 13) annotations[Annotation.relay] = 'true';
+    if (i === 21) annotations[Annotation.relay] = 'false';
+    return node(name, {
+      location: name[0],
+      internalIP: `10.1.${i + 1}.1/24`,
+      endpoint: `198.51.100.${i + 1}:51820`,
+      podCIDR: `10.2.${i + 1}.0/24`,
+      annotations,
+    });
+  });
+  const digest = (x: unknown) => createHash('sha256').update(JSON.stringify(x)).digest('hex').slice(0, 16);
+
+  for (const [granularity, expected] of [
+    ['cross', 'c9d9951d496fc2c0'],
+    ['full', '566a5a9f75265839'],
+  ] as const)
+    test(`${granularity}: the same relays as the first implementation, from every viewer`, () => {
+      const all = relayedPairs(topologyFor(objects, 'a-0', { granularity }));
+      assert.equal(all.length, 94);
+      assert.equal(digest(all), expected);
+      for (const viewer of names)
+        assert.deepEqual(
+          relayedPairs(topologyFor(objects, viewer, { granularity }), viewer),
+          all.filter((p) => p.a === viewer || p.b === viewer || p.via === viewer),
+          viewer,
+        );
+    });
 });

@@ -15,6 +15,8 @@ export class FakeHost implements Host {
   readonly loaded = new Set<string>();
   /** net.ipv4.ip_forward; null: it cannot be read. */
   forwarding: boolean | null = true;
+  /** net.ipv6.conf.all.forwarding; null: it cannot be read. */
+  forwarding6: boolean | null = true;
   /** Whether an address answers a ping; by default the host’s own addresses do. */
   answers: (address: string) => boolean = (address) => this.isOwn(address);
 
@@ -72,6 +74,10 @@ export class FakeHost implements Host {
 
   ipv4Forwarding(): Promise<boolean | null> {
     return settle(() => this.forwarding);
+  }
+
+  ipv6Forwarding(): Promise<boolean | null> {
+    return settle(() => this.forwarding6);
   }
 
   /** Forwarding on, `iif` present, and `to` inside an up interface's prefix or a main-table route. */

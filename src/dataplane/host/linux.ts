@@ -83,8 +83,16 @@ export class LinuxHost implements Host {
     await this.exec.run(['modprobe', name]);
   }
 
-  async ipv4Forwarding(): Promise<boolean | null> {
-    return this.exec.run(['cat', '/proc/sys/net/ipv4/ip_forward'], { timeoutMs: 3_000 }).then(
+  ipv4Forwarding(): Promise<boolean | null> {
+    return this.sysctlOn('/proc/sys/net/ipv4/ip_forward');
+  }
+
+  ipv6Forwarding(): Promise<boolean | null> {
+    return this.sysctlOn('/proc/sys/net/ipv6/conf/all/forwarding');
+  }
+
+  private async sysctlOn(path: string): Promise<boolean | null> {
+    return this.exec.run(['cat', path], { timeoutMs: 3_000 }).then(
       (r) => r.stdout.trim() === '1',
       () => null,
     );

@@ -8,6 +8,7 @@ import { diffFromNothing, diffState, type RouteOp } from './diff.js';
 import { PartialApplyError, type ApplyFailure } from './errors.js';
 import { mainTableId } from './constants.js';
 import { addGuard, guardAsKernel } from './guard.js';
+import { patchedState } from './incremental.js';
 import {
   defaultMetric,
   defaultOwnership,
@@ -205,13 +206,16 @@ export class KiloRoutingTables implements RoutingTables {
       }
     }
     await turn();
-    const desired = this.desiredState(routes, rules, guard, devices, proven);
+    // The last write is the last desired state: only what the plans do not share is built and diffed.
+    const patched = remembered && !given ? this.patched(remembered, routes, rules, guard, devices) : null;
+    const desired = patched?.state ?? this.desiredState(routes, rules, guard, devices, proven);
     await turn();
     // A remembered state serves routes only: which rule a delete hits depends on the kernel's order of
     // rules, so a change of rules is always diffed against a read.
     actual ??= remembered && sameRules(remembered.rules, desired.rules) ? remembered : await read(desired.byKey);
-    const ops =
-      clean?.desired === desired && clean.actual === actual
+    const ops = patched
+      ? patched.ops
+      : clean?.desired === desired && clean.actual === actual
         ? []
         : given?.empty
           ? diffFromNothing(desired)
@@ -224,6 +228,28 @@ export class KiloRoutingTables implements RoutingTables {
     if (desired.problems.length === 0)
       options.wrote?.({ routes: desired.routes, rules: desired.rules, byKey: desired.byKey });
     return done;
+  }
+
+  /**
+   * The desired state patched from the last one and its diff against `remembered`, when that is the
+   * last desired state as written, with the same rules and devices; null: build and diff it whole.
+   */
+  private patched(
+    remembered: RoutingWritten,
+    routes: readonly PlanRoute[],
+    rules: readonly PlanRule[],
+    guard: readonly PlanGuardRoute[],
+    devices: DeviceNames,
+  ): { state: DesiredState; ops: RouteOp[] } | null {
+    const last = this.desired;
+    const names = `${devices.kilo} ${devices.private} ${devices.tunnel}`;
+    if (!last || last.devices !== names || remembered.byKey !== last.state.byKey) return null;
+    if (remembered.routes !== last.state.routes || this.builtFor(routes, rules, guard, devices)) return null;
+    const wanted = desiredState([], rules, devices, this.owner, this.addresses);
+    if (wanted.problems.length > 0 || !sameRules(wanted.rules, remembered.rules)) return null;
+    const patched = patchedState(last, routes, guard, wanted.rules, devices, this.owner.protocol, this.addresses);
+    if (patched) this.desired = { routes, rules, guard, devices: names, state: patched.state };
+    return patched;
   }
 
   /** Whether the desired state of these inputs is built already. */
