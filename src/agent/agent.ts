@@ -36,6 +36,7 @@ import type { PathHealth } from './path-health.js';
 import { KeyRotation, type KeyRotationOptions } from './key-rotation.js';
 import { RelayWatch } from './relay-watch.js';
 import { formatUnreachable } from '../model/relay-annotations.js';
+import { publishedUnreachable } from './relay-detect.js';
 
 export interface AgentOptions {
   hostname: string;
@@ -700,7 +701,7 @@ export class Agent {
       ...(this.deps.paths
         ? {
             pathHealth: this.deps.paths.publishable(current[Annotation.pathHealth]),
-            unreachable: formatUnreachable(this.deps.paths.unreachablePeers()),
+            unreachable: formatUnreachable(this.deps.paths.unreachablePeers(publishedUnreachable(current))),
           }
         : {}),
     });

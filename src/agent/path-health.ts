@@ -13,7 +13,7 @@ import {
   type PathHealthSummary,
 } from './health-summary.js';
 import { pairKey, pathTargets, type PathTarget } from './health-targets.js';
-import { directAddresses, handshakeProvesPath } from './relay-detect.js';
+import { directAddresses, directPathSeconds, handshakeProvesPath } from './relay-detect.js';
 
 /** What the figures are told (health-metrics.ts over prom-client; nothing in tests). */
 export interface PathObserver {
@@ -68,6 +68,8 @@ export class PathHealth {
   private latest = new Map<string, number>();
   private cursor = 0;
   private timer: NodeJS.Timeout | null = null;
+  /** A failing pair's handshake stops vetoing then (unreachablePeers). */
+  private recheck: NodeJS.Timeout | null = null;
   private running = false;
   private summaryCache: PathHealthSummary | null = null;
   /** The failing pairs as last judged (pathStateKey); at start, none fail. */
@@ -82,6 +84,8 @@ export class PathHealth {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    if (this.recheck) clearTimeout(this.recheck);
+    this.recheck = null;
   }
 
   /**
@@ -167,16 +171,47 @@ export class PathHealth {
   /**
    * The WireGuard peers this node cannot reach directly, for kilo.squat.ai/unreachable: a failing
    * WireGuard pair (its probes unanswered) whose latest handshake does not prove the path either
-   * (relay-detect.ts).
+   * (relay-detect.ts). `published`: what the Node says now, kept for pairs not probed yet.
    */
-  unreachablePeers(): string[] {
+  unreachablePeers(published: readonly string[] = []): string[] {
     const now = Math.floor((this.o.clock ?? Date.now)() / 1000);
     const out: string[] = [];
+    let due = Infinity;
+    // The first pass publishes before it plans: nothing is judged yet.
+    if (this.topology === null) return [...published];
+    const listed = new Set(published);
     for (const p of this.targets) {
-      if (p.path !== 'wireguard' || this.pairs.get(pairKey(p))?.ok !== false) continue;
-      if (!handshakeProvesPath(p.key ? (this.latest.get(p.key) ?? 0) : 0, now)) out.push(p.node);
+      if (p.path !== 'wireguard') continue;
+      const ok = this.pairs.get(pairKey(p))?.ok;
+      // Not judged yet (a restarted agent): as published, so a relayed pair does not go direct
+      // for the few seconds until its probes fail again (both ends restarting at once).
+      if (ok === null && listed.has(p.node)) {
+        out.push(p.node);
+        // Probed first, so that the pair is judged within rounds, not a round-robin sweep.
+        if (p.address !== '') this.suspects.set(pairKey(p), p);
+      }
+      if (ok !== false) continue;
+      const at = p.key ? (this.latest.get(p.key) ?? 0) : 0;
+      if (!handshakeProvesPath(at, now)) out.push(p.node);
+      else due = Math.min(due, at + directPathSeconds + 1);
     }
+    // A failing pair whose handshake still vetoes becomes unreachable as the handshake ages, with
+    // no probe changing state: without a nudge it would wait for the next check-in (30 s).
+    if (due !== Infinity) this.recheckAt(due - now);
     return out;
+  }
+
+  /** Calls onChange (the agent publishes, asking unreachablePeers again) in `seconds`; one pending at most. */
+  private recheckAt(seconds: number): void {
+    if (this.recheck || !this.o.onChange) return;
+    this.recheck = setTimeout(
+      () => {
+        this.recheck = null;
+        this.o.onChange?.();
+      },
+      Math.max(seconds, 0) * 1000,
+    );
+    this.recheck.unref();
   }
 
   /** Why /health says degraded, or null. */

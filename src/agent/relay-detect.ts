@@ -1,4 +1,6 @@
 import { relayedPairs } from '../mesh/relays.js';
+import { Annotation } from '../model/annotations.js';
+import { parseUnreachable } from '../model/relay-annotations.js';
 import type { Topology } from '../mesh/topology.js';
 
 /**
@@ -35,4 +37,11 @@ export function directAddresses(t: Topology): Map<string, string> {
     if (ip) out.set(other, ip.text);
   }
   return out;
+}
+
+/** The peers a Node's annotations list as unreachable now (none when the value is bad: it is republished). */
+export function publishedUnreachable(annotations: Readonly<Record<string, string>>): string[] {
+  const v = annotations[Annotation.unreachable];
+  const names = v ? parseUnreachable(v, 'the local Node') : [];
+  return Array.isArray(names) ? names : [];
 }

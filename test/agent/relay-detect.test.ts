@@ -78,6 +78,52 @@ test('a peer is unreachable after three unanswered probes and no recent handshak
   assert.deepEqual(v.health.unreachablePeers(), []);
 });
 
+test('a failing pair whose handshake still vetoes is asked about again once the handshake is too old, not at the next check-in', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  let now = NOW;
+  let changes = 0;
+  const prober = new Prober((a) => Promise.resolve(a !== '10.42.2.1'), { freshMs: 0, clock: () => now * 1000 });
+  const health = new PathHealth({
+    prober,
+    mesh: { encapsulate: 'never', local: true },
+    log: { warn: () => {}, info: () => {} },
+    clock: () => now * 1000,
+    onChange: () => changes++,
+  });
+  t.after(() => health.stop());
+  // b's last handshake 5 s ago: it vetoes for another 10 s.
+  health.planned(topologyFor(lab(), 'a', cross), device({ b: NOW - 5, r: NOW - 5 }));
+  for (let i = 0; i < 3; i++) await health.round();
+  const before = changes;
+  assert.deepEqual(health.unreachablePeers(), []);
+  now = NOW + 10;
+  t.mock.timers.tick(10_000);
+  assert.equal(changes, before, 'not yet: the handshake is 15 s old');
+  now = NOW + 11;
+  t.mock.timers.tick(1000);
+  assert.equal(changes, before + 1, 'asked again once the handshake no longer proves the path');
+  assert.deepEqual(health.unreachablePeers(), ['b']);
+  t.mock.timers.tick(60_000);
+  assert.equal(changes, before + 1, 'nothing more to wait for');
+});
+
+test('a restarted agent keeps what its Node published until its probes judge the pair', async () => {
+  let blocked = true;
+  const h = harness((addr) => !(blocked && addr === '10.4.0.2'));
+  assert.deepEqual(h.health.unreachablePeers(['b']), ['b'], 'the first pass publishes before it plans');
+  h.health.planned(topologyFor(lab({ a: 'b' }), 'a', cross), device({ b: 0, r: NOW - 5 }));
+  assert.deepEqual(h.health.unreachablePeers(['b', 'r']).sort(), ['b', 'r'], 'not probed yet: as published');
+  assert.deepEqual(h.health.unreachablePeers([]), [], 'nothing published, nothing kept');
+  await h.health.round();
+  assert.equal(h.pinged[0], '10.4.0.2', 'the kept pair is probed first');
+  assert.deepEqual(h.health.unreachablePeers(['b', 'r']), ['b'], 'r answered; b has one failure, still as published');
+  for (let i = 0; i < 2; i++) await h.health.round();
+  assert.deepEqual(h.health.unreachablePeers([]), ['b'], 'judged by its own probes now');
+  blocked = false;
+  await h.health.round();
+  assert.deepEqual(h.health.unreachablePeers(['b']), []);
+});
+
 test('a relayed pair is probed at its WireGuard IP (the direct entry), and comes back when that answers', async () => {
   let blocked = true;
   // WireGuard IPs by key order: a .1, b .2, r .3.

@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { setLocationsBlocked } from '../../packages/lab/src/block.js';
+import { indirectPairs } from '../../packages/lab/src/relay-paths.js';
 import { inNodeNs, run } from '../../packages/lab/src/sh.js';
 import { Annotation } from '../../src/model/annotations.js';
 import { eventually, nodeKey, skipLab, upLab, wgPeers } from './lab-helpers.js';
@@ -49,6 +50,7 @@ for (const granularity of ['cross', 'full'] as const)
       };
       const [keyA, keyB, keyR] = [await nodeKey(lab, a), await nodeKey(lab, b), await nodeKey(lab, r)];
       assert.deepEqual(await unreachable(), { [a]: '', [b]: '', [r]: '' }, 'a healthy lab relays nothing');
+      assert.deepEqual([...(await indirectPairs(lab))], [], 'every pair carries its pods on its direct entry');
 
       setLocationsBlocked(lab.options, 1, 2, true);
       t.after(() => setLocationsBlocked(lab.options, 1, 2, false));

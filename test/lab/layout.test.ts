@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { clusterPlan, initialNodes, labNode } from '../../packages/lab/src/layout.js';
+import { clusterPlan, initialNodes, labNode, natOf } from '../../packages/lab/src/layout.js';
 import { Cidr, IP } from '../../src/net/cidr.js';
 
 test("the lab's addresses are classified as intended by host discovery: LANs private, public addresses public", () => {
@@ -20,6 +20,24 @@ test("the lab's addresses are classified as intended by host discovery: LANs pri
     nodes.filter((n) => !n.publicIP).map((n) => n.name),
     ['loc3-n1', 'loc3-n2'],
     'only the NAT location has no public address',
+  );
+  const symmetric = initialNodes({
+    locations: 4,
+    nodesPerLocation: 1,
+    granularity: 'cross',
+    natLocation: 3,
+    symmetricNatLocations: [1, 2],
+    peer: false,
+    prefix: 'kl-',
+  });
+  assert.deepEqual(
+    symmetric.filter((n) => !n.publicIP).map((n) => n.name),
+    ['loc1-n1', 'loc2-n1', 'loc3-n1'],
+    'symmetric-NAT locations have no public address either',
+  );
+  assert.deepEqual(
+    [1, 2, 3, 4].map((l) => natOf({ natLocation: 3, symmetricNatLocations: [1, 2] }, l)),
+    ['symmetric', 'symmetric', 'nat', null],
   );
 });
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { KubeObject } from '../../src/model/parse.js';
-import { clusterLocations, describeLocation, natLocations } from '../../packages/lab/src/locations.js';
+import { clusterLocations, describeLocation, describeNat, natLocations } from '../../packages/lab/src/locations.js';
 
 const node = (name: string, labels: Record<string, string>, annotations: Record<string, string> = {}): KubeObject => ({
   apiVersion: 'v1',
@@ -35,8 +35,32 @@ test('locations as the cluster has them: the annotation over the topology label,
     ],
     locations,
   );
-  assert.deepEqual([...nat], ['loc2']);
+  assert.deepEqual([...nat], [['loc2', 'nat']]);
   assert.equal(describeLocation('loc2', nat), 'loc2, behind NAT');
   assert.equal(describeLocation('loc1', nat), 'loc1');
   assert.equal(describeLocation('', nat), '(no location)');
+});
+
+test('which NAT: a node built in a symmetric-NAT location makes its location read as behind a symmetric NAT', () => {
+  const locations = new Map([
+    ['loc1-n1', 'loc1'],
+    ['loc2-n1', 'loc2'],
+    ['loc3-n1', 'loc3'],
+    ['loc4-n1', 'loc4'],
+  ]);
+  const nat = natLocations(
+    [
+      { name: 'loc1-n1', publicIP: null, location: 1 },
+      { name: 'loc2-n1', publicIP: null, location: 2 },
+      { name: 'loc3-n1', publicIP: null, location: 3 },
+      { name: 'loc4-n1', publicIP: '198.18.4.11', location: 4 },
+    ],
+    locations,
+    new Set([1, 3]),
+  );
+  assert.equal(describeLocation('loc1', nat), 'loc1, behind a symmetric NAT');
+  assert.equal(describeLocation('loc2', nat), 'loc2, behind NAT');
+  assert.equal(describeLocation('loc4', nat), 'loc4');
+  assert.equal(describeNat(nat), 'behind NAT: loc2; behind a symmetric NAT: loc1, loc3');
+  assert.equal(describeNat(new Map()), '');
 });

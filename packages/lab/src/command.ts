@@ -5,7 +5,7 @@ import { UsageError } from '../../../src/model/errors.js';
 import { labApiProxyCommand } from './apiproxy-command.js';
 import { blockCommand } from './block-command.js';
 import { labApiServerCommand } from './apiserver-command.js';
-import { clusterLocations, describeLocation, natLocations } from './locations.js';
+import { clusterLocations, describeLocation, describeNat, natLocations } from './locations.js';
 import { Lab, clusterKubeconfig } from './lab.js';
 import { internetPrefix, maxClusters, peerNs, routerNs } from './layout.js';
 import { peerRunDir } from './peer.js';
@@ -76,6 +76,7 @@ interface UpFlags {
   nodes: number;
   granularity: Granularity;
   natLocation?: number;
+  symmetricNatLocation: number[];
   peer: boolean;
   stateDir: string;
   prefix: string;
@@ -96,6 +97,14 @@ function upCommand(): Command {
         intOption('nat-location', 1, 20),
       ),
     )
+    .addOption(
+      new Option(
+        '--symmetric-nat-location <n>',
+        'put this location (1-based) behind a symmetric NAT (a new port per destination: hole punching fails); repeatable',
+      )
+        .argParser((v: string, prev: number[]) => [...prev, intOption('symmetric-nat-location', 1, 20)(v)])
+        .default([]),
+    )
     .option('--peer', 'add a Peer (a namespace configured from kgctl showconf peer)', false)
     .addOption(
       new Option('--clusters <n>', 'independent clusters on one internet, each with its own API server and ranges')
@@ -111,6 +120,12 @@ function upCommand(): Command {
       if (process.getuid?.() !== 0) throw new UsageError('kg lab needs root (it creates network namespaces)');
       if (f.natLocation !== undefined && f.natLocation > f.locations)
         throw new UsageError(`--nat-location ${f.natLocation}: there are only ${f.locations} locations`);
+      for (const l of f.symmetricNatLocation) {
+        if (l > f.locations)
+          throw new UsageError(`--symmetric-nat-location ${l}: there are only ${f.locations} locations`);
+        if (l === f.natLocation)
+          throw new UsageError(`--symmetric-nat-location ${l}: location ${l} is already behind --nat-location`);
+      }
       if (!/^[a-z0-9-]{1,12}$/.test(f.prefix))
         throw new UsageError(`--prefix: want up to 12 of a-z, 0-9 and -, got ${JSON.stringify(f.prefix)}`);
       const labs = await Lab.upClusters(
@@ -120,6 +135,7 @@ function upCommand(): Command {
           nodesPerLocation: f.nodes,
           granularity: f.granularity,
           natLocation: f.natLocation ?? null,
+          symmetricNatLocations: [...new Set(f.symmetricNatLocation)].sort((a, b) => a - b),
           peer: f.peer,
           prefix: f.prefix,
         },
@@ -184,9 +200,9 @@ async function status(stateDir: string, lab: Lab, multi: boolean): Promise<void>
   // Locations as the cluster has them now (a node may have been moved), not as the lab was built;
   // none when its API server does not answer.
   const locations = clusterLocations(await lab.api.list('nodes').catch(() => []));
-  const nat = natLocations(lab.nodes, locations);
+  const nat = natLocations(lab.nodes, locations, new Set(o.symmetricNatLocations));
   say(
-    `lab in ${stateDir}${which}: ${o.locations} locations × ${o.nodesPerLocation} nodes, ${o.granularity}${nat.size > 0 ? `, behind NAT: ${[...nat].sort().join(', ')}` : ''}${o.peer ? ', a Peer' : ''}`,
+    `lab in ${stateDir}${which}: ${o.locations} locations × ${o.nodesPerLocation} nodes, ${o.granularity}${nat.size > 0 ? `, ${describeNat(nat)}` : ''}${o.peer ? ', a Peer' : ''}`,
   );
   const kubeconfig = multi ? clusterKubeconfig(stateDir, p.cluster) : lab.kubeconfig;
   say(`kubeconfig for kubectl and kgctl on this machine: ${kubeconfig}`);

@@ -16,6 +16,7 @@ import {
   locationLabel,
   locationName,
   natKeepaliveSeconds,
+  natOf,
   peerName,
   type LabNode,
   type LabOptions,
@@ -210,7 +211,7 @@ export class Lab {
     if (plan.cluster === 1) buildInternet(this.state, o.prefix);
     buildApiNetwork(this.state, o.prefix, inet, plan.cluster);
     for (let l = 1; l <= o.locations; l++)
-      buildLocation(this.state, o.prefix, l, o.natLocation === l, plan.siteOffset + l, inet);
+      buildLocation(this.state, o.prefix, l, natOf(o, l), plan.siteOffset + l, inet);
     for (const n of initialNodes(o)) {
       buildNode(this.state, o.prefix, n, inet);
       this.state.state.nodes.push(n);
@@ -456,7 +457,7 @@ export class Lab {
       location,
       index,
       this.state.state.nextK,
-      this.options.natLocation === location,
+      natOf(this.options, location) !== null,
       this.options.cluster,
     );
     buildNode(this.state, this.options.prefix, n, internetPrefix(this.options));

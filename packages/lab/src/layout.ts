@@ -8,7 +8,8 @@ import type { Granularity } from '../../../src/model/types.js';
  *                        198.18.200.254/24 to the Peer; no route to any private or pod range
  *   location L           LAN 192.168.L.0/24 (a bridge in its own namespace)
  *   node i of location L lan0 192.168.L.(10+i)/24, pub0 198.18.L.(10+i)/24 (none behind NAT)
- *   NAT gateway          192.168.L.1 on the LAN, 198.18.L.1 public, masquerading
+ *   NAT gateway          192.168.L.1 on the LAN, 198.18.L.1 public, masquerading (symmetric:
+ *                        a random source port per destination, only replies let in)
  *   pod of node K        10.42.K.2/24 (eth0 in the pod ns), 10.42.K.1 on the node's kube-bridge
  *   Peer                 198.18.200.10/24 public, 10.5.0.1/32 its allowed IP
  *   API server           198.18.0.1:6443 (its own namespace), and a Unix socket for the lab
@@ -19,6 +20,11 @@ export interface LabOptions {
   granularity: Granularity;
   /** 1-based location behind NAT, or null. */
   natLocation: number | null;
+  /**
+   * 1-based locations behind a symmetric NAT (a new source port for each destination), so that
+   * WireGuard hole punching between two of them fails (`kg lab up --symmetric-nat-location`).
+   */
+  symmetricNatLocations?: number[];
   peer: boolean;
   /** Prefix of every namespace name: keeps labs (and other work) apart. */
   prefix: string;
@@ -156,9 +162,17 @@ export function initialNodes(o: LabOptions): LabNode[] {
   const out: LabNode[] = [];
   for (let l = 1; l <= o.locations; l++) {
     for (let i = 1; i <= o.nodesPerLocation; i++)
-      out.push(labNode(o.prefix, l, i, out.length + 1, o.natLocation === l, o.cluster));
+      out.push(labNode(o.prefix, l, i, out.length + 1, natOf(o, l) !== null, o.cluster));
   }
   return out;
+}
+
+/** How location L reaches the internet: through a NAT gateway ('nat'), a symmetric one, or directly (null). */
+export type NatKind = 'nat' | 'symmetric';
+
+export function natOf(o: Pick<LabOptions, 'natLocation' | 'symmetricNatLocations'>, l: number): NatKind | null {
+  if (o.symmetricNatLocations?.includes(l)) return 'symmetric';
+  return o.natLocation === l ? 'nat' : null;
 }
 
 /** The prefix of the namespace of the internet router a cluster uses (cluster 1's own). */

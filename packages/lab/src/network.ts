@@ -1,4 +1,14 @@
-import { apiNs, clusterPlan, gatewayNs, lanNs, peerNs, peerPublicIP, routerNs, type LabNode } from './layout.js';
+import {
+  apiNs,
+  clusterPlan,
+  gatewayNs,
+  lanNs,
+  peerNs,
+  peerPublicIP,
+  routerNs,
+  type LabNode,
+  type NatKind,
+} from './layout.js';
 import { ipBatch, run, sysctl } from './sh.js';
 import type { StateDir } from './state.js';
 
@@ -58,7 +68,7 @@ export function buildLocation(
   state: StateDir,
   prefix: string,
   l: number,
-  nat: boolean,
+  nat: NatKind | null,
   site = l,
   internetPrefix = prefix,
 ): void {
@@ -84,7 +94,17 @@ export function buildLocation(
     `addr add 198.18.${site}.1/24 dev pub0`,
     `route add default via 198.18.${site}.254`,
   ]);
-  run(['ip', 'netns', 'exec', gw, 'iptables', '-t', 'nat', '-A', 'POSTROUTING', '-o', 'pub0', '-j', 'MASQUERADE']);
+  const inGw = (rule: string[]) => run(['ip', 'netns', 'exec', gw, 'iptables', ...rule]);
+  if (nat === 'nat') {
+    inGw(['-t', 'nat', '-A', 'POSTROUTING', '-o', 'pub0', '-j', 'MASQUERADE']);
+    return;
+  }
+  // Symmetric: each new flow (a new destination) gets a random source port, so the port a third
+  // node learned for this location's node is useless to anyone else, and only replies to a flow
+  // come in: two such locations cannot punch a hole to each other (docs/lab.md).
+  inGw(['-t', 'nat', '-A', 'POSTROUTING', '-o', 'pub0', '-j', 'MASQUERADE', '--random-fully']);
+  inGw(['-A', 'FORWARD', '-i', 'pub0', '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'ACCEPT']);
+  inGw(['-A', 'FORWARD', '-i', 'pub0', '-j', 'DROP']);
 }
 
 /**

@@ -54,7 +54,7 @@ export async function report(
 
   // Locations as the cluster has them now (a node may have been moved), not as the lab was built.
   const locations = clusterLocations(await lab.api.list('nodes'));
-  const nat = natLocations(lab.nodes, locations);
+  const nat = natLocations(lab.nodes, locations, new Set(lab.options.symmetricNatLocations));
   const at = (n: { name: string }) => locations.get(n.name) ?? '';
   const viewer = lab.nodes.find((n) => n.publicIP) ?? lab.nodes[0]!;
   const destinations = [
