@@ -9,6 +9,8 @@ import { clusterLocations, describeLocation, natLocations } from './locations.js
 import { Lab, clusterKubeconfig } from './lab.js';
 import { internetPrefix, maxClusters, peerNs, routerNs } from './layout.js';
 import { peerRunDir } from './peer.js';
+import { ipFamilies, type IpFamily } from './families.js';
+import { checkFamilyFlags } from './family-flags.js';
 import { inNodeNs, inNs } from './sh.js';
 import { isAlive } from './state.js';
 import { teardown } from './teardown.js';
@@ -82,6 +84,8 @@ interface UpFlags {
   graph?: string;
   wait: boolean;
   clusters: number;
+  ipFamily: IpFamily;
+  ipv6OnlyLocation?: number;
 }
 
 /** `kg lab up`: builds the lab, starts its API server and agents, waits for the mesh and shows it. */
@@ -98,6 +102,17 @@ function upCommand(): Command {
     )
     .option('--peer', 'add a Peer (a namespace configured from kgctl showconf peer)', false)
     .addOption(
+      new Option('--ip-family <family>', 'the addresses of pods, LANs and uplinks (dual: both; docs/dual-stack.md)')
+        .choices(ipFamilies)
+        .default('ipv4'),
+    )
+    .addOption(
+      new Option(
+        '--ipv6-only-location <n>',
+        "with --ip-family dual: only IPv6 on this location's LAN and uplink (its pods keep both families)",
+      ).argParser(intOption('ipv6-only-location', 1, 20)),
+    )
+    .addOption(
       new Option('--clusters <n>', 'independent clusters on one internet, each with its own API server and ranges')
         .argParser(intOption('clusters', 1, maxClusters))
         .default(1),
@@ -111,6 +126,7 @@ function upCommand(): Command {
       if (process.getuid?.() !== 0) throw new UsageError('kg lab needs root (it creates network namespaces)');
       if (f.natLocation !== undefined && f.natLocation > f.locations)
         throw new UsageError(`--nat-location ${f.natLocation}: there are only ${f.locations} locations`);
+      checkFamilyFlags(f);
       if (!/^[a-z0-9-]{1,12}$/.test(f.prefix))
         throw new UsageError(`--prefix: want up to 12 of a-z, 0-9 and -, got ${JSON.stringify(f.prefix)}`);
       const labs = await Lab.upClusters(
@@ -122,6 +138,7 @@ function upCommand(): Command {
           natLocation: f.natLocation ?? null,
           peer: f.peer,
           prefix: f.prefix,
+          ...(f.ipFamily === 'ipv4' ? {} : { ipFamily: f.ipFamily, ipv6OnlyLocation: f.ipv6OnlyLocation ?? null }),
         },
         f.clusters,
         say,
@@ -186,7 +203,7 @@ async function status(stateDir: string, lab: Lab, multi: boolean): Promise<void>
   const locations = clusterLocations(await lab.api.list('nodes').catch(() => []));
   const nat = natLocations(lab.nodes, locations);
   say(
-    `lab in ${stateDir}${which}: ${o.locations} locations × ${o.nodesPerLocation} nodes, ${o.granularity}${nat.size > 0 ? `, behind NAT: ${[...nat].sort().join(', ')}` : ''}${o.peer ? ', a Peer' : ''}`,
+    `lab in ${stateDir}${which}: ${o.locations} locations × ${o.nodesPerLocation} nodes, ${o.granularity}${o.ipFamily && o.ipFamily !== 'ipv4' ? `, ${o.ipFamily}` : ''}${o.ipv6OnlyLocation ? `, IPv6 only: loc${o.ipv6OnlyLocation}` : ''}${nat.size > 0 ? `, behind NAT: ${[...nat].sort().join(', ')}` : ''}${o.peer ? ', a Peer' : ''}`,
   );
   const kubeconfig = multi ? clusterKubeconfig(stateDir, p.cluster) : lab.kubeconfig;
   say(`kubeconfig for kubectl and kgctl on this machine: ${kubeconfig}`);
