@@ -530,7 +530,7 @@ export class Lab {
   }
 
   /** Pod→pod (and Peer→pod) in each family the pods have: never from one family to the other. */
-  private pairs(peer: boolean): Pair[] {
+  pairs(peer: boolean): Pair[] {
     return labFamilies(this.nodes).flatMap((family) => {
       const pods = this.podEndpoints().filter((e) => e.family === family);
       return allPairs(peer ? [...pods, peerEndpoint(this, family)] : pods, pods);
