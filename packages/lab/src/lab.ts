@@ -229,14 +229,21 @@ export class Lab {
     for (const n of this.nodes) await this.api.create('nodes', this.nodeObject(n));
     if (o.peer) await createPeerObject(this);
     for (const n of this.nodes) this.startAgent(n.name);
-    log(`API server at http://${plan.apiAddress}:${apiPort}, ${this.nodes.length} agents started (${o.granularity})`);
+    log(`API server at ${this.apiURL}, ${this.nodes.length} agents started (${o.granularity})`);
+  }
+
+  /**
+   * The API server as the agents reach it. With IPv6 every node has it (some only it): the agents
+   * reach the API server over IPv6.
+   */
+  get apiURL(): string {
+    const six = hasIPv6(this.options.ipFamily);
+    return `http://${six ? hostText(apiAddressIPv6(this.plan.siteOffset)) : this.plan.apiAddress}:${apiPort}`;
   }
 
   private async startApiServer(readyTimeoutMs = 20_000): Promise<void> {
-    // With IPv6, every node has it (some only it): the agents reach the API server over IPv6.
     const six = hasIPv6(this.options.ipFamily);
-    const address = six ? hostText(apiAddressIPv6(this.plan.siteOffset)) : this.plan.apiAddress;
-    writeFileSync(this.labKubeconfig, kubeconfigYaml(`http://${address}:${apiPort}`));
+    writeFileSync(this.labKubeconfig, kubeconfigYaml(this.apiURL));
     const argv = [
       'ip',
       'netns',
