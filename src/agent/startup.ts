@@ -5,6 +5,7 @@ import { ipipInterface } from '../encapsulation/ipip.js';
 import { UsageError } from '../model/errors.js';
 import type { Cidr } from '../net/cidr.js';
 import { listOf, type ByFamily } from '../net/family.js';
+import { cniBridge } from './cni.js';
 import { chooseAddresses, chooseIPv6Beside } from './discovery.js';
 import type { HostFacts } from './agent.js';
 
@@ -18,7 +19,9 @@ export async function discoverHost(
 ): Promise<HostFacts> {
   const addresses = await host.addresses();
   const options = {
-    excludeInterfaces: [o.interfaceName, ipipInterface, flannelInterface, ciliumHostInterface],
+    // The CNI bridge's addresses are the pods' gateways, never the node's (Kilo ignores them too):
+    // on a node without an IPv4 LAN, its IPv4 pod gateway would be taken for the internal IP.
+    excludeInterfaces: [o.interfaceName, ipipInterface, flannelInterface, ciliumHostInterface, cniBridge],
     excludeCIDRs: listOf(o.subnet),
     internalCIDRs: o.internalCIDRs,
     prioritisePrivate: o.prioritisePrivate,

@@ -105,12 +105,14 @@ function viaPrivate(enc: Encapsulator, self: KiloNode, dst: Cidr, gw: IP): PlanR
 /**
  * The route to `dst` over the private network towards `n`, whose gateway for the encapsulation is
  * `gw`. A destination of the other family (an IPv6 pod CIDR where mates meet over IPv4) goes in
- * the clear to `n`'s internal IP of that family: Linux has no next hop of the other family, and
- * IPIP's tunl0 carries IPv4 only. None when `n` has no internal IP of that family.
+ * the clear to `n`'s internal IP of that family: Linux has no IPv4 next hop for an IPv6 route, and
+ * IPIP's tunl0 carries IPv4 only. A mate with no IPv4 internal IP (on an IPv6-only LAN) gets its
+ * IPv4 destinations through its IPv6 one, which Linux takes (RFC 5549, `via inet6`, since 5.2).
+ * None when `n` has neither.
  */
 function toMate(enc: Encapsulator, self: KiloNode, n: KiloNode, dst: Cidr, gw: IP): PlanRoute | null {
   if (dst.family === gw.family) return viaPrivate(enc, self, dst, gw);
-  const own = ofFamily(n.internalIPs, dst.family);
+  const own = ofFamily(n.internalIPs, dst.family) ?? (dst.family === 4 ? ofFamily(n.internalIPs, 6) : null);
   if (!own) return null;
   return { dst: dst.networkText, gw: own.ip.text, dev: 'private', src: null, table: 'main', onlink: true };
 }

@@ -48,6 +48,20 @@ test('discoverHost: the internal IP is private, the endpoint public; Kilo’s, t
   assert.equal(privately.endpointIP?.text, '192.168.0.1');
 });
 
+test('discoverHost: the CNI bridge (kube-bridge, the pods’ gateway) is never the internal IP, also where it holds the only IPv4 address', async () => {
+  // A node on an IPv6-only LAN and uplink whose pods have both families (kg lab --ipv6-only-location).
+  const m = new FakeKernel();
+  m.addLink('kube-bridge', { addresses: ['10.42.3.1/24', 'fd42:3::1/64'] });
+  m.addLink('lan0', { addresses: ['fd10:3::11/64'] });
+  m.addLink('pub0', { addresses: ['2001:db8:3::11/64'] });
+  const found = await discoverHost(new FakeHost(m), {
+    ...options,
+    subnet: [Cidr.parse('10.4.0.0/16'), Cidr.parse('fd4b::/64')],
+  });
+  assert.equal(found.internalIP?.toString(), 'fd10:3::11/64');
+  assert.equal(found.endpointIP?.text, '2001:db8:3::11');
+});
+
 test('interfaceHolding: the interface holding exactly the address (the private interface), else null', async () => {
   const addresses = await new FakeHost(kernel()).addresses();
   assert.equal(interfaceHolding(addresses, IP.parse('192.168.0.1')), 'eth0');

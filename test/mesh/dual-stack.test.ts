@@ -234,6 +234,23 @@ describe('the plan of a dual-stack mesh', () => {
     assert.ok(lines.includes('fd4b::2/128 via fd10:1::1 dev private onlink'), lines.join('\n'));
   });
 
+  test('a mate on an IPv6-only LAN gets its IPv4 pods through its IPv6 internal IP (via inet6), in every granularity that groups it', () => {
+    for (const g of ['location', 'cross', 'subnet'] as const) {
+      const v6Only = [
+        ...cluster().slice(0, 2),
+        dualNode('ap-a', { location: 'ap', n: 1, underlay: 6 }),
+        dualNode('ap-b', { location: 'ap', n: 2, underlay: 6 }),
+      ];
+      // ap's LAN is lan 8 (dualNode): fd10:8::N.
+      const leader = routeLines(planFor(v6Only, 'ap-a', { ...dual(g), encapsulate: 'never' }));
+      assert.ok(leader.includes('10.2.82.0/24 via fd10:8::2 dev private onlink'), `${g}:\n${leader.join('\n')}`);
+      assert.ok(leader.includes('fd42:82::/64 via fd10:8::2 dev private onlink'), `${g}:\n${leader.join('\n')}`);
+    }
+    // A dual-stack node beside an IPv6-only mate: the same, IPv4 through the mate's IPv6 address.
+    const lines = routeLines(planFor(cluster(), 'us-a', dual('cross')));
+    assert.ok(lines.includes('10.2.82.0/24 via fd10:8::2 dev private onlink'), lines.join('\n'));
+  });
+
   test('every granularity forms the same groups as with one family (subnet: by the IPv4 internal IP)', () => {
     for (const g of ['location', 'full', 'cross', 'subnet'] as const) {
       const one = topologyFor(cluster(), 'eu-a', { granularity: g });

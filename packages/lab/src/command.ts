@@ -9,6 +9,8 @@ import { clusterLocations, describeLocation, describeNat, natLocations } from '.
 import { Lab, clusterKubeconfig } from './lab.js';
 import { internetPrefix, maxClusters, peerNs, routerNs } from './layout.js';
 import { peerRunDir } from './peer.js';
+import { ipFamilies, type IpFamily } from './families.js';
+import { checkFamilyFlags } from './family-flags.js';
 import { inNodeNs, inNs } from './sh.js';
 import { isAlive } from './state.js';
 import { teardown } from './teardown.js';
@@ -83,6 +85,8 @@ interface UpFlags {
   graph?: string;
   wait: boolean;
   clusters: number;
+  ipFamily: IpFamily;
+  ipv6OnlyLocation?: number;
 }
 
 /** `kg lab up`: builds the lab, starts its API server and agents, waits for the mesh and shows it. */
@@ -107,6 +111,17 @@ function upCommand(): Command {
     )
     .option('--peer', 'add a Peer (a namespace configured from kgctl showconf peer)', false)
     .addOption(
+      new Option('--ip-family <family>', 'the addresses of pods, LANs and uplinks (dual: both; docs/dual-stack.md)')
+        .choices(ipFamilies)
+        .default('ipv4'),
+    )
+    .addOption(
+      new Option(
+        '--ipv6-only-location <n>',
+        "with --ip-family dual: only IPv6 on this location's LAN and uplink (its pods keep both families)",
+      ).argParser(intOption('ipv6-only-location', 1, 20)),
+    )
+    .addOption(
       new Option('--clusters <n>', 'independent clusters on one internet, each with its own API server and ranges')
         .argParser(intOption('clusters', 1, maxClusters))
         .default(1),
@@ -126,6 +141,7 @@ function upCommand(): Command {
         if (l === f.natLocation)
           throw new UsageError(`--symmetric-nat-location ${l}: location ${l} is already behind --nat-location`);
       }
+      checkFamilyFlags(f);
       if (!/^[a-z0-9-]{1,12}$/.test(f.prefix))
         throw new UsageError(`--prefix: want up to 12 of a-z, 0-9 and -, got ${JSON.stringify(f.prefix)}`);
       const labs = await Lab.upClusters(
@@ -138,6 +154,7 @@ function upCommand(): Command {
           symmetricNatLocations: [...new Set(f.symmetricNatLocation)].sort((a, b) => a - b),
           peer: f.peer,
           prefix: f.prefix,
+          ...(f.ipFamily === 'ipv4' ? {} : { ipFamily: f.ipFamily, ipv6OnlyLocation: f.ipv6OnlyLocation ?? null }),
         },
         f.clusters,
         say,
@@ -202,7 +219,7 @@ async function status(stateDir: string, lab: Lab, multi: boolean): Promise<void>
   const locations = clusterLocations(await lab.api.list('nodes').catch(() => []));
   const nat = natLocations(lab.nodes, locations, new Set(o.symmetricNatLocations));
   say(
-    `lab in ${stateDir}${which}: ${o.locations} locations × ${o.nodesPerLocation} nodes, ${o.granularity}${nat.size > 0 ? `, ${describeNat(nat)}` : ''}${o.peer ? ', a Peer' : ''}`,
+    `lab in ${stateDir}${which}: ${o.locations} locations × ${o.nodesPerLocation} nodes, ${o.granularity}${o.ipFamily && o.ipFamily !== 'ipv4' ? `, ${o.ipFamily}` : ''}${o.ipv6OnlyLocation ? `, IPv6 only: loc${o.ipv6OnlyLocation}` : ''}${nat.size > 0 ? `, ${describeNat(nat)}` : ''}${o.peer ? ', a Peer' : ''}`,
   );
   const kubeconfig = multi ? clusterKubeconfig(stateDir, p.cluster) : lab.kubeconfig;
   say(`kubeconfig for kubectl and kgctl on this machine: ${kubeconfig}`);

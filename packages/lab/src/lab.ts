@@ -29,6 +29,9 @@ import {
   buildPeerNetwork,
   removeNodeNetwork,
 } from './network.js';
+import { apiAddressIPv6, hostText } from './families.js';
+import { hasIPv6 } from './network-ipv6.js';
+import { labFamilies, podEndpointsOf, subnetFlags } from './lab-families.js';
 import { ensureKiloKeyMountPoint, inKiloNodeNs, kiloArgv, kiloKeyDir, kiloStartedLine } from './kilo-agent.js';
 import { cliArgv, killNamespaceProcesses, startRecorded, stopProcess } from './processes.js';
 import { configurePeer, createPeerObject, peerEndpoint, resetPeerDevice } from './peer.js';
@@ -208,17 +211,17 @@ export class Lab {
     }
     const inet = internetPrefix(o);
     const plan = this.plan;
-    if (plan.cluster === 1) buildInternet(this.state, o.prefix);
-    buildApiNetwork(this.state, o.prefix, inet, plan.cluster);
+    if (plan.cluster === 1) buildInternet(this.state, o.prefix, o.ipFamily);
+    buildApiNetwork(this.state, o.prefix, inet, plan.cluster, o.ipFamily);
     for (let l = 1; l <= o.locations; l++)
-      buildLocation(this.state, o.prefix, l, natOf(o, l), plan.siteOffset + l, inet);
+      buildLocation(this.state, o.prefix, l, natOf(o, l), plan.siteOffset + l, inet, o.ipFamily);
     for (const n of initialNodes(o)) {
       buildNode(this.state, o.prefix, n, inet);
       this.state.state.nodes.push(n);
       this.state.state.nextK = n.k + 1;
       this.state.save();
     }
-    if (o.peer) buildPeerNetwork(this.state, o.prefix);
+    if (o.peer) buildPeerNetwork(this.state, o.prefix, o.ipFamily);
     log(
       `network: ${this.state.state.made.filter((m) => m.kind === 'netns').length} namespaces in ${Date.now() - t0} ms`,
     );
@@ -227,11 +230,21 @@ export class Lab {
     for (const n of this.nodes) await this.api.create('nodes', this.nodeObject(n));
     if (o.peer) await createPeerObject(this);
     for (const n of this.nodes) this.startAgent(n.name);
-    log(`API server at http://${plan.apiAddress}:${apiPort}, ${this.nodes.length} agents started (${o.granularity})`);
+    log(`API server at ${this.apiURL}, ${this.nodes.length} agents started (${o.granularity})`);
+  }
+
+  /**
+   * The API server as the agents reach it. With IPv6 every node has it (some only it): the agents
+   * reach the API server over IPv6.
+   */
+  get apiURL(): string {
+    const six = hasIPv6(this.options.ipFamily);
+    return `http://${six ? hostText(apiAddressIPv6(this.plan.siteOffset)) : this.plan.apiAddress}:${apiPort}`;
   }
 
   private async startApiServer(readyTimeoutMs = 20_000): Promise<void> {
-    writeFileSync(this.labKubeconfig, kubeconfigYaml(`http://${this.plan.apiAddress}:${apiPort}`));
+    const six = hasIPv6(this.options.ipFamily);
+    writeFileSync(this.labKubeconfig, kubeconfigYaml(this.apiURL));
     const argv = [
       'ip',
       'netns',
@@ -241,7 +254,7 @@ export class Lab {
       'lab',
       'apiserver',
       '--listen',
-      `0.0.0.0:${apiPort}`,
+      `${six ? '[::]' : '0.0.0.0'}:${apiPort}`,
       '--socket',
       this.state.path('api.sock'),
       '--state',
@@ -277,10 +290,12 @@ export class Lab {
       ['OUTPUT', '-o', 'pub0', '-p', 'tcp', '--sport', port, '-j', 'DROP'],
     ];
     const ns = apiNs(this.options.prefix);
-    for (const rule of rules) {
-      if (reachable) run(['ip', 'netns', 'exec', ns, 'iptables', '-D', ...rule], { allowFail: true });
-      else run(['ip', 'netns', 'exec', ns, 'iptables', '-I', ...rule]);
-    }
+    const tools = hasIPv6(this.options.ipFamily) ? ['iptables', 'ip6tables'] : ['iptables'];
+    for (const tool of tools)
+      for (const rule of rules) {
+        if (reachable) run(['ip', 'netns', 'exec', ns, tool, '-D', ...rule], { allowFail: true });
+        else run(['ip', 'netns', 'exec', ns, tool, '-I', ...rule]);
+      }
   }
 
   /**
@@ -319,7 +334,11 @@ export class Lab {
       apiVersion: 'v1',
       kind: 'Node',
       metadata: { name: n.name, labels: { [locationLabel]: locationName(n.location) }, annotations },
-      spec: { podCIDR: n.podCIDR },
+      // A dual-stack node: IPv4 first, as kube-controller-manager gives them.
+      spec:
+        n.ipv6 && n.ipv6.podCIDR !== n.podCIDR
+          ? { podCIDR: n.podCIDR, podCIDRs: [n.podCIDR, n.ipv6.podCIDR] }
+          : { podCIDR: n.podCIDR },
     };
   }
 
@@ -382,8 +401,9 @@ export class Lab {
       `${this.nodeDir(name)}/key`,
       '--listen',
       '127.0.0.1:1107',
-      // Clusters after the first need their own WireGuard subnet (cluster 1 keeps Kilo's default).
-      ...(this.plan.cluster === 1 ? [] : ['--subnet', this.plan.wireguardSubnet]),
+      // Clusters after the first need their own WireGuard subnet (cluster 1 keeps Kilo's default);
+      // with IPv6, one of that family too.
+      ...subnetFlags(this.plan, this.options.ipFamily),
       ...this.state.state.agentFlags,
     ]);
     return startRecorded(this.state, `kg ${name}`, argv, `${this.nodeDir(name)}/kg.log`);
@@ -459,6 +479,7 @@ export class Lab {
       this.state.state.nextK,
       natOf(this.options, location) !== null,
       this.options.cluster,
+      this.options,
     );
     buildNode(this.state, this.options.prefix, n, internetPrefix(this.options));
     this.state.state.nodes.push(n);
@@ -506,8 +527,9 @@ export class Lab {
 
   // ---- observing -----------------------------------------------------------------------------
 
+  /** Every pod as a ping target: by its name on its first address, by `NAME/v6` on a dual-stack pod's IPv6 one. */
   podEndpoints(): Endpoint[] {
-    return this.nodes.map((n) => ({ name: n.name, ns: n.podNs, ip: n.podIP }));
+    return podEndpointsOf(this.nodes);
   }
 
   /** Pod→pod, plus Peer→pod when the lab has a Peer (and it is configured). */
@@ -515,9 +537,12 @@ export class Lab {
     return pingPairs(this.pairs(o.peer ?? this.options.peer), o);
   }
 
-  private pairs(peer: boolean): Pair[] {
-    const pods = this.podEndpoints();
-    return allPairs(peer ? [...pods, peerEndpoint(this)] : pods, pods);
+  /** Pod→pod (and Peer→pod) in each family the pods have: never from one family to the other. */
+  pairs(peer: boolean): Pair[] {
+    return labFamilies(this.nodes).flatMap((family) => {
+      const pods = this.podEndpoints().filter((e) => e.family === family);
+      return allPairs(peer ? [...pods, peerEndpoint(this, family)] : pods, pods);
+    });
   }
 
   /** Waits until every node has published its key and endpoint (the Peer's config needs them). */

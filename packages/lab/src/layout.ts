@@ -1,4 +1,5 @@
 import type { Granularity } from '../../../src/model/types.js';
+import { nodeIPv6, type IpFamily, type NodeIPv6 } from './families.js';
 
 /**
  * The lab's address plan and names (pure). Every address is chosen so that kilo-ts's discovery
@@ -39,6 +40,10 @@ export interface LabOptions {
   cluster?: number;
   /** Cluster 2 and on: the prefix of cluster 1, whose internet router they share (they build none). */
   internetPrefix?: string;
+  /** The addresses of pods, LANs and uplinks (default ipv4); IPv6's plan is families.ts. */
+  ipFamily?: IpFamily;
+  /** Under `dual`: the 1-based location with only IPv6 on its LAN and uplink (its pods keep both), or null. */
+  ipv6OnlyLocation?: number | null;
 }
 
 /**
@@ -103,6 +108,13 @@ export interface LabNode {
   podCIDR: string;
   podIP: string;
   podGateway: string;
+  /**
+   * Under `--ip-family ipv6|dual`: the node's IPv6 addresses. In an IPv6 lab the fields above hold
+   * the same IPv6 values; on a dual-stack node they keep the IPv4 ones.
+   */
+  ipv6?: NodeIPv6;
+  /** No IPv4 on LAN and uplink (an IPv6 lab, the --ipv6-only-location): lanIP and publicIP are IPv6. */
+  ipv6Underlay?: boolean;
 }
 
 export const apiAddress = clusterPlan(1).apiAddress;
@@ -133,6 +145,7 @@ export function labNode(
   k: number,
   nat: boolean,
   cluster = 1,
+  family: { ipFamily?: IpFamily; ipv6OnlyLocation?: number | null } = {},
 ): LabNode {
   if (location < 1 || location > 99) throw new RangeError(`location ${location}: want 1 to 99`);
   if (index < 1 || index > 200) throw new RangeError(`node index ${index}: want 1 to 200`);
@@ -141,7 +154,7 @@ export function labNode(
   if (k < 1 || k > 255) throw new RangeError(`node number ${k}: want 1 to 255 (pod CIDR 10.${pod}.K.0/24)`);
   const site = plan.siteOffset + location;
   const short = `loc${location}-n${index}`;
-  return {
+  const node: LabNode = {
     name: `${plan.tag}${short}`,
     location,
     site,
@@ -155,6 +168,18 @@ export function labNode(
     podIP: `10.${pod}.${k}.2`,
     podGateway: `10.${pod}.${k}.1`,
   };
+  return withIPv6(node, pod, family.ipFamily ?? 'ipv4', family.ipv6OnlyLocation === location, nat);
+}
+
+/** The node with its IPv6 addresses: beside the IPv4 ones (dual), or instead of them (ipv6, IPv6-only location). */
+function withIPv6(n: LabNode, podOctet: number, family: IpFamily, ipv6OnlyLocation: boolean, nat: boolean): LabNode {
+  if (family === 'ipv4') return n;
+  const ipv6 = nodeIPv6(n.site, n.index, podOctet, n.k, nat);
+  const underlay = family === 'ipv6' || ipv6OnlyLocation;
+  const out: LabNode = { ...n, ipv6 };
+  if (underlay) Object.assign(out, { ipv6Underlay: true, lanIP: ipv6.lanIP, publicIP: nat ? null : ipv6.publicIP });
+  if (family === 'ipv6') Object.assign(out, { podCIDR: ipv6.podCIDR, podIP: ipv6.podIP, podGateway: ipv6.podGateway });
+  return out;
 }
 
 /** The nodes `up` creates: locations × nodes, numbered in order. */
@@ -162,7 +187,7 @@ export function initialNodes(o: LabOptions): LabNode[] {
   const out: LabNode[] = [];
   for (let l = 1; l <= o.locations; l++) {
     for (let i = 1; i <= o.nodesPerLocation; i++)
-      out.push(labNode(o.prefix, l, i, out.length + 1, natOf(o, l) !== null, o.cluster));
+      out.push(labNode(o.prefix, l, i, out.length + 1, natOf(o, l) !== null, o.cluster, o));
   }
   return out;
 }

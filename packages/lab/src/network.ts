@@ -1,3 +1,14 @@
+import type { IpFamily } from './families.js';
+import {
+  hasIPv6,
+  ipv6Api,
+  ipv6Internet,
+  ipv6NatGateway,
+  ipv6NodeLines,
+  ipv6Peer,
+  ipv6PodLines,
+  ipv6Uplink,
+} from './network-ipv6.js';
 import {
   apiNs,
   clusterPlan,
@@ -40,17 +51,24 @@ const routerBridge = (l: number) => `loc${l}`;
  * The internet: a router forwarding between public subnets, with no route to anything private
  * (built by cluster 1 only: the clusters of a lab share it).
  */
-export function buildInternet(state: StateDir, prefix: string): void {
+export function buildInternet(state: StateDir, prefix: string, family?: IpFamily): void {
   const router = routerNs(prefix);
   addNamespace(state, router);
   sysctl(router, { 'net.ipv4.ip_forward': 1 });
+  if (hasIPv6(family)) ipv6Internet(router);
 }
 
 /**
  * A cluster's API server namespace on the internet (the router's, in `internetPrefix`'s lab),
  * reachable from every node (through NAT too).
  */
-export function buildApiNetwork(state: StateDir, prefix: string, internetPrefix: string, cluster = 1): void {
+export function buildApiNetwork(
+  state: StateDir,
+  prefix: string,
+  internetPrefix: string,
+  cluster = 1,
+  family?: IpFamily,
+): void {
   const plan = clusterPlan(cluster);
   const router = routerNs(internetPrefix);
   const api = apiNs(prefix);
@@ -58,6 +76,7 @@ export function buildApiNetwork(state: StateDir, prefix: string, internetPrefix:
   veth({ ns: api, name: 'pub0' }, { ns: router, name: plan.apiRouterIf });
   ipBatch(api, [`addr add ${plan.apiAddress}/24 dev pub0`, `route add default via ${plan.apiGateway}`]);
   ipBatch(router, [`addr add ${plan.apiGateway}/24 dev ${plan.apiRouterIf}`]);
+  if (hasIPv6(family)) ipv6Api(api, router, plan.apiRouterIf, plan.siteOffset);
 }
 
 /**
@@ -71,6 +90,7 @@ export function buildLocation(
   nat: NatKind | null,
   site = l,
   internetPrefix = prefix,
+  family?: IpFamily,
 ): void {
   const lan = lanNs(prefix, l);
   addNamespace(state, lan);
@@ -81,6 +101,7 @@ export function buildLocation(
     `link set ${routerBridge(site)} up`,
     `addr add 198.18.${site}.254/24 dev ${routerBridge(site)}`,
   ]);
+  if (hasIPv6(family)) ipv6Uplink(router, routerBridge(site), site);
   if (!nat) return;
   const gw = gatewayNs(prefix, l);
   addNamespace(state, gw);
@@ -95,6 +116,7 @@ export function buildLocation(
     `route add default via 198.18.${site}.254`,
   ]);
   const inGw = (rule: string[]) => run(['ip', 'netns', 'exec', gw, 'iptables', ...rule]);
+  if (hasIPv6(family)) ipv6NatGateway(gw, router, site);
   if (nat === 'nat') {
     inGw(['-t', 'nat', '-A', 'POSTROUTING', '-o', 'pub0', '-j', 'MASQUERADE']);
     return;
@@ -117,43 +139,55 @@ export function buildNode(state: StateDir, prefix: string, n: LabNode, internetP
   sysctl(n.ns, {
     // IPv4 only: without IPv6 no router solicitation or MLD report ever crosses kilo0, so its
     // counters move only for the traffic a test sends.
-    'net.ipv6.conf.all.disable_ipv6': 1,
-    'net.ipv6.conf.default.disable_ipv6': 1,
+    ...(n.ipv6
+      ? // The node routes IPv6 as it routes IPv4: the lab sets both, as an operator does (kg sets neither, as Kilo).
+        { 'net.ipv6.conf.all.forwarding': 1 }
+      : { 'net.ipv6.conf.all.disable_ipv6': 1, 'net.ipv6.conf.default.disable_ipv6': 1 }),
     'net.ipv4.ip_forward': 1,
     'net.ipv4.conf.all.rp_filter': 0,
     'net.ipv4.conf.default.rp_filter': 0,
   });
   veth({ ns: n.ns, name: 'lan0' }, { ns: lanNs(prefix, n.location), name: `n${n.index}` });
   ipBatch(lanNs(prefix, n.location), [`link set n${n.index} master br0`]);
-  const lines = [`addr add ${n.lanIP}/24 dev lan0`];
+  const ipv4 = !n.ipv6Underlay;
+  const lines = ipv4 ? [`addr add ${n.lanIP}/24 dev lan0`] : [];
   const site = n.site;
   if (n.publicIP) {
     const router = routerNs(internetPrefix);
     veth({ ns: n.ns, name: 'pub0' }, { ns: router, name: `l${site}n${n.index}` });
     ipBatch(router, [`link set l${site}n${n.index} master ${routerBridge(site)}`]);
-    lines.push(`addr add ${n.publicIP}/24 dev pub0`, `route add default via 198.18.${site}.254`);
-  } else {
+    if (ipv4) lines.push(`addr add ${n.publicIP}/24 dev pub0`, `route add default via 198.18.${site}.254`);
+  } else if (ipv4) {
     lines.push(`route add default via 192.168.${site}.1`);
   }
+  lines.push(...ipv6NodeLines(n));
+  // An IPv6 lab's pods have no IPv4 address (their podIP is the IPv6 one).
+  const podIPv4 = !n.podIP.includes(':');
+  const pod6 = ipv6PodLines(n, podBridge);
   addNamespace(state, n.podNs);
   veth({ ns: n.ns, name: 'veth-pod' }, { ns: n.podNs, name: 'eth0' });
   lines.push(
     `link add ${podBridge} type bridge`,
     `link set veth-pod master ${podBridge}`,
     `link set ${podBridge} up`,
-    `addr add ${n.podGateway}/24 dev ${podBridge}`,
+    ...(podIPv4 ? [`addr add ${n.podGateway}/24 dev ${podBridge}`] : []),
+    ...pod6.node,
   );
   ipBatch(n.ns, lines);
-  ipBatch(n.podNs, [`addr add ${n.podIP}/24 dev eth0`, `route add default via ${n.podGateway}`]);
+  ipBatch(n.podNs, [
+    ...(podIPv4 ? [`addr add ${n.podIP}/24 dev eth0`, `route add default via ${n.podGateway}`] : []),
+    ...pod6.pod,
+  ]);
 }
 
 /** The Peer's namespace: only a public interface on the internet. */
-export function buildPeerNetwork(state: StateDir, prefix: string): void {
+export function buildPeerNetwork(state: StateDir, prefix: string, family?: IpFamily): void {
   const ns = peerNs(prefix);
   addNamespace(state, ns);
   veth({ ns, name: 'pub0' }, { ns: routerNs(prefix), name: 'peer' });
   ipBatch(routerNs(prefix), ['addr add 198.18.200.254/24 dev peer']);
   ipBatch(ns, [`addr add ${peerPublicIP}/24 dev pub0`, 'route add default via 198.18.200.254']);
+  if (hasIPv6(family)) ipv6Peer(ns, routerNs(prefix));
 }
 
 /** Removes a node's namespaces (its veths go with them). */

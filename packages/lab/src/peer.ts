@@ -5,6 +5,8 @@ import { netnsExec } from '../../../src/dataplane/exec.js';
 import type { Lab } from './lab.js';
 import { peerAllowedIP, peerKeepaliveSeconds, peerName, peerNs, peerPublicIP } from './layout.js';
 import type { Endpoint } from './probe.js';
+import { hasIPv6 } from './network-ipv6.js';
+import { peerAllowedIPv6, peerPublicIPv6 } from './families.js';
 import { cliArgv, startRecorded, stopProcess } from './processes.js';
 import { inNodeNs, run, sleep } from './sh.js';
 import { isAlive } from './state.js';
@@ -16,6 +18,20 @@ import { isAlive } from './state.js';
 
 const port = 51820;
 const address = peerAllowedIP.split('/')[0]!;
+const addressIPv6 = peerAllowedIPv6.split('/')[0]!;
+
+/**
+ * The Peer's allowed IPs: IPv4's, and IPv6's with IPv6 (only it in an IPv6 lab). Its endpoint is
+ * IPv6 in such a lab: every node has IPv6, some nothing else.
+ */
+function peerFamily(lab: Lab): { allowedIPs: string[]; endpoint: string } {
+  const family = lab.options.ipFamily;
+  if (!hasIPv6(family)) return { allowedIPs: [peerAllowedIP], endpoint: peerPublicIP };
+  return {
+    allowedIPs: family === 'ipv6' ? [peerAllowedIPv6] : [peerAllowedIP, peerAllowedIPv6],
+    endpoint: peerPublicIPv6,
+  };
+}
 
 const peerDir = (lab: Lab) => lab.state.path('peer');
 /** The Peer's wireguard-go socket directory, bound over /var/run/wireguard in its namespace (wg needs it). */
@@ -31,8 +47,12 @@ function privateKey(lab: Lab): string {
   return key;
 }
 
-export function peerEndpoint(lab: Lab): Endpoint {
-  return { name: 'peer', ns: peerNs(lab.options.prefix), ip: address, source: address };
+/** The Peer as a ping source of `family` (named `peer/v6` for IPv6 in a dual-stack lab). */
+export function peerEndpoint(lab: Lab, family: 4 | 6 = 4): Endpoint {
+  const ns = peerNs(lab.options.prefix);
+  if (family === 4) return { name: 'peer', ns, ip: address, source: address, family };
+  const name = lab.options.ipFamily === 'dual' ? 'peer/v6' : 'peer';
+  return { name, ns, ip: addressIPv6, source: addressIPv6, family };
 }
 
 /** The Peer object, as `kubectl apply` of a Peer manifest would create it. */
@@ -45,9 +65,9 @@ export async function createPeerObject(lab: Lab): Promise<void> {
     kind: 'Peer',
     metadata: { name: peerName },
     spec: {
-      allowedIPs: [peerAllowedIP],
+      allowedIPs: peerFamily(lab).allowedIPs,
       publicKey,
-      endpoint: { dnsOrIP: { ip: peerPublicIP }, port },
+      endpoint: { dnsOrIP: { ip: peerFamily(lab).endpoint }, port },
       persistentKeepalive: peerKeepaliveSeconds,
     },
   } as KubeObject;
@@ -87,7 +107,8 @@ async function ensureDevice(lab: Lab): Promise<void> {
       throw new Error(`the Peer's wireguard-go did not create its socket; see ${peerDir(lab)}/wireguard-go.log`);
     await sleep(20);
   }
-  run(['ip', '-n', peerNs(lab.options.prefix), 'addr', 'replace', peerAllowedIP, 'dev', 'kilo0']);
+  for (const ip of peerFamily(lab).allowedIPs)
+    run(['ip', '-n', peerNs(lab.options.prefix), 'addr', 'replace', ip, 'dev', 'kilo0']);
   run(['ip', '-n', peerNs(lab.options.prefix), 'link', 'set', 'kilo0', 'up']);
 }
 
@@ -190,12 +211,17 @@ export async function configurePeer(lab: Lab): Promise<void> {
   peerExec(lab, ['wg', 'syncconf', 'kilo0', file]);
   const ns = peerNs(lab.options.prefix);
   const want = new Set(allowedIPs);
-  const current = run(['ip', '-n', ns, 'route', 'show', 'dev', 'kilo0'])
-    .split('\n')
-    .map((l) => l.trim().split(' ')[0]!)
-    .filter(Boolean);
+  const current = ['-4', '-6'].flatMap((f) =>
+    run(['ip', '-n', ns, f, 'route', 'show', 'dev', 'kilo0'])
+      .split('\n')
+      // The kernel's own (IPv6's link-local, an address's prefix) stay.
+      .filter((l) => l.trim() !== '' && !l.includes('proto kernel'))
+      .map((l) => l.trim().split(' ')[0]!),
+  );
   for (const c of current)
-    if (!want.has(c) && !want.has(`${c}/32`))
+    if (!want.has(c) && !want.has(`${c}/32`) && !want.has(`${c}/128`))
       run(['ip', '-n', ns, 'route', 'del', c, 'dev', 'kilo0'], { allowFail: true });
-  for (const c of want) run(['ip', '-n', ns, 'route', 'replace', c, 'dev', 'kilo0', 'src', address]);
+  // A route's source is the Peer's allowed IP of the route's family.
+  for (const c of want)
+    run(['ip', '-n', ns, 'route', 'replace', c, 'dev', 'kilo0', 'src', c.includes(':') ? addressIPv6 : address]);
 }

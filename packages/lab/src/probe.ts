@@ -37,6 +37,8 @@ export interface Endpoint {
   ip: string;
   /** Source address to ping from (the Peer's allowed IP), or none. */
   source?: string;
+  /** The family of `ip` (a lab of both families probes each apart). */
+  family?: 4 | 6;
 }
 
 export type Matrix = { from: string; to: string; ok: boolean }[];
@@ -69,7 +71,12 @@ export function formatMatrix(m: Matrix): string {
   const pad = (s: string) => s.padEnd(width);
   const lines = [`${pad('from\\to')} ${cols.map(pad).join(' ')}`];
   for (const r of rows) {
-    const cells = cols.map((c) => (r === c ? '-' : m.find((e) => e.from === r && e.to === c)?.ok ? 'ok' : 'FAIL'));
+    // '-': not probed (itself, or the other family's address of a dual-stack pod).
+    const cell = (c: string) => {
+      const e = m.find((x) => x.from === r && x.to === c);
+      return e === undefined ? '-' : e.ok ? 'ok' : 'FAIL';
+    };
+    const cells = cols.map(cell);
     lines.push(`${pad(r)} ${cells.map(pad).join(' ')}`);
   }
   return lines.join('\n');

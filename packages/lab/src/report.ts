@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
 import { NotConverged, type Lab } from './lab.js';
-import { peerAllowedIP } from './layout.js';
 import { clusterLocations, describeLocation, natLocations } from './locations.js';
 import { peerEndpoint } from './peer.js';
+import { labFamilies } from './lab-families.js';
 import { allPairs, formatMatrix, pingPairs, type Matrix } from './probe.js';
 import { brokenLines, brokenPairs } from '../../../src/agent/health-status.js';
 import { parsePathHealth } from '../../../src/agent/health-summary.js';
@@ -68,8 +68,12 @@ export async function report(
     const where = at(d) === at(viewer) ? 'same location' : `location ${describeLocation(at(d), nat)}`;
     say(`  ${d.podIP.padEnd(12)} pod of ${d.name} (${where}): ${route(lab, viewer.name, d.podIP)}`);
   }
+  // A dual-stack pod's IPv6 address takes its own route: one destination shows it.
+  const six = destinations[0]?.ipv6;
+  if (six && six.podIP !== destinations[0]!.podIP)
+    say(`  ${six.podIP.padEnd(12)} pod of ${destinations[0]!.name} (IPv6): ${route(lab, viewer.name, six.podIP)}`);
   if (lab.options.peer) {
-    const peerIP = peerAllowedIP.split('/')[0]!;
+    const peerIP = peerEndpoint(lab, labFamilies(lab.nodes)[0]).ip;
     say(`  ${peerIP.padEnd(12)} the Peer: ${route(lab, viewer.name, peerIP)}`);
   }
 
@@ -103,7 +107,14 @@ async function whyBroken(lab: Lab): Promise<string[]> {
  * not in converge() (which waits for what the agents' convergence is timed by: replies from pods).
  */
 export function toPeer(lab: Lab): Promise<Matrix> {
-  return pingPairs(allPairs(lab.podEndpoints(), [peerEndpoint(lab)]), { waitSeconds: 2 });
+  const pods = lab.podEndpoints();
+  const pairs = labFamilies(lab.nodes).flatMap((f) =>
+    allPairs(
+      pods.filter((e) => e.family === f),
+      [peerEndpoint(lab, f)],
+    ),
+  );
+  return pingPairs(pairs, { waitSeconds: 2 });
 }
 
 /** `ip route get`'s first line without what says nothing about the path (`uid 0`, trailing blanks). */
