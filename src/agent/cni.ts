@@ -10,9 +10,6 @@ import { listOf, type ByFamily } from '../net/family.js';
  * the node is registered, so the agent keeps it in step as Kilo does.
  */
 
-/** The bridge of Kilo's CNI configuration (its conflist's `bridge`): the pods' gateway. */
-export const cniBridge = 'kube-bridge';
-
 type Json = Record<string, unknown>;
 
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);

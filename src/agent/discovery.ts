@@ -1,6 +1,12 @@
 import type { HostAddress } from '../host/host.js';
 import type { Cidr, IP } from '../net/cidr.js';
 
+/**
+ * The bridge of Kilo's CNI configuration (its conflist's `bridge`), the pods' gateway: never a node's
+ * address. Here, not in cni.ts, so that `kg apply` loads no CNI code (nor node:crypto) to know it.
+ */
+export const cniBridge = 'kube-bridge';
+
 export interface DiscoveryOptions {
   /** Names never considered: the WireGuard interface, tunnels. */
   excludeInterfaces: readonly string[];

@@ -5,8 +5,7 @@ import { ipipInterface } from '../encapsulation/ipip.js';
 import { UsageError } from '../model/errors.js';
 import type { Cidr } from '../net/cidr.js';
 import { listOf, type ByFamily } from '../net/family.js';
-import { cniBridge } from './cni.js';
-import { chooseAddresses, chooseIPv6Beside } from './discovery.js';
+import { chooseAddresses, chooseIPv6Beside, cniBridge } from './discovery.js';
 import type { HostFacts } from './agent.js';
 
 /** What WireGuard adds to each packet (IPv6 outer header 40 + UDP 8 + WireGuard 32): `--mtu auto`. */
