@@ -49,7 +49,15 @@ for (const granularity of ['cross', 'full'] as const)
         return out;
       };
       const [keyA, keyB, keyR] = [await nodeKey(lab, a), await nodeKey(lab, b), await nodeKey(lab, r)];
-      assert.deepEqual(await unreachable(), { [a]: '', [b]: '', [r]: '' }, 'a healthy lab relays nothing');
+      // A node may list a peer it probed before that peer's agent was up (a loaded machine starts
+      // agents seconds apart); in a healthy lab every such entry goes once the probes answer.
+      let listed: Record<string, string> = {};
+      await eventually(
+        'a healthy lab relays nothing',
+        async () => Object.values((listed = await unreachable())).every((v) => v === ''),
+        60_000,
+      ).catch(() => undefined);
+      assert.deepEqual(listed, { [a]: '', [b]: '', [r]: '' }, 'a healthy lab relays nothing');
       assert.deepEqual([...(await indirectPairs(lab))], [], 'every pair carries its pods on its direct entry');
 
       setLocationsBlocked(lab.options, 1, 2, true);
