@@ -7,25 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { reviewPeerAdmission } from '../../src/agent/admission.js';
 import { readyMesh } from '../../src/mesh/compute.js';
 import { parseCluster } from '../../src/model/parse.js';
 import { Cidr } from '../../src/net/cidr.js';
 import { node, NOW, peer, wgKey } from '../helpers/cluster.js';
+import { reviewSpec } from './review-helpers.js';
 
-function review(spec: Record<string, unknown>) {
-  const r = reviewPeerAdmission({
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: 'u',
-      operation: 'CREATE',
-      object: { apiVersion: 'kilo.squat.ai/v1alpha1', kind: 'Peer', metadata: { name: 'p' }, spec },
-    },
-  });
-  assert.ok(r.ok);
-  return r.review.response;
-}
+const review = (spec: Record<string, unknown>) => reviewSpec(spec);
 
 const publicKey = wgKey('p');
 

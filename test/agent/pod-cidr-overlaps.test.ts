@@ -4,10 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { reviewPeerAdmission } from '../../src/agent/admission.js';
 import { PodCIDRIndex } from '../../src/agent/pod-cidr-overlaps.js';
 import type { KubeObject } from '../../src/model/parse.js';
 import { node, wgKey } from '../helpers/cluster.js';
+import { reviewSpec } from './review-helpers.js';
 
 const nodes: KubeObject[] = [
   // spec.podCIDR alone (Kilo's field; an IPv4 cluster).
@@ -71,22 +71,8 @@ test('each overlapping allowed IP is named at its index; the others are not', ()
 });
 
 test("the review refuses with the Peer's own errors and the overlaps in one message; without the check it allows", () => {
-  const review = (spec: Record<string, unknown>, check: boolean) => {
-    const r = reviewPeerAdmission(
-      {
-        apiVersion: 'admission.k8s.io/v1',
-        kind: 'AdmissionReview',
-        request: {
-          uid: 'u',
-          operation: 'CREATE',
-          object: { apiVersion: 'kilo.squat.ai/v1alpha1', kind: 'Peer', metadata: { name: 'p' }, spec },
-        },
-      },
-      check ? (name, s) => index.overlaps(name, s) : undefined,
-    );
-    assert.ok(r.ok);
-    return r.review.response;
-  };
+  const review = (spec: Record<string, unknown>, check: boolean) =>
+    reviewSpec(spec, check ? (name, s) => index.overlaps(name, s) : undefined);
   const publicKey = wgKey('p');
   assert.deepEqual(review({ allowedIPs: ['fd42:3::/64'], publicKey }, false), { uid: 'u', allowed: true });
   assert.deepEqual(review({ allowedIPs: ['fd05::1/128'], publicKey }, true), { uid: 'u', allowed: true });

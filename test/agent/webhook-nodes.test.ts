@@ -49,24 +49,15 @@ function review(port: number, ca: Buffer, name: string, allowedIPs: string[]): P
     },
   });
   return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        method: 'POST',
-        path: '/validate',
-        ca,
-        headers: { 'content-type': 'application/json' },
-      },
-      (res) => {
-        let text = '';
-        res.on('data', (c: Buffer) => (text += c.toString()));
-        res.on('end', () => {
-          if (res.statusCode !== 200) reject(new Error(`${res.statusCode}: ${text}`));
-          else resolve((JSON.parse(text) as { response: Response }).response);
-        });
-      },
-    );
+    const options = { method: 'POST', ca, headers: { 'content-type': 'application/json' } };
+    const req = request(`https://127.0.0.1:${port}/validate`, options, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => {
+        if (res.statusCode !== 200) reject(new Error(`${res.statusCode}: ${text}`));
+        else resolve((JSON.parse(text) as { response: Response }).response);
+      });
+    });
     req.on('error', reject);
     req.end(body);
   });
