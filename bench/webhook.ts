@@ -52,6 +52,8 @@ const kg = spawn(
   [
     ...nodeArgv(join(root, 'bin', 'kg')),
     'webhook',
+    // The review path alone: no API server here to list Nodes from.
+    '--check-pod-cidrs=false',
     `--cert-file=${cert}`,
     `--key-file=${key}`,
     `--listen=127.0.0.1:${port}`,

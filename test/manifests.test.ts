@@ -377,9 +377,9 @@ describe('kilo-rbac.yaml: least privilege', () => {
     assertBinds(bound, leases, sa, 'Role');
   });
 
-  test('no other manifest grants anything (but the multi-cluster controller its own, below)', () => {
+  test('no other manifest grants anything (but the multi-cluster controller and the webhook their own, below)', () => {
     for (const kind of ['ClusterRole', 'Role', 'ClusterRoleBinding', 'RoleBinding']) {
-      const own = [...inFile('kilo-rbac.yaml'), ...inFile('kilo-multicluster.yaml')];
+      const own = [...inFile('kilo-rbac.yaml'), ...inFile('kilo-multicluster.yaml'), ...inFile('webhook.yaml')];
       assert.deepEqual(
         ofKind(kind).filter((d) => !own.includes(d)),
         [],
@@ -661,6 +661,21 @@ describe('webhook.yaml', () => {
     );
     assert.ok(secretMount, 'a Secret is mounted');
     for (const f of ['cert-file', 'key-file']) assert.ok(flags.get(f)?.startsWith(`${secretMount.mountPath}/`), f);
+  });
+
+  test('reads Nodes and nothing else, as its own ServiceAccount, with --check-pod-cidrs on', () => {
+    const sa = one('ServiceAccount', 'webhook.yaml');
+    const role = one('ClusterRole', 'webhook.yaml');
+    assert.deepEqual([...grantsOf(role)].sort(), ['/nodes:list', '/nodes:watch']);
+    assertBinds(one('ClusterRoleBinding', 'webhook.yaml'), role, sa);
+    assert.equal(pod.serviceAccountName, sa.metadata.name);
+    assert.equal(deployment.metadata.namespace, sa.metadata.namespace);
+    assert.notEqual(pod.automountServiceAccountToken, false, 'the token is mounted');
+    const check = webhookCommand().options.find((o) => o.long === '--check-pod-cidrs');
+    assert.equal(check?.defaultValue, true, 'the check is on by default');
+    const flags = flagsOf(container.args.slice(1), 'webhook.yaml');
+    assert.ok(!flags.has('kubeconfig') && !flags.has('master'), 'in-cluster: the ServiceAccount token');
+    assert.ok([undefined, 'true'].includes(flags.get('check-pod-cidrs')), 'not turned off');
   });
 
   test('probes /healthz over HTTPS on the webhook port', () => {

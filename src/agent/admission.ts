@@ -48,11 +48,17 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 /**
+ * A check beyond the Peer itself (the Nodes' pod CIDRs: webhook-nodes.ts): the errors of the Peer
+ * named `name` with this `spec`, each naming the Peer, the field and the value.
+ */
+export type PeerCheck = (name: string, spec: unknown) => readonly ValidationError[];
+
+/**
  * Reviews a decoded AdmissionReview body. Anything that is not an AdmissionReview v1 with a request
  * uid and, for CREATE and UPDATE, an object, is a bad request: the API server sent something we do
  * not understand, and answering "allowed" to it would let an unvalidated Peer through.
  */
-export function reviewPeerAdmission(body: unknown): Review {
+export function reviewPeerAdmission(body: unknown, check?: PeerCheck): Review {
   if (!isRecord(body)) return { ok: false, message: 'request body is not a JSON object' };
   if (body['apiVersion'] !== admissionApiVersion || body['kind'] !== 'AdmissionReview') {
     return {
@@ -101,6 +107,9 @@ export function reviewPeerAdmission(body: unknown): Review {
     };
   }
   const parsed = parsePeer(object);
-  if (parsed.ok) return { ok: true, review: answer(true), operation, peer: name };
-  return { ok: true, review: answer(false, denialReason(parsed.errors)), operation, peer: name };
+  // Every problem in one refusal: the Peer's own, then the check's.
+  const more = check?.(name, object['spec']) ?? [];
+  if (parsed.ok && more.length === 0) return { ok: true, review: answer(true), operation, peer: name };
+  const errors = parsed.ok ? more : [...parsed.errors, ...more];
+  return { ok: true, review: answer(false, denialReason(errors)), operation, peer: name };
 }

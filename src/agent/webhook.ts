@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { oneLine, showValue, UsageError } from '../model/errors.js';
 import { reviewPeerAdmission } from './admission.js';
+import type { NodePodCIDRs } from './webhook-nodes.js';
 import { listen, type RunningServer, WebhookMetrics } from './webhook-metrics.js';
 
 export interface WebhookOptions {
@@ -25,6 +26,12 @@ export interface WebhookOptions {
   metrics?: WebhookMetrics;
   /** Overrides of webhookLimits (tests shorten the timeouts). */
   limits?: Partial<WebhookLimits>;
+  /**
+   * The Nodes' pod CIDRs (`--check-pod-cidrs`): a Peer overlapping one is refused. Absent: not
+   * checked (the agents drop such a claim). Before the first list of Nodes, Peers are admitted
+   * without it and each such admission is logged (docs/kg.md#webhook).
+   */
+  nodes?: NodePodCIDRs;
 }
 
 /**
@@ -168,12 +175,19 @@ export async function startWebhook(options: WebhookOptions): Promise<RunningServ
       bad(res, 400, `request body is not JSON: ${oneLine(e, 200)}`, source);
       return;
     }
-    const review = reviewPeerAdmission(decoded);
+    const nodes = options.nodes;
+    const listed = nodes?.synced() ?? false;
+    const review = reviewPeerAdmission(decoded, listed ? (name, spec) => nodes!.overlaps(name, spec) : undefined);
     if (!review.ok) {
       bad(res, 400, review.message, source);
       return;
     }
     const { allowed, status } = review.review.response;
+    if (nodes && !listed && allowed && review.peer !== '')
+      log.warn(
+        { operation: review.operation, peer: review.peer },
+        "allowed Peer without checking the Nodes' pod CIDRs: the Nodes are not listed yet (the agents drop an overlapping allowed IP)",
+      );
     metrics.admissions.inc({ operation: review.operation, response: allowed ? 'allowed' : 'denied' });
     if (allowed) log.debug({ operation: review.operation, peer: review.peer }, 'allowed Peer');
     else log.info({ operation: review.operation, peer: review.peer, reason: status?.message }, 'denied Peer');

@@ -1,30 +1,19 @@
 /**
  * The Peer webhook in a dual-stack cluster: IPv6 and dual-stack Peers are allowed, what is unsafe in
- * either family refused. The webhook reads no cluster (no API client, no RBAC: manifests/webhook.yaml),
- * so a Peer's claim on a node's pod CIDR is the agents' to drop; the last test pins that they do,
+ * either family refused. A Peer's claim on a node's pod CIDR is refused when the webhook has the
+ * Nodes (--check-pod-cidrs: pod-cidr-overlaps.test.ts, webhook-nodes.test.ts); without them (the
+ * check off, or before the first list) it is the agents' to drop: the last test pins that they do,
  * in IPv6 too.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { reviewPeerAdmission } from '../../src/agent/admission.js';
 import { readyMesh } from '../../src/mesh/compute.js';
 import { parseCluster } from '../../src/model/parse.js';
 import { Cidr } from '../../src/net/cidr.js';
 import { node, NOW, peer, wgKey } from '../helpers/cluster.js';
+import { reviewSpec } from './review-helpers.js';
 
-function review(spec: Record<string, unknown>) {
-  const r = reviewPeerAdmission({
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: 'u',
-      operation: 'CREATE',
-      object: { apiVersion: 'kilo.squat.ai/v1alpha1', kind: 'Peer', metadata: { name: 'p' }, spec },
-    },
-  });
-  assert.ok(r.ok);
-  return r.review.response;
-}
+const review = (spec: Record<string, unknown>) => reviewSpec(spec);
 
 const publicKey = wgKey('p');
 
@@ -65,7 +54,7 @@ test('a catch-all of either family, alone or beside a good prefix, and an unspec
   }
 });
 
-test("what the webhook cannot know, the agents drop: a Peer's claim on a node's IPv6 pod CIDR, the node stays", () => {
+test("what the webhook does not check (no Nodes), the agents drop: a Peer's claim on a node's IPv6 pod CIDR, the node stays", () => {
   const subnets = [Cidr.parse('10.4.0.0/16'), Cidr.parse('fd4b::/64')];
   const cluster = parseCluster([
     node('a', { internalIP: '10.1.0.1/24', endpoint: '198.51.100.1:51820', podCIDRs: ['10.2.1.0/24', 'fd42:1::/64'] }),

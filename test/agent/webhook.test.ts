@@ -22,6 +22,7 @@ import { wgKey } from '../helpers/cluster.js';
 import { badPeers, goodPeers, hostilePeers } from './peer-examples.js';
 import { skipUnless } from '../helpers/requirements.js';
 import { nodeArgv } from '../../scripts/node-flags.mjs';
+import { makeCertificate } from './webhook-tls.js';
 
 const noOpenssl = skipUnless(spawnSync('openssl', ['version']).status === 0, 'needs the openssl command');
 
@@ -29,37 +30,6 @@ let dir = '';
 let certFile = '';
 let keyFile = '';
 let ca: Buffer;
-
-/** A self-signed certificate for 127.0.0.1 and localhost: its own CA. */
-function makeCertificate(into: string, name: string): { cert: string; key: string } {
-  const cert = join(into, `${name}.crt`);
-  const key = join(into, `${name}.key`);
-  const r = spawnSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=kilo-peer-validation',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1,DNS:localhost',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ],
-    { encoding: 'utf8' },
-  );
-  assert.equal(r.status, 0, `openssl failed: ${r.stderr}`);
-  return { cert, key };
-}
 
 interface Reply {
   status: number;
@@ -609,6 +579,7 @@ describe('kg webhook (the built command)', { skip: noOpenssl }, () => {
       [
         ...nodeArgv(join(root, 'bin', 'kg')),
         'webhook',
+        '--check-pod-cidrs=false',
         `--cert-file=${join(tmp, 'missing.crt')}`,
         `--key-file=${join(tmp, 'missing.key')}`,
         '--listen=127.0.0.1:0',
@@ -641,6 +612,7 @@ describe('kg webhook (the built command)', { skip: noOpenssl }, () => {
       [
         ...nodeArgv(join(root, 'bin', 'kg')),
         'webhook',
+        '--check-pod-cidrs=false',
         `--cert-file=${cert}`,
         `--key-file=${key}`,
         `--listen=127.0.0.1:${webhookPort}`,

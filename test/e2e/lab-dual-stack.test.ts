@@ -5,7 +5,7 @@
  * location 3 with only IPv6 on its LAN and uplink, and a dual-stack Peer. Every pod reaches every
  * pod over IPv4 and over IPv6, by ICMP and by TCP, and the Peer every pod; IPv4 to and from
  * location 3 travels inside IPv6 tunnels, and its mates reach each other's IPv4 pods over their
- * IPv6 LAN.
+ * IPv6 LAN; packets take the paths the IPv4 lab asserts (checkPaths).
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -14,6 +14,7 @@ import { routerNs } from '../../packages/lab/src/layout.js';
 import { formatMatrix, ping } from '../../packages/lab/src/probe.js';
 import { startTcpServers, tcpPairs } from '../../packages/lab/src/tcp.js';
 import { eventually, skipLab, upLab } from './lab-helpers.js';
+import { checkCrossPaths, checkLocationPaths } from './lab-paths.js';
 
 /** Every pair (pods and the Peer, both families) answers over TCP; the failing ones after `timeoutMs`. */
 async function tcpEverywhere(lab: Lab, timeoutMs: number): Promise<string[]> {
@@ -25,6 +26,24 @@ async function tcpEverywhere(lab: Lab, timeoutMs: number): Promise<string[]> {
     if (pending.length === 0 || Date.now() > deadline) return pending.map(({ s, d }) => `${s.name}→${d.name}`);
     await new Promise((r) => setTimeout(r, 1000));
   }
+}
+
+/**
+ * The paths the IPv4 lab asserts (lab-paths.ts), in IPv6 and across the IPv6-only location:
+ * - location: location 1's non-leader reaches another location's IPv6 pods through its leader;
+ * - cross: loc1's mates reach each other's IPv6 pods over the LAN, never through kilo0, and loc1-n1
+ *   reaches loc3-n1's pods through kilo0, straight into loc3-n1's own kilo0, in both families; the
+ *   tunnel between them runs over IPv6 (loc1-n1's IPv6 address carries the UDP, loc3-n1 has no IPv4
+ *   underlay: checkIPv6Underlay), so IPv4 pod traffic crosses the underlay inside IPv6.
+ * The two families' cross checks run side by side: each captures only its own pods' packets.
+ */
+async function checkPaths(lab: Lab, granularity: string): Promise<void> {
+  if (granularity === 'location') await checkLocationPaths(lab, { family: 6 });
+  if (granularity !== 'cross') return;
+  const tunnelHost = lab.node('loc1-n1').ipv6!.publicIP;
+  await Promise.all(
+    ([6, 4] as const).map((family) => checkCrossPaths(lab, { family, remote: 'loc3-n1', tunnelHost, direct: true })),
+  );
 }
 
 /** Location 3 has no IPv4 underlay: its tunnels all run over IPv6, and its LAN carries IPv4 pods via inet6. */
@@ -83,6 +102,9 @@ describe(
             20_000,
           ).catch(() => undefined);
           checkIPv6Underlay(lab, granularity !== 'full');
+          const started = Date.now();
+          await checkPaths(lab, granularity);
+          console.log(`${granularity}: paths checked in ${((Date.now() - started) / 1000).toFixed(1)} s`);
         }
       },
     );

@@ -8,11 +8,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Lab } from '../../packages/lab/src/lab.js';
-import { routerNs } from '../../packages/lab/src/layout.js';
-import { capture, counters, dataplaneFingerprint } from '../../packages/lab/src/observe.js';
-import { formatMatrix, ping } from '../../packages/lab/src/probe.js';
+import { dataplaneFingerprint } from '../../packages/lab/src/observe.js';
+import { formatMatrix } from '../../packages/lab/src/probe.js';
 import type { Granularity } from '../../src/model/types.js';
 import { eventually, guardsWithoutTunnel, skipLab, upLab } from './lab-helpers.js';
+import { checkCrossPaths, checkLocationPaths } from './lab-paths.js';
 
 /** Each node's kernel state after a fresh start, per granularity: what a live switch must end in. */
 const fresh = new Map<Granularity, Map<string, string[]>>();
@@ -40,77 +40,6 @@ async function checkGuards(lab: Lab, when: string): Promise<void> {
   // A reconcile may be on its way (it writes a route and its guard in one batch).
   await eventually(`no guard without its route ${when}`, () => left().length === 0, 10_000).catch(() => undefined);
   assert.deepEqual(left(), [], `${when}: guards left without the route through kilo0 they stand behind`);
-}
-
-const icmpEcho = (lines: string[], kind: 'request' | 'reply') =>
-  lines.filter((l) => l.includes(`ICMP echo ${kind}`)).length;
-
-async function checkCrossPaths(lab: Lab): Promise<void> {
-  const [a, b, remote] = [lab.node('loc1-n1'), lab.node('loc1-n2'), lab.node('loc2-n1')];
-  // Inside a location: in the clear over the LAN, nothing through WireGuard.
-  // Captured, not counted: the agents' own health probes go through kilo0 at any time.
-  const pods = `icmp and host ${a.podIP} and host ${b.podIP}`;
-  const tunnels = [await capture(a.ns, 'kilo0', pods), await capture(b.ns, 'kilo0', pods)];
-  const lan = await capture(b.ns, 'lan0', pods);
-  assert.ok(await ping(a.podNs, b.podIP, { count: 3 }), `pod of ${a.name} → pod of ${b.name}`);
-  const seen = await lan.stop();
-  assert.ok(
-    icmpEcho(seen, 'request') >= 1 && icmpEcho(seen, 'reply') >= 1,
-    `the LAN carries the pods' ICMP in the clear:\n${seen.join('\n')}`,
-  );
-  assert.deepEqual(
-    await Promise.all(tunnels.map((c) => c.stop())),
-    [[], []],
-    "kilo0 of either node saw none of the pods' packets",
-  );
-
-  // Across locations: the internet sees WireGuard's UDP only, never a pod's packet.
-  const tunnelBefore = counters(a.ns, 'kilo0');
-  const clear = await capture(routerNs(lab.options.prefix), 'any', `host ${a.podIP} or host ${remote.podIP}`);
-  const udp = await capture(routerNs(lab.options.prefix), 'any', `udp and host ${a.publicIP}`);
-  assert.ok(await ping(a.podNs, remote.podIP, { count: 3 }), `pod of ${a.name} → pod of ${remote.name}`);
-  const [clearSeen, udpSeen] = [await clear.stop(), await udp.stop()];
-  assert.deepEqual(clearSeen, [], 'no packet with a pod address crosses the internet');
-  assert.ok(udpSeen.length >= 6, `WireGuard's UDP crosses the internet (saw ${udpSeen.length} packets)`);
-  const tunnelAfter = counters(a.ns, 'kilo0');
-  assert.ok(
-    tunnelAfter.txPackets >= tunnelBefore.txPackets + 3 && tunnelAfter.rxPackets >= tunnelBefore.rxPackets + 3,
-    'the pings went through kilo0',
-  );
-}
-
-async function checkLocationPaths(lab: Lab): Promise<void> {
-  const objects = await lab.api.list('nodes');
-  const wgIP = (name: string) =>
-    objects.find((o) => o.metadata?.name === name)?.metadata?.annotations?.['kilo.squat.ai/wireguard-ip'] ?? '';
-  const loc1 = lab.nodes.filter((n) => n.location === 1);
-  const leaders = loc1.filter((n) => wgIP(n.name) !== '');
-  assert.equal(
-    leaders.length,
-    1,
-    `one leader in location 1: ${loc1.map((n) => `${n.name}=${wgIP(n.name) || '-'}`).join(' ')}`,
-  );
-  const leader = leaders[0]!;
-  const other = loc1.find((n) => n !== leader)!;
-  const remote = lab.node('loc2-n1');
-  assert.match(
-    lab.routeGet(other.name, remote.podIP),
-    new RegExp(`via ${leader.lanIP.replaceAll('.', '\\.')} dev lan0`),
-    'the non-leader routes to the other location through its leader',
-  );
-  const [otherBefore, leaderBefore] = [counters(other.ns, 'kilo0'), counters(leader.ns, 'kilo0')];
-  const lan = await capture(leader.ns, 'lan0', `icmp and host ${other.podIP} and host ${remote.podIP}`);
-  assert.ok(await ping(other.podNs, remote.podIP, { count: 3 }), `pod of ${other.name} → pod of ${remote.name}`);
-  const seen = await lan.stop();
-  assert.ok(
-    icmpEcho(seen, 'request') >= 1,
-    `the leader receives the non-leader's packets on its LAN:\n${seen.join('\n')}`,
-  );
-  assert.deepEqual(counters(other.ns, 'kilo0'), otherBefore, "the non-leader's kilo0 carried nothing");
-  assert.ok(
-    counters(leader.ns, 'kilo0').txPackets >= leaderBefore.txPackets + 3,
-    "the leader's kilo0 carried the packets",
-  );
 }
 
 describe(

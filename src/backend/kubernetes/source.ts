@@ -14,6 +14,7 @@ import { withSignal } from './abort.js';
 import { describeError } from './errors.js';
 import {
   Reflector,
+  type Lister,
   type ListResult,
   type ReflectorStats,
   type ReflectorTimings,
@@ -74,10 +75,7 @@ export class KubernetesSource implements ClusterSource {
       resource: 'nodes',
       path: nodesPath,
       normalize: normalizeNode(options.nodeLabels),
-      list: async (signal, resourceVersion): Promise<ListResult> => {
-        const list = await this.core.listNode({ resourceVersion }, withSignal(signal));
-        return { resourceVersion: list.metadata?.resourceVersion ?? '', items: list.items as KubeObject[] };
-      },
+      list: nodeLister(this.core),
     });
     this.peers = new Reflector({
       ...common,
@@ -153,6 +151,14 @@ export class KubernetesSource implements ClusterSource {
       }
     }
   }
+}
+
+/** Lists every Node: the one Node list both KubernetesSource and KubernetesNodes make. */
+export function nodeLister(core: CoreV1Api): Lister {
+  return async (signal, resourceVersion): Promise<ListResult> => {
+    const list = await core.listNode({ resourceVersion }, withSignal(signal));
+    return { resourceVersion: list.metadata?.resourceVersion ?? '', items: list.items as KubeObject[] };
+  };
 }
 
 /**
