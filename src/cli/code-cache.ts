@@ -56,11 +56,5 @@ export function runCached<T>(bundle: string, cacheFile: string): CachedScript<T>
  * the build's training too: V8 rejects a code cache made under other flags.
  */
 export function oneShotBudget(): void {
-  // bin/kgctl's #! line passes it: then node:v8 is not loaded (2-3 ms of CPU at every start).
-  // The cache is the same either way: V8 checks the flags' values, not how they were set.
-  if (process.execArgv.includes(oneShotBudgetFlag)) return;
-  process.getBuiltinModule('node:v8').setFlagsFromString(oneShotBudgetFlag);
+  process.getBuiltinModule('node:v8').setFlagsFromString('--interrupt-budget=540672');
 }
-
-/** The one-shot budget as node's flag; bin/kgctl's #! line names the same (test/cli/kgctl-start.test.ts). */
-export const oneShotBudgetFlag = '--interrupt-budget=540672';
