@@ -19,6 +19,11 @@ export function main(argv: string[]): Promise<void> {
   return kgctl.exports.main(argv);
 }
 
+/** Whether V8 rejected the code cache of this run (test/cli/kgctl-start.test.ts). */
+export function codeCacheRejected(): boolean {
+  return kgctl.rejected;
+}
+
 /**
  * The build's training: runs kgctl with each argv, then writes the code cache, which holds every
  * function those runs compiled.

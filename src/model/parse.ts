@@ -357,25 +357,50 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
     allowedLocationIPs,
     discoveredEndpoints,
     wireGuardIP,
-    ...(wireGuardIPv6 ? { wireGuardIPv6 } : {}),
     forceWireGuardIP,
     granularity: a[Annotation.granularity] || null,
     ciliumInternalIP,
     leaderHealth,
   };
-  const plain = !ipv6Endpoint && relayed.relay === undefined && relayed.unreachable === undefined && !relayed.spoke;
-  return r.result(plain ? node : withRare(node, ipv6Endpoint, relayed));
+  const plain =
+    !ipv6Endpoint &&
+    !wireGuardIPv6 &&
+    relayed.relay === undefined &&
+    relayed.unreachable === undefined &&
+    !relayed.spoke;
+  return r.result(plain ? node : withRare(node, ipv6Endpoint, wireGuardIPv6, relayed));
 }
 
 /**
  * A node with the fields few nodes have, in the order a spread in parseNode's literal put them:
- * ipv6Endpoint after endpoint, the relay fields last. The common node's literal has no spread: it
- * cost an eighth of parsing a 5,000-node snapshot (docs/performance.md#parsing).
+ * ipv6Endpoint after endpoint, wireGuardIPv6 after wireGuardIP, the relay fields last. The common
+ * node's literal has no spread: it cost an eighth of parsing a 5,000-node snapshot
+ * (docs/performance.md#parsing).
  */
-function withRare(node: KiloNode, ipv6Endpoint: Endpoint | null, relayed: Partial<KiloNode>): KiloNode {
-  if (!ipv6Endpoint) return { ...node, ...relayed };
-  const { name, location, wantsLeader, endpoint, ...rest } = node;
-  return { name, location, wantsLeader, endpoint, ipv6Endpoint, ...rest, ...relayed };
+function withRare(
+  node: KiloNode,
+  ipv6Endpoint: Endpoint | null,
+  wireGuardIPv6: Cidr | null,
+  relayed: Partial<KiloNode>,
+): KiloNode {
+  if (!ipv6Endpoint && !wireGuardIPv6) return { ...node, ...relayed };
+  const { name, location, wantsLeader, endpoint, ...middle } = node;
+  // What follows wireGuardIP; the rest (internalIPs to wireGuardIP) keeps its order.
+  const { forceWireGuardIP, granularity, ciliumInternalIP, leaderHealth, ...upToWireGuardIP } = middle;
+  return {
+    name,
+    location,
+    wantsLeader,
+    endpoint,
+    ...(ipv6Endpoint ? { ipv6Endpoint } : {}),
+    ...upToWireGuardIP,
+    ...(wireGuardIPv6 ? { wireGuardIPv6 } : {}),
+    forceWireGuardIP,
+    granularity,
+    ciliumInternalIP,
+    leaderHealth,
+    ...relayed,
+  };
 }
 
 /**

@@ -6,8 +6,8 @@ import { node } from '../helpers/cluster.js';
 
 /**
  * A parsed node's fields keep one order whichever of the rare ones it has (parseNode builds the
- * common node without a spread, and the rare ones apart): ipv6Endpoint right after endpoint, the
- * relay fields last, as they always were.
+ * common node without a spread, and the rare ones apart): ipv6Endpoint right after endpoint,
+ * wireGuardIPv6 right after wireGuardIP, the relay fields last, as they always were.
  */
 const common = [
   'name',
@@ -49,6 +49,11 @@ const relayed = {
   [Annotation.spoke]: 'true',
 };
 const v6 = { [Annotation.endpointIPv6]: '[2001:db8::1]:51820' };
+const wg6 = { [Annotation.wireGuardIPv6]: 'fd4b::1/64' };
+const afterWireGuardIP = (fields: string[]) => {
+  const at = fields.indexOf('wireGuardIP') + 1;
+  return [...fields.slice(0, at), 'wireGuardIPv6', ...fields.slice(at)];
+};
 
 test('a parsed node has its fields in one order, with or without the rare ones', () => {
   assert.deepEqual(fieldsOf({}), common);
@@ -56,4 +61,13 @@ test('a parsed node has its fields in one order, with or without the rare ones',
   assert.deepEqual(fieldsOf(v6), withV6);
   assert.deepEqual(fieldsOf(relayed), [...common, 'relay', 'unreachable', 'spoke']);
   assert.deepEqual(fieldsOf({ ...v6, ...relayed }), [...withV6, 'relay', 'unreachable', 'spoke']);
+  assert.deepEqual(fieldsOf(wg6), afterWireGuardIP(common));
+  assert.deepEqual(fieldsOf({ ...v6, ...wg6 }), afterWireGuardIP(withV6));
+  assert.deepEqual(fieldsOf({ ...wg6, ...relayed }), [...afterWireGuardIP(common), 'relay', 'unreachable', 'spoke']);
+  assert.deepEqual(fieldsOf({ ...v6, ...wg6, ...relayed }), [
+    ...afterWireGuardIP(withV6),
+    'relay',
+    'unreachable',
+    'spoke',
+  ]);
 });
