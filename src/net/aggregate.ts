@@ -21,8 +21,12 @@ function blocksOf<N extends number | bigint>(cidrs: readonly Cidr[], space: Addr
     if (c.family === space.family)
       blocks.push({ start: space.start(c), bits: space.width - c.prefix, cidr: c.ip === c.network ? c : undefined });
   }
-  return blocks.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : b.bits - a.bits));
+  return blocks.sort(byStart);
 }
+
+/** Address order, a container before what it contains. */
+const byStart = <N extends number | bigint>(a: Block<N>, b: Block<N>) =>
+  a.start < b.start ? -1 : a.start > b.start ? 1 : b.bits - a.bits;
 
 /**
  * The fewest prefixes of one family covering exactly the addresses of `blocks`, in address order.
@@ -64,8 +68,11 @@ export function aggregate(cidrs: readonly Cidr[], outside?: PrefixSet): Cidr[] {
   for (let i = 0; i < v4.length; i += 2) out.push(Cidr.of(IP.fromV4(v4[i]!), 32 - v4[i + 1]!));
   // Most clusters are IPv4 only: nothing more to look at.
   if (keys.length === cidrs.length) return out;
-  const v6 = outside ? cidrs.filter((c) => c.family !== 6 || !outside.covers(c)) : cidrs;
-  for (const b of minimal(blocksOf(v6, ipv6), ipv6)) out.push(toCidr(b, ipv6));
+  // Each IPv6 prefix's number is made once (a BigInt from its text): the blocks are filtered by
+  // `outside`, not the prefixes (docs/performance.md#dual-stack).
+  let blocks = blocksOf(cidrs, ipv6);
+  if (outside) blocks = blocks.filter((b) => !covers(outside.v6, ipv6, b.start, b.bits));
+  for (const b of minimal(blocks, ipv6)) out.push(toCidr(b, ipv6));
   return out;
 }
 
@@ -132,26 +139,46 @@ const within4 = (start: number, bits: number, outerStart: number, outerBits: num
 export class PrefixSet {
   /** IPv4 blocks as minimal4 gives them: disjoint, in address order, as large as they can be. */
   readonly v4: readonly number[];
-  private readonly v6: Block<bigint>[];
+  /** IPv6 blocks as minimal gives them. */
+  readonly v6: readonly Block<bigint>[];
 
-  constructor(cidrs: readonly Cidr[]) {
+  constructor(cidrs: readonly Cidr[], v4?: readonly number[], v6?: readonly Block<bigint>[]) {
     const keys = sorted4(cidrs);
-    this.v4 = minimal4(keys);
-    this.v6 = keys.length === cidrs.length ? [] : minimal(blocksOf(cidrs, ipv6), ipv6);
+    this.v4 = v4 ?? minimal4(keys);
+    this.v6 = v6 ?? (keys.length === cidrs.length ? [] : minimal(blocksOf(cidrs, ipv6), ipv6));
+  }
+
+  /**
+   * The set with `cidrs` added, made from this set's blocks and the new prefixes only: a set that
+   * grows group by group (the firewall's exceptions) makes each IPv6 prefix's number once, not once
+   * per group (docs/performance.md#dual-stack).
+   */
+  plus(cidrs: readonly Cidr[]): PrefixSet {
+    const added = sorted4(cidrs);
+    const keys = new Float64Array(this.v4.length / 2 + added.length);
+    for (let i = 0; i < this.v4.length; i += 2) keys[i / 2] = this.v4[i]! * 64 + (32 - this.v4[i + 1]!);
+    keys.set(added, this.v4.length / 2);
+    const v6 =
+      added.length === cidrs.length ? this.v6 : minimal([...this.v6, ...blocksOf(cidrs, ipv6)].sort(byStart), ipv6);
+    return new PrefixSet([], minimal4(keys.sort()), v6);
   }
 
   /** True when every address of `c` is in the set. */
   covers(c: Cidr): boolean {
-    return c.family === 4 ? covers4(this.v4, c) : covers(this.v6, ipv6, c);
+    return c.family === 4 ? covers4(this.v4, c) : covers(this.v6, ipv6, ipv6.start(c), 128 - c.prefix);
   }
 }
 
 /**
- * The blocks are disjoint, sorted and as large as they can be: a prefix inside their union lies
+ * The blocks are disjoint, sorted and as large as they can be: a range inside their union lies
  * inside the one block starting at or before it (several blocks tiling it would have merged).
  */
-function covers<N extends number | bigint>(blocks: Block<N>[], space: AddressSpace<N>, c: Cidr): boolean {
-  const start = space.start(c);
+function covers<N extends number | bigint>(
+  blocks: readonly Block<N>[],
+  space: AddressSpace<N>,
+  start: N,
+  bits: number,
+): boolean {
   let lo = 0;
   let hi = blocks.length;
   while (lo < hi) {
@@ -160,7 +187,7 @@ function covers<N extends number | bigint>(blocks: Block<N>[], space: AddressSpa
     else hi = mid;
   }
   const b = blocks[lo - 1];
-  return !!b && space.within(start, space.width - c.prefix, b.start, b.bits);
+  return !!b && space.within(start, bits, b.start, b.bits);
 }
 
 /** `covers` over minimal4's flat list. */
