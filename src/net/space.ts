@@ -26,19 +26,6 @@ export interface AddressSpace<N extends number | bigint> {
 
 const pow2 = Array.from({ length: 33 }, (_, bits) => 2 ** bits);
 
-/** Two hex digits per byte value, so an address's hex is 16 look-ups, not a Buffer per address. */
-const hexByte = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
-
-/**
- * 16 bytes as 32 hex digits: fixed width, so the texts sort as the addresses do (a dual-stack
- * mesh keys thousands of IPv6 prefixes by it: docs/performance.md#dual-stack).
- */
-export function hex32(bytes: Uint8Array): string {
-  let hex = '';
-  for (let i = 0; i < 16; i++) hex += hexByte[bytes[i]!]!;
-  return hex;
-}
-
 /**
  * The number of 16 bytes: three plain numbers (48, 48 and 32 bits, exact below 2^53) made BigInt,
  * half the time of a hex text read by BigInt (a dual-stack firewall makes one per IPv6 prefix:
