@@ -13,6 +13,7 @@
  * share a name never get here: parseCluster drops them all.) Pure, so every agent agrees.
  */
 import type { Cidr } from '../net/cidr.js';
+import { key6, sameBits } from '../net/aggregate6.js';
 import type { ByFamily } from '../net/family.js';
 import { ValidationError } from '../model/errors.js';
 import type { KiloNode, KiloPeer } from '../model/types.js';
@@ -245,43 +246,18 @@ function withoutConflicts(
 /**
  * Whether no two IPv6 prefixes overlap. Aligned prefixes overlap only by containment, and sorted by
  * network then length, a prefix inside another comes right after it or after one that is inside it
- * too: neighbours tell. A key is nine UTF-16 code units, the eight groups and the length, which
- * strings compare and sort as numbers: one String.fromCharCode per prefix, where hex text was 16
- * pieces (docs/performance.md#dual-stack).
+ * too: neighbours tell. Keyed as aggregate6.ts keys them: one short string per prefix, sorted
+ * natively (docs/performance.md#dual-stack).
  */
 function ipv6Disjoint(prefixes: readonly Cidr[]): boolean {
   const keys = new Array<string>(prefixes.length);
-  for (let i = 0; i < prefixes.length; i++) {
-    const c = prefixes[i]!;
-    const b = c.network.bytes;
-    keys[i] = String.fromCharCode(
-      (b[0]! << 8) | b[1]!,
-      (b[2]! << 8) | b[3]!,
-      (b[4]! << 8) | b[5]!,
-      (b[6]! << 8) | b[7]!,
-      (b[8]! << 8) | b[9]!,
-      (b[10]! << 8) | b[11]!,
-      (b[12]! << 8) | b[13]!,
-      (b[14]! << 8) | b[15]!,
-      c.prefix,
-    );
-  }
+  for (let i = 0; i < prefixes.length; i++) keys[i] = key6(prefixes[i]!);
   keys.sort();
   for (let i = 1; i < keys.length; i++) {
     const before = keys[i - 1]!;
     if (sameBits(before, keys[i]!, before.charCodeAt(8))) return false;
   }
   return true;
-}
-
-/** Whether two keys (ipv6Disjoint's) agree in their first `bits` bits. */
-function sameBits(a: string, b: string, bits: number): boolean {
-  const whole = bits >> 4;
-  for (let i = 0; i < whole; i++) if (a.charCodeAt(i) !== b.charCodeAt(i)) return false;
-  const rest = bits & 15;
-  if (rest === 0) return true;
-  const mask = (0xffff << (16 - rest)) & 0xffff;
-  return (a.charCodeAt(whole) & mask) === (b.charCodeAt(whole) & mask);
 }
 
 /**
