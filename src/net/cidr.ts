@@ -67,6 +67,9 @@ export function isCanonicalPrefix4(text: string): boolean {
  */
 let parsedCanonical = false;
 
+/** parseV6's groups as read, before the "::" is expanded: no array made per address. */
+const scratchGroups = new Int32Array(8);
+
 /**
  * The 16 bytes of IPv6 text made only of hex groups (1 to 4 digits) and at most one "::", the
  * form of nearly every address here; null for anything else, which ipaddr then reads (an embedded
@@ -77,7 +80,8 @@ function parseV6(text: string): Uint8Array | null {
   parsedCanonical = false;
   const n = text.length;
   if (n < 2 || n > 39) return null;
-  const groups: number[] = [];
+  const groups = scratchGroups;
+  let count = 0;
   let gap = -1;
   let i = 0;
   // No upper-case digit, no leading zero: the rest of canonical is the "::" (below).
@@ -104,27 +108,27 @@ function parseV6(text: string): Uint8Array | null {
       digits++;
       i++;
     }
-    if (digits === 0 || digits > 4) return null;
-    groups.push(v);
+    if (digits === 0 || digits > 4 || count === 8) return null;
+    groups[count++] = v;
     if (i === n) break;
     if (text.charCodeAt(i) !== 58) return null;
     i++;
     if (i < n && text.charCodeAt(i) === 58) {
       if (gap >= 0) return null;
-      gap = groups.length;
+      gap = count;
       i++;
       if (i === n) break;
     } else if (i === n) return null;
   }
-  if (gap < 0 ? groups.length !== 8 : groups.length > 7) return null;
+  if (gap < 0 ? count !== 8 : count > 7) return null;
   const out = new Uint8Array(16);
-  const tail = gap < 0 ? 0 : groups.length - gap;
-  for (let g = 0; g < groups.length; g++) {
+  const tail = gap < 0 ? 0 : count - gap;
+  for (let g = 0; g < count; g++) {
     const at = gap < 0 || g < gap ? g : 8 - tail + (g - gap);
     out[2 * at] = groups[g]! >> 8;
     out[2 * at + 1] = groups[g]! & 0xff;
   }
-  parsedCanonical = plain && zeroRunIsCanonical(out, gap, 8 - groups.length);
+  parsedCanonical = plain && zeroRunIsCanonical(out, gap, 8 - count);
   return out;
 }
 
