@@ -52,7 +52,10 @@ export function generateCluster(
 /**
  * The same cluster made dual-stack (docs/dual-stack.md): every node with an IPv6 pod CIDR beside its
  * IPv4 one (spec.podCIDRs), an IPv6 internal IP and endpoint in the -ipv6 annotations, and every
- * Peer with an IPv6 allowed IP too. Plan it with `--subnet 10.4.0.0/16,fd4b::/64`.
+ * Peer with an IPv6 allowed IP too. Plan it with `--subnet 10.4.0.0/16,fd4b::/64`. The IPv6 pod
+ * CIDRs are consecutive /64s of fd42::/48, as kube-controller-manager hands them out (and as the
+ * IPv4 ones are consecutive /24s): /64s 2^16 apart, as this once made, aggregate into nothing, and
+ * the IPv6 firewall held a rule per node where IPv4's held a few.
  */
 export function dualStack(items: KubeObject[]): KubeObject[] {
   return items.map((o, i) => {
@@ -73,7 +76,7 @@ export function dualStack(items: KubeObject[]): KubeObject[] {
           'kilo.squat.ai/endpoint-ipv6': `[2001:db8::${hex}]:51820`,
         },
       },
-      spec: { podCIDRs: [(o.spec as { podCIDR: string }).podCIDR, `fd42:0:${hex}::/64`] },
+      spec: { podCIDRs: [(o.spec as { podCIDR: string }).podCIDR, i === 0 ? 'fd42::/64' : `fd42:0:0:${hex}::/64`] },
     };
   });
 }

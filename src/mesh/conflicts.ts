@@ -13,8 +13,8 @@
  * share a name never get here: parseCluster drops them all.) Pure, so every agent agrees.
  */
 import type { Cidr } from '../net/cidr.js';
+import { key6, sameBits } from '../net/aggregate6.js';
 import type { ByFamily } from '../net/family.js';
-import { hex32 } from '../net/space.js';
 import { ValidationError } from '../model/errors.js';
 import type { KiloNode, KiloPeer } from '../model/types.js';
 import { inNameOrder } from './order.js';
@@ -245,34 +245,19 @@ function withoutConflicts(
 
 /**
  * Whether no two IPv6 prefixes overlap. Aligned prefixes overlap only by containment, and sorted by
- * network (32 hex digits) then length, a prefix inside another comes right after it or after one
- * that is inside it too: neighbours tell.
+ * network then length, a prefix inside another comes right after it or after one that is inside it
+ * too: neighbours tell. Keyed as aggregate6.ts keys them: one short string per prefix, sorted
+ * natively (docs/performance.md#dual-stack).
  */
 function ipv6Disjoint(prefixes: readonly Cidr[]): boolean {
   const keys = new Array<string>(prefixes.length);
-  for (let i = 0; i < prefixes.length; i++) {
-    const c = prefixes[i]!;
-    keys[i] = hex32(c.network.bytes) + prefix3[c.prefix]!;
-  }
+  for (let i = 0; i < prefixes.length; i++) keys[i] = key6(prefixes[i]!);
   keys.sort();
   for (let i = 1; i < keys.length; i++) {
     const before = keys[i - 1]!;
-    if (sameBits(before, keys[i]!, Number(before.slice(32)))) return false;
+    if (sameBits(before, keys[i]!, before.charCodeAt(8))) return false;
   }
   return true;
-}
-
-/** A prefix length as three digits, so that the keys of one address sort by length. */
-const prefix3 = Array.from({ length: 129 }, (_, n) => String(n).padStart(3, '0'));
-
-/** Whether two addresses of 32 hex digits agree in their first `bits` bits. */
-function sameBits(a: string, b: string, bits: number): boolean {
-  const whole = bits >> 2;
-  if (a.slice(0, whole) !== b.slice(0, whole)) return false;
-  const rest = bits & 3;
-  if (rest === 0) return true;
-  const mask = (0xf << (4 - rest)) & 0xf;
-  return (parseInt(a[whole]!, 16) & mask) === (parseInt(b[whole]!, 16) & mask);
 }
 
 /**

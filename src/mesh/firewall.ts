@@ -41,10 +41,10 @@ export function planFirewall(t: Topology, options: MeshOptions, enc: Encapsulato
     ['peers', allowedIPsOf(t.peers)],
     ['service-cidrs', options.serviceCIDRs],
   ];
-  const returned: Cidr[] = [];
+  let returned = new PrefixSet([]);
   const exceptions: MasqueradeException[] = groups.map(([reason, destinations]) => {
-    const kept = aggregate(destinations, new PrefixSet(returned));
-    returned.push(...kept);
+    const kept = aggregate(destinations, returned);
+    returned = returned.plus(kept);
     return { reason, destinations: text(kept) };
   });
 

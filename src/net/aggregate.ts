@@ -1,55 +1,12 @@
 import { Cidr, IP } from './cidr.js';
-import { ipv6, type AddressSpace } from './space.js';
+import { cidrOf6, covers6, minimal6, sorted6 } from './aggregate6.js';
 
-/** A prefix as an address range: `start` is the network address, `bits` the host bits (32 - prefix). */
-interface Block<N> {
-  start: N;
-  bits: number;
-  /** The caller's value when the block is exactly one input, so its caches and identity survive. */
-  cidr?: Cidr;
-}
-
-function toCidr<N extends number | bigint>(b: Block<N>, space: AddressSpace<N>): Cidr {
-  return b.cidr ?? Cidr.of(space.ip(b.start), space.width - b.bits);
-}
-
-function blocksOf<N extends number | bigint>(cidrs: readonly Cidr[], space: AddressSpace<N>): Block<N>[] {
-  // One loop, not filter and map: docs/performance.md#cold-code.
-  const blocks: Block<N>[] = [];
-  for (let i = 0; i < cidrs.length; i++) {
-    const c = cidrs[i]!;
-    if (c.family === space.family)
-      blocks.push({ start: space.start(c), bits: space.width - c.prefix, cidr: c.ip === c.network ? c : undefined });
-  }
-  return blocks.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : b.bits - a.bits));
-}
-
-/**
- * The fewest prefixes of one family covering exactly the addresses of `blocks`, in address order.
+/*
  * Aligned prefixes either nest or are disjoint, so after sorting (a container first) one pass drops
  * the contained ones, and a stack merges two sibling halves into their parent as soon as the right
- * half is complete; the parent may in turn complete a half one level up.
+ * half is complete; the parent may in turn complete a half one level up. IPv4 here, over numbers;
+ * IPv6 in aggregate6.ts, over short strings.
  */
-function minimal<N extends number | bigint>(blocks: Block<N>[], space: AddressSpace<N>): Block<N>[] {
-  const out: Block<N>[] = [];
-  // An index loop, not for-of: docs/performance.md#cold-code.
-  for (let i = 0; i < blocks.length; i++) {
-    const b = blocks[i]!;
-    const last = out[out.length - 1];
-    // Sorted with containers first, an aligned block that overlaps the last one lies inside it.
-    if (last && space.within(b.start, b.bits, last.start, last.bits)) continue;
-    let top = b;
-    for (;;) {
-      const left = out[out.length - 1];
-      if (!left || left.bits !== top.bits || top.bits === space.width) break;
-      if (space.end(left.start, left.bits) !== top.start || !space.aligned(left.start, left.bits + 1)) break;
-      out.pop();
-      top = { start: left.start, bits: left.bits + 1 };
-    }
-    out.push(top);
-  }
-  return out;
-}
 
 /**
  * The fewest prefixes covering exactly the addresses of `cidrs`: contained prefixes dropped, sibling
@@ -64,8 +21,8 @@ export function aggregate(cidrs: readonly Cidr[], outside?: PrefixSet): Cidr[] {
   for (let i = 0; i < v4.length; i += 2) out.push(Cidr.of(IP.fromV4(v4[i]!), 32 - v4[i + 1]!));
   // Most clusters are IPv4 only: nothing more to look at.
   if (keys.length === cidrs.length) return out;
-  const v6 = outside ? cidrs.filter((c) => c.family !== 6 || !outside.covers(c)) : cidrs;
-  for (const b of minimal(blocksOf(v6, ipv6), ipv6)) out.push(toCidr(b, ipv6));
+  const v6 = minimal6(sorted6(cidrs), outside?.v6);
+  for (let i = 0; i < v6.length; i++) out.push(cidrOf6(v6[i]!, cidrs));
   return out;
 }
 
@@ -132,35 +89,33 @@ const within4 = (start: number, bits: number, outerStart: number, outerBits: num
 export class PrefixSet {
   /** IPv4 blocks as minimal4 gives them: disjoint, in address order, as large as they can be. */
   readonly v4: readonly number[];
-  private readonly v6: Block<bigint>[];
+  /** IPv6 prefixes as minimal6 gives them (aggregate6.ts). */
+  readonly v6: readonly string[];
 
-  constructor(cidrs: readonly Cidr[]) {
+  constructor(cidrs: readonly Cidr[], v4?: readonly number[], v6?: readonly string[]) {
     const keys = sorted4(cidrs);
-    this.v4 = minimal4(keys);
-    this.v6 = keys.length === cidrs.length ? [] : minimal(blocksOf(cidrs, ipv6), ipv6);
+    this.v4 = v4 ?? minimal4(keys);
+    this.v6 = v6 ?? (keys.length === cidrs.length ? [] : minimal6(sorted6(cidrs)));
+  }
+
+  /**
+   * The set with `cidrs` added, made from this set's blocks and the new prefixes only: a set that
+   * grows group by group (the firewall's exceptions) reads each prefix once, not once per group
+   * (docs/performance.md#dual-stack).
+   */
+  plus(cidrs: readonly Cidr[]): PrefixSet {
+    const added = sorted4(cidrs);
+    const keys = new Float64Array(this.v4.length / 2 + added.length);
+    for (let i = 0; i < this.v4.length; i += 2) keys[i / 2] = this.v4[i]! * 64 + (32 - this.v4[i + 1]!);
+    keys.set(added, this.v4.length / 2);
+    const v6 = added.length === cidrs.length ? this.v6 : minimal6([...this.v6, ...sorted6(cidrs)].sort());
+    return new PrefixSet([], minimal4(keys.sort()), v6);
   }
 
   /** True when every address of `c` is in the set. */
   covers(c: Cidr): boolean {
-    return c.family === 4 ? covers4(this.v4, c) : covers(this.v6, ipv6, c);
+    return c.family === 4 ? covers4(this.v4, c) : covers6(this.v6, c);
   }
-}
-
-/**
- * The blocks are disjoint, sorted and as large as they can be: a prefix inside their union lies
- * inside the one block starting at or before it (several blocks tiling it would have merged).
- */
-function covers<N extends number | bigint>(blocks: Block<N>[], space: AddressSpace<N>, c: Cidr): boolean {
-  const start = space.start(c);
-  let lo = 0;
-  let hi = blocks.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (blocks[mid]!.start <= start) lo = mid + 1;
-    else hi = mid;
-  }
-  const b = blocks[lo - 1];
-  return !!b && space.within(start, space.width - c.prefix, b.start, b.bits);
 }
 
 /** `covers` over minimal4's flat list. */

@@ -60,21 +60,40 @@ export function isCanonicalPrefix4(text: string): boolean {
 }
 
 /**
+ * Whether the last text parseV6 read is already what v6Text would write (RFC 5952: lowercase, no
+ * leading zeros, "::" for the first longest run of two or more zero groups and nowhere else); then
+ * that text is the address's text, as with IPv4, and formatting the bytes again is skipped. A
+ * dual-stack cluster writes its addresses that way (docs/performance.md#dual-stack).
+ */
+let parsedCanonical = false;
+
+/** parseV6's groups as read, before the "::" is expanded: no array made per address. */
+const scratchGroups = new Int32Array(8);
+
+/**
  * The 16 bytes of IPv6 text made only of hex groups (1 to 4 digits) and at most one "::", the
  * form of nearly every address here; null for anything else, which ipaddr then reads (an embedded
- * IPv4 part, a zone) or refuses. Hand-read as IPv4 is: docs/performance.md#dual-stack.
+ * IPv4 part, a zone) or refuses. Hand-read as IPv4 is: docs/performance.md#dual-stack. Sets
+ * parsedCanonical.
  */
 function parseV6(text: string): Uint8Array | null {
+  parsedCanonical = false;
   const n = text.length;
   if (n < 2 || n > 39) return null;
-  const groups: number[] = [];
+  const groups = scratchGroups;
+  let count = 0;
   let gap = -1;
   let i = 0;
+  // No upper-case digit, no leading zero: the rest of canonical is the "::" (below).
+  let plain = true;
   if (text.charCodeAt(0) === 58) {
     if (text.charCodeAt(1) !== 58) return null;
     gap = 0;
     i = 2;
-    if (i === n) return new Uint8Array(16);
+    if (i === n) {
+      parsedCanonical = true;
+      return new Uint8Array(16);
+    }
   }
   for (;;) {
     let v = 0;
@@ -83,31 +102,70 @@ function parseV6(text: string): Uint8Array | null {
       const c = text.charCodeAt(i);
       const d = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
       if (d < 0) break;
+      if (c <= 70 && c >= 65) plain = false;
+      else if (digits === 1 && v === 0) plain = false;
       v = v * 16 + d;
       digits++;
       i++;
     }
-    if (digits === 0 || digits > 4) return null;
-    groups.push(v);
+    if (digits === 0 || digits > 4 || count === 8) return null;
+    groups[count++] = v;
     if (i === n) break;
     if (text.charCodeAt(i) !== 58) return null;
     i++;
     if (i < n && text.charCodeAt(i) === 58) {
       if (gap >= 0) return null;
-      gap = groups.length;
+      gap = count;
       i++;
       if (i === n) break;
     } else if (i === n) return null;
   }
-  if (gap < 0 ? groups.length !== 8 : groups.length > 7) return null;
+  if (gap < 0 ? count !== 8 : count > 7) return null;
   const out = new Uint8Array(16);
-  const tail = gap < 0 ? 0 : groups.length - gap;
-  for (let g = 0; g < groups.length; g++) {
+  const tail = gap < 0 ? 0 : count - gap;
+  for (let g = 0; g < count; g++) {
     const at = gap < 0 || g < gap ? g : 8 - tail + (g - gap);
     out[2 * at] = groups[g]! >> 8;
     out[2 * at + 1] = groups[g]! & 0xff;
   }
+  parsedCanonical = plain && zeroRunIsCanonical(out, gap, 8 - count);
   return out;
+}
+
+/**
+ * Whether text with its "::" at group `gap` standing for `run` zero groups (gap -1: no "::") puts
+ * it where v6Text does, and is not an IPv4-mapped address (ipaddr writes those its own way).
+ */
+function zeroRunIsCanonical(b: Uint8Array, gap: number, run: number): boolean {
+  if (isV4Mapped(b)) return false;
+  const best = longestZeroRun(b);
+  return gap < 0 ? best < 0 : best === gap * 16 + run;
+}
+
+/** ::ffff:0:0/96. */
+function isV4Mapped(b: Uint8Array): boolean {
+  for (let i = 0; i < 10; i++) if (b[i] !== 0) return false;
+  return b[10] === 0xff && b[11] === 0xff;
+}
+
+/**
+ * The first longest run of two or more zero groups, what RFC 5952 writes as "::", as start * 16 +
+ * length (one number, no pair to allocate); -1 when there is none.
+ */
+function longestZeroRun(b: Uint8Array): number {
+  let bestStart = -1;
+  let bestLength = 1;
+  for (let i = 0; i < 8;) {
+    if (b[2 * i] !== 0 || b[2 * i + 1] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && b[2 * j] === 0 && b[2 * j + 1] === 0) j++;
+    if (j - i > bestLength) [bestStart, bestLength] = [i, j - i];
+    i = j;
+  }
+  return bestStart < 0 ? -1 : bestStart * 16 + bestLength;
 }
 
 /**
@@ -117,30 +175,26 @@ function parseV6(text: string): Uint8Array | null {
  * Null for an IPv4-mapped address (::ffff:0:0/96), which ipaddr formats its own way.
  */
 function v6Text(b: Uint8Array): string | null {
-  const groups = new Array<number>(8);
-  let zerosAtStart = true;
+  if (isV4Mapped(b)) return null;
+  const best = longestZeroRun(b);
+  const bestStart = best < 0 ? -1 : best >> 4;
+  const bestEnd = best < 0 ? -1 : bestStart + (best & 15);
+  // One string built up, no arrays of groups (docs/performance.md#dual-stack).
+  let text = '';
   for (let i = 0; i < 8; i++) {
-    groups[i] = (b[2 * i]! << 8) | b[2 * i + 1]!;
-    if (i < 5 && groups[i] !== 0) zerosAtStart = false;
-  }
-  if (zerosAtStart && groups[5] === 0xffff) return null;
-  let bestStart = -1;
-  let bestLength = 1;
-  for (let i = 0; i < 8;) {
-    if (groups[i] !== 0) {
-      i++;
+    if (i === bestStart) {
+      text += '::';
+      i = bestEnd - 1;
       continue;
     }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLength) [bestStart, bestLength] = [i, j - i];
-    i = j;
+    if (i > 0 && i !== bestEnd) text += ':';
+    text += ((b[2 * i]! << 8) | b[2 * i + 1]!).toString(16);
   }
-  if (bestStart < 0) return groups.map((g) => g.toString(16)).join(':');
-  const head = groups.slice(0, bestStart).map((g) => g.toString(16));
-  const tail = groups.slice(bestStart + bestLength).map((g) => g.toString(16));
-  return `${head.join(':')}::${tail.join(':')}`;
+  return text;
 }
+
+/** v6Text, or ipaddr's text of an IPv4-mapped address. */
+const v6TextOf = (b: Uint8Array) => v6Text(b) ?? ipaddr.fromByteArray(Array.from(b)).toString();
 
 const v4Text = (v: number) => `${v >>> 24}.${(v >>> 16) & 0xff}.${(v >>> 8) & 0xff}.${v & 0xff}`;
 
@@ -159,9 +213,12 @@ export class IP {
     private readonly v6: Uint8Array | null,
   ) {}
 
-  /** The canonical text: dotted quad, or RFC 5952 for IPv6. */
+  /**
+   * The canonical text: dotted quad, or RFC 5952 for IPv6. Made when first asked for, for IPv6
+   * too: an internal IP's network or a computed address may never be printed.
+   */
   get text(): string {
-    return (this.textCache ??= v4Text(this.v4));
+    return (this.textCache ??= this.v6 ? v6TextOf(this.v6) : v4Text(this.v4));
   }
 
   /** Parses an address; throws a TypeError naming the value when it is not one. */
@@ -176,7 +233,7 @@ export class IP {
     // Only the canonical form parses, so the text is the value itself.
     if (v >= 0) return new IP(4, value, v | 0, null);
     const bytes = parseV6(value);
-    if (bytes) return IP.fromBytes(bytes);
+    if (bytes) return parsedCanonical ? new IP(6, value, 0, bytes) : IP.fromBytes(bytes);
     if (value.includes(':') && ipaddr.IPv6.isValid(value) && !value.includes('%')) {
       return IP.fromBytes(Uint8Array.from(ipaddr.IPv6.parse(value).toByteArray()));
     }
@@ -190,7 +247,7 @@ export class IP {
 
   static fromBytes(bytes: Uint8Array): IP {
     if (bytes.length === 4) return IP.fromV4((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!);
-    return new IP(6, v6Text(bytes) ?? ipaddr.fromByteArray(Array.from(bytes)).toString(), 0, bytes);
+    return new IP(6, undefined, 0, bytes);
   }
 
   /** The address's bytes in network order (4 or 16); a fresh array for IPv4. */
@@ -204,7 +261,7 @@ export class IP {
 
   equals(other: IP | null | undefined): boolean {
     if (!other || other.family !== this.family) return false;
-    return this.v6 ? other.text === this.text : other.v4 === this.v4;
+    return this.v6 ? prefixEqual(this.v6, other.v6!, 128) : other.v4 === this.v4;
   }
 
   /** 0.0.0.0 or :: — an address nobody can send to. */
