@@ -18,8 +18,9 @@ import { ReadAhead } from '../../src/dataplane/read-ahead.js';
 import { reconcile, type Dataplane, type ReconcileInput, type ReconcileResult } from '../../src/dataplane/reconcile.js';
 import { kiloRouteProtocol } from '../../src/dataplane/routes/constants.js';
 import { parseRoutes, renderOp } from '../../src/dataplane/routes/iproute.js';
+import type { LinuxWireGuardDevice } from '../../src/dataplane/wireguard/device.js';
 import { createNamespace, skipNoNetns, type TestNamespace } from '../helpers/netns.js';
-import { inputOf, planA, runSteps, type Faults, type Step } from './equivalence-steps.js';
+import { inputOf, patchedSteps, planA, runSteps, type Faults, type Step } from './equivalence-steps.js';
 
 // netnsExec binds a per-namespace directory over this path; wireguard-go would create it anyway.
 if (!skipNoNetns) mkdirSync('/var/run/wireguard', { recursive: true });
@@ -215,6 +216,9 @@ test(
           { node: cached, memory, pass: (input) => reconcile(cached.dp, input, { memory }) },
           { node: plain, pass: (input) => reconcile(plain.dp, input) },
         );
+        // The cluster events' passes patched the last WireGuard write (dataplane/wireguard/incremental.ts).
+        const { patches } = (cached.dp.device as LinuxWireGuardDevice).differ;
+        assert.ok(patches >= patchedSteps, `${patches} patched WireGuard diffs`);
       },
     ),
 );

@@ -15,7 +15,7 @@ import { FakeLinks, FakeKernel, fakeRoutingTables } from '../../src/dataplane/ro
 import type { KiloRoutingTables } from '../../src/dataplane/routes/reconciler.js';
 import { ReadAhead } from '../../src/dataplane/read-ahead.js';
 import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
-import { inputOf, planA, privateKey, runSteps, type Faults, type Side } from './equivalence-steps.js';
+import { inputOf, patchedSteps, planA, privateKey, runSteps, type Faults, type Side } from './equivalence-steps.js';
 
 interface Node {
   dp: Dataplane;
@@ -142,6 +142,8 @@ for (const backend of backends)
       },
       readingEveryTime(fakeNode(backend)),
     );
+    // The cluster events' passes patched the last WireGuard write (dataplane/wireguard/incremental.ts).
+    assert.ok(cached.device.differ.patches >= patchedSteps, `${cached.device.differ.patches} patched WireGuard diffs`);
   });
 
 test('without telling the memory, a fault by hand is not repaired by a trusting pass (the test can fail)', async () => {

@@ -12,7 +12,7 @@ import type { ReconcileInput, ReconcileResult } from '../../src/dataplane/reconc
 import type { Plan } from '../../src/mesh/types.js';
 import { Cidr } from '../../src/net/cidr.js';
 import { generatePrivateKey } from '../../src/wireguard/keys.js';
-import { node, planFor, twoLocations } from '../helpers/cluster.js';
+import { node, peer, planFor, twoLocations, wgKey } from '../helpers/cluster.js';
 
 export const privateKey = generatePrivateKey();
 const objects = twoLocations();
@@ -80,6 +80,24 @@ export const planBFirstJoined = planFor(
   { granularity: 'full', encapsulate: 'never', iptablesForwardRules: true },
 );
 
+/**
+ * B with its nodes changed as a cluster changes them, each a peer updated or replaced in place: an
+ * endpoint (us-b), a key rotated (eu-c: its peer removed and another added), a pod CIDR (us-a: an
+ * allowed IP and the routes through it), allowed location IPs (eu-b), and the Peer given a preshared
+ * key; then that key changed. What a cluster event's pass patches
+ * from its last write (dataplane/wireguard/incremental.ts).
+ */
+const changedNodes = (laptopKey: string) =>
+  twoLocations({
+    'us-b': { endpoint: '10.8.0.12:51822' },
+    'eu-c': { key: wgKey('eu-c rotated') },
+    'us-a': { podCIDR: '10.2.18.0/24' },
+    'eu-b': { allowedLocationIPs: '192.168.40.0/24' },
+  }).map((o) => (o.kind === 'Peer' ? peer('laptop', { allowedIPs: ['10.5.0.1/32'], presharedKey: laptopKey }) : o));
+const fullMesh = { granularity: 'full', encapsulate: 'never', iptablesForwardRules: true } as const;
+export const planBChanged = planFor(changedNodes(generatePrivateKey()), 'eu-a', fullMesh);
+export const planBRekeyed = planFor(changedNodes(generatePrivateKey()), 'eu-a', fullMesh);
+
 export const devices = { kilo: 'kilo0', private: 'eth0', tunnel: null };
 export const inputOf = (plan: Plan): ReconcileInput => ({ plan, privateKey, mtu: 1420, devices });
 
@@ -124,6 +142,12 @@ export const steps: readonly Step[] = [
   { name: 'it leaves B (the same removed)', plan: planB },
   { name: 'a node sorting first joins B (every WireGuard IP renumbered, routes replaced)', plan: planBFirstJoined },
   { name: 'it leaves B (renumbered back)', plan: planB },
+  {
+    name: "B's nodes change (an endpoint, a key rotated, a pod CIDR, allowed IPs, the Peer's preshared key)",
+    plan: planBChanged,
+  },
+  { name: "the Peer's preshared key changes", plan: planBRekeyed },
+  { name: 'B again (every change undone)', plan: planB },
   { name: 'A', plan: planA },
   { name: "a node joins A (its leader's peer updated, a route added)", plan: planAJoined },
   { name: 'it leaves A', plan: planA },
@@ -145,6 +169,12 @@ export const steps: readonly Step[] = [
   { name: 'C', plan: planC },
   { name: "iptables' FORWARD policy back to ACCEPT, then A at the resync", plan: planA, forwardPolicy: 'ACCEPT' },
 ];
+
+/**
+ * How many steps' passes, at least, patch the last WireGuard write when the cached side trusts it
+ * (dataplane/wireguard/incremental.ts): those after which the memory still holds the device.
+ */
+export const patchedSteps = steps.filter((s) => !s.fault && !s.forwardPolicy && !s.createsInterface).length;
 
 /** One of the two machines: how a step's pass reconciles it. */
 export interface Side<N> {

@@ -15,15 +15,8 @@ import type {
   WireGuardState,
   WireGuardWritten,
 } from '../types.js';
-import {
-  describeDiff,
-  diffWireGuard,
-  isEmptyDiff,
-  peerChangesOf,
-  stateAfter,
-  writesOf,
-  type WireGuardDiff,
-} from './diff.js';
+import { describeDiff, isEmptyDiff, peerChangesOf, writesOf, type WireGuardDiff } from './diff.js';
+import { PeerDiffer } from './incremental.js';
 import { parseUapiGet, UapiError, uapiCanSet, uapiRequest, uapiSetRequest } from './uapi.js';
 import { defaultArgvBudget, wgSetCommands } from './wg-set.js';
 import { logDetails, opsDescribedOnRead } from '../log-summary.js';
@@ -89,7 +82,10 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private child: ChildProcess | null = null;
   private stopping = false;
   private restartDelayMs = 500;
+  /** The whole config last given, written again to a restarted wireguard-go. */
   private lastConfig: WireGuardConfig | null = null;
+  /** Diffs a config against the last write, patching it on a cluster event's pass (incremental.ts). */
+  readonly differ = new PeerDiffer();
   private queue: Promise<unknown> = Promise.resolve();
   private readonly log: (line: string) => void;
   private readonly debug: ((line: string) => void) | undefined;
@@ -333,13 +329,11 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     options: ReconcileOptions & DiffAgainst<WireGuardWritten> = {},
   ): Promise<PeerChanges> {
     const resolved = await this.resolveEndpoints(config);
-    const remembered = options.current ?? null;
-    const { state, presharedKeyDigests } = remembered ?? (await this.readNow());
-    const diff = diffWireGuard(state, resolved, presharedKeyDigests);
+    const { diff, after } = this.differ.diff(options.current ?? (await this.readNow()), resolved);
     this.lastConfig = config;
     if (isEmptyDiff(diff)) {
       this.lastOps = { writes: 0, details: [] };
-      options.wrote?.(remembered ?? stateAfter(state, presharedKeyDigests, resolved, diff));
+      if (options.wrote) options.wrote(after());
       return peerChangesOf(diff);
     }
     if (this.hasSocket && uapiCanSet(diff)) {
@@ -354,7 +348,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     this.lastOps = opsDescribedOnRead(writesOf(diff), () => describeDiff(this.name, diff));
     if (this.options.log || this.debug)
       logDetails(`wireguard ${this.name}`, this.lastOps.details, this.log, this.debug);
-    options.wrote?.(stateAfter(state, presharedKeyDigests, resolved, diff));
+    if (options.wrote) options.wrote(after());
     return peerChangesOf(diff);
   }
 

@@ -126,6 +126,27 @@ function peerUpdate(
 }
 
 /**
+ * The change that makes the device's peer `current` (absent: it has none with that key) the desired
+ * `d`; null when there is nothing to write.
+ */
+export function peerChange(
+  current: WireGuardPeerState | undefined,
+  d: WireGuardConfig['peers'][number],
+  currentDigest: string | undefined,
+  digestsKnown: boolean,
+): PeerChange | null {
+  if (!current) {
+    const set: PeerSettings = { allowedIPs: allowedSet(d.allowedIPs) };
+    if (d.endpoint !== null) set.endpoint = d.endpoint;
+    if (d.persistentKeepalive !== 0) set.persistentKeepalive = d.persistentKeepalive;
+    if (d.presharedKey !== null) set.presharedKey = d.presharedKey;
+    return { kind: 'add', publicKey: d.publicKey, set };
+  }
+  const set = peerUpdate(current, d, currentDigest, digestsKnown);
+  return Object.keys(set).length > 0 ? { kind: 'update', publicKey: d.publicKey, set } : null;
+}
+
+/**
  * The writes that turn `current` into `desired`; an unchanged peer produces nothing.
  * `presharedKeyDigests` (from parseDump) lets a changed preshared key be noticed; without it
  * only presence is compared.
@@ -163,17 +184,8 @@ export function diffWireGuard(
     if (!want.has(key)) removes.push({ kind: 'remove', publicKey: key });
   }
   for (const [key, d] of want) {
-    const c = have.get(key);
-    if (!c) {
-      const set: PeerSettings = { allowedIPs: allowedSet(d.allowedIPs) };
-      if (d.endpoint !== null) set.endpoint = d.endpoint;
-      if (d.persistentKeepalive !== 0) set.persistentKeepalive = d.persistentKeepalive;
-      if (d.presharedKey !== null) set.presharedKey = d.presharedKey;
-      adds.push({ kind: 'add', publicKey: key, set });
-      continue;
-    }
-    const set = peerUpdate(c, d, presharedKeyDigests?.get(key), presharedKeyDigests !== undefined);
-    if (Object.keys(set).length > 0) updates.push({ kind: 'update', publicKey: key, set });
+    const change = peerChange(have.get(key), d, presharedKeyDigests?.get(key), presharedKeyDigests !== undefined);
+    if (change) (change.kind === 'add' ? adds : updates).push(change);
   }
   const order = (a: PeerChange, b: PeerChange) => byKey(a.publicKey, b.publicKey);
   return { interface: iface, peers: [...removes.sort(order), ...updates.sort(order), ...adds.sort(order)] };
@@ -235,25 +247,9 @@ export function stateAfter(
   const had = new Map(current.peers.map((p) => [p.publicKey, p]));
   const touched = new Set(diff.peers.map((c) => c.publicKey));
   const presharedKeyDigests = new Map<string, string>();
-  const peers = desired.peers.map((p): WireGuardPeerState => {
-    const before = had.get(p.publicKey);
-    const digest = currentDigests?.get(p.publicKey);
-    if (before && !touched.has(p.publicKey) && (p.presharedKey === null || digest !== undefined)) {
-      if (digest !== undefined) presharedKeyDigests.set(p.publicKey, digest);
-      return before;
-    }
-    if (p.presharedKey !== null) presharedKeyDigests.set(p.publicKey, presharedKeyDigest(p.presharedKey));
-    return {
-      publicKey: p.publicKey,
-      endpoint: p.endpoint ?? before?.endpoint ?? null,
-      allowedIPs: allowedSet(p.allowedIPs),
-      persistentKeepalive: p.persistentKeepalive,
-      hasPresharedKey: p.presharedKey !== null,
-      latestHandshake: 0,
-      rxBytes: 0,
-      txBytes: 0,
-    };
-  });
+  const peers = desired.peers.map((p) =>
+    peerAfter(p, had.get(p.publicKey), currentDigests?.get(p.publicKey), touched.has(p.publicKey), presharedKeyDigests),
+  );
   return {
     state: {
       publicKey: publicKeyOf(desired.privateKey),
@@ -262,5 +258,34 @@ export function stateAfter(
       peers,
     },
     presharedKeyDigests,
+  };
+}
+
+/**
+ * The desired peer `p` as the device holds it once a diff has been written: `before` (the device's
+ * peer with that key, if any) when the diff left it alone (`touched` false), else as written; its
+ * preshared key's digest goes into `digests`.
+ */
+export function peerAfter(
+  p: WireGuardConfig['peers'][number],
+  before: WireGuardPeerState | undefined,
+  digest: string | undefined,
+  touched: boolean,
+  digests: Map<string, string>,
+): WireGuardPeerState {
+  if (before && !touched && (p.presharedKey === null || digest !== undefined)) {
+    if (digest !== undefined) digests.set(p.publicKey, digest);
+    return before;
+  }
+  if (p.presharedKey !== null) digests.set(p.publicKey, presharedKeyDigest(p.presharedKey));
+  return {
+    publicKey: p.publicKey,
+    endpoint: p.endpoint ?? before?.endpoint ?? null,
+    allowedIPs: allowedSet(p.allowedIPs),
+    persistentKeepalive: p.persistentKeepalive,
+    hasPresharedKey: p.presharedKey !== null,
+    latestHandshake: 0,
+    rxBytes: 0,
+    txBytes: 0,
   };
 }

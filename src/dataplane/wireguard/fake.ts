@@ -12,15 +12,8 @@ import type {
   WireGuardState,
   WireGuardWritten,
 } from '../types.js';
-import {
-  describeDiff,
-  diffWireGuard,
-  isEmptyDiff,
-  normalizeEndpoint,
-  peerChangesOf,
-  stateAfter,
-  type WireGuardDiff,
-} from './diff.js';
+import { describeDiff, isEmptyDiff, normalizeEndpoint, peerChangesOf, type WireGuardDiff } from './diff.js';
+import { PeerDiffer } from './incremental.js';
 
 function clone(state: WireGuardState): WireGuardState {
   return { ...state, peers: state.peers.map((p) => ({ ...p, allowedIPs: [...p.allowedIPs] })) };
@@ -38,6 +31,8 @@ export class FakeWireGuardDevice implements WireGuardDevice {
   private exists = false;
   private state: WireGuardState = { publicKey: null, listenPort: 0, fwmark: 0, peers: [] };
   private digests = new Map<string, string>();
+  /** As the real device's: a cluster event's pass patches the last write (incremental.ts). */
+  readonly differ = new PeerDiffer();
 
   constructor(readonly name: string = 'kilo0') {}
 
@@ -75,8 +70,10 @@ export class FakeWireGuardDevice implements WireGuardDevice {
     this.need();
     // Diffed against `current` when given, as the real device: the write then goes to what is here.
     const current = options.current ?? { state: clone(this.state), presharedKeyDigests: new Map(this.digests) };
-    const diff = diffWireGuard(current.state, config, current.presharedKeyDigests);
-    const wrote = () => options.wrote?.(stateAfter(current.state, current.presharedKeyDigests, config, diff));
+    const { diff, after } = this.differ.diff(current, config);
+    const wrote = () => {
+      if (options.wrote) options.wrote(after());
+    };
     if (isEmptyDiff(diff)) {
       this.lastOps = { writes: 0, details: [] };
       wrote();
