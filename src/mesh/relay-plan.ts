@@ -43,11 +43,13 @@ export function withRelays(plan: Plan, t: Topology, options: MeshOptions): Plan 
     peers: dropped.size > 0 ? copied.filter((p) => !dropped.has(p)) : copied,
     relays: pairs.map((p) => ({ pair: [p.a, p.b], via: p.via, ...(p.spoke ? { spoke: true as const } : {}) })),
   };
+  // What the relay forwards kilo0 to kilo0 is counted in its firewall (docs/relays.md).
+  if (pairs.some((p) => p.via === self)) out.firewall = { ...out.firewall, countRelayed: true };
   if (forward.length > 0 && options.cni && options.iptablesForwardRules) {
     const podCIDRs = new Set(t.segments.flatMap((s) => s.nodes.flatMap((n) => n.podCIDRs.map((c) => c.networkText))));
     // An end of several pairs this node relays is listed once (one FORWARD accept per CIDR).
     const more = [...new Set(forward)].filter((c) => podCIDRs.has(c) && !plan.firewall.forwardPodCIDRs.includes(c));
-    out.firewall = { ...plan.firewall, forwardPodCIDRs: [...plan.firewall.forwardPodCIDRs, ...more] };
+    out.firewall = { ...out.firewall, forwardPodCIDRs: [...plan.firewall.forwardPodCIDRs, ...more] };
   }
   return out;
 }
