@@ -89,12 +89,12 @@ describe('relayed traffic counter in network namespaces, over wireguard-go', { s
       'ip route del 10.42.0.0/16 dev kilo0 && ip route add 10.42.1.0/24 dev kilo0 && ip route add 10.42.3.0/24 dev kilo0',
     );
     // The first packets wait for the handshakes; a few tries absorb a loaded machine.
-    for (let i = 0; i < 10; i++) {
+    for (let i = 0; i < 20; i++) {
       try {
         a.sh('ping -c 1 -W 2 -I 10.42.1.1 10.42.3.1 >/dev/null');
         break;
       } catch {
-        if (i === 9) throw new Error('a cannot reach b through r');
+        if (i === 19) throw new Error('a cannot reach b through r');
       }
     }
   });
@@ -125,13 +125,22 @@ describe('relayed traffic counter in network namespaces, over wireguard-go', { s
         a.sh(`ping -c 3 -i 0.2 -s ${pingBytes} -I 10.42.1.1 10.4.0.2 >/dev/null`);
         pod.sh(`ping -c 3 -i 0.2 -s ${pingBytes} 10.42.1.1 >/dev/null`);
         assert.deepEqual(await grew(), { packets: 0, bytes: 0 }, 'nothing relayed yet');
-        // Relayed: 5 requests a → b and their 5 replies b → a, each through kilo0 → kilo0.
-        a.sh(`ping -c 5 -i 0.2 -s ${pingBytes} -I 10.42.1.1 10.42.3.1 >/dev/null`);
-        assert.deepEqual(await grew(), { packets: 10, bytes: 10 * packetBytes });
+        // Relayed: 5 requests a → b and their 5 replies b → a, each through kilo0 → kilo0. A run
+        // that lost a packet (a loaded machine) says nothing exact: the figures are taken again.
+        let relayed: RelayedCount | null = null;
+        for (let attempt = 0; attempt < 3 && relayed === null; attempt++) {
+          const before = await grew();
+          const said = a.sh(`ping -c 5 -i 0.2 -s ${pingBytes} -I 10.42.1.1 10.42.3.1 || true`);
+          const after = await grew();
+          if (/ 5 received/.test(said))
+            relayed = { packets: after.packets - before.packets, bytes: after.bytes - before.bytes };
+        }
+        assert.deepEqual(relayed, { packets: 10, bytes: 10 * packetBytes });
         // Kilo's accepts in FORWARD change (rules inserted after the counting one, a chain refilled): the figures stay.
+        const kept = await grew();
         await tables.reconcile({ ...firewall, forwardPodCIDRs: ['10.42.9.0/24'] });
         await tables.reconcile({ ...firewall, forwardPodCIDRs: ['10.42.8.0/24', '10.42.9.0/24'] });
-        assert.deepEqual(await grew(), { packets: 10, bytes: 10 * packetBytes }, 'kept through the edits');
+        assert.deepEqual(await grew(), kept, 'kept through the edits');
         // Relaying no more: the rule goes.
         await tables.reconcile({ ...firewall, countRelayed: undefined });
         assert.equal(await tables.readRelayed(), null);
