@@ -159,6 +159,7 @@ function timedParts(dp: Dataplane, areas: Record<string, number>): Dataplane {
       reconcile: (f, o) => time('iptables', () => dp.firewall.reconcile(f, o))(),
       cleanup: () => dp.firewall.cleanup(),
       read: () => dp.firewall.read(),
+      readRelayed: () => dp.firewall.readRelayed(),
     },
   };
 }

@@ -35,6 +35,7 @@ import { encapsulationOf, type EncapsulationDevice, type Encapsulator } from '..
 import type { PathHealth } from './path-health.js';
 import { KeyRotation, type KeyRotationOptions } from './key-rotation.js';
 import { RelayWatch } from './relay-watch.js';
+import { RelayedTraffic } from './relay-bytes.js';
 import { formatUnreachable } from '../model/relay-annotations.js';
 import { publishedUnreachable } from './relay-detect.js';
 
@@ -151,6 +152,7 @@ export class Agent {
   private stopped = false;
   private readonly reported = new Set<string>();
   private readonly relayWatch: RelayWatch;
+  private readonly relayedTraffic: RelayedTraffic;
   private privateIface: { ip: string; name: string | null } | null = null;
   /** The next reconcile reads the whole machine: at start, on the resync timer, after errors or foreign changes. */
   private fullReadDue = true;
@@ -193,6 +195,7 @@ export class Agent {
     this.election = deps.election ?? annotationElection;
     this.leadership = new LeadershipLog(deps.log, deps.leaderTransition ?? (() => {}));
     this.relayWatch = new RelayWatch(deps.options.hostname, deps.log, deps.metrics.registry);
+    this.relayedTraffic = new RelayedTraffic(deps.metrics.registry);
     const chosen = encapsulationOf(deps.options.mesh);
     this.encapsulator = chosen.encapsulator;
     this.encapsulation = new HostEncapsulation(deps.encapsulationDevice ?? chosen.device, deps.host, this.clock);
@@ -510,6 +513,7 @@ export class Agent {
         result.errors.length === 0 ? await this.publishSwitchedKey(plan, topology, discovered, nowSeconds) : null;
       // The pass's one read, as the write left it: the removed peers' series go with them.
       if (device) metrics.observeDevice(peersPlanned(device, plan), this.clock() / 1000);
+      await this.relayedTraffic.pass(plan.firewall.countRelayed === true, this.deps.dataplane.firewall, log);
       const failures = [
         ...(publishError ? [publishError] : []),
         ...(keyError ? [keyError] : []),

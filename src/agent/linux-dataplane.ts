@@ -40,7 +40,7 @@ export function linuxDataplane(exec: Exec, o: LinuxDataplaneOptions): Dataplane 
 }
 
 function firewallOf(exec: Exec, o: LinuxDataplaneOptions) {
-  const log = o.log ? { log: o.log } : {};
+  const log = { ...(o.log ? { log: o.log } : {}), kiloInterface: o.interfaceName };
   if (o.firewall === 'nftables') return new LinuxNftablesTables(exec, log);
   const iptables = new LinuxFirewallTables(exec, log);
   return o.nftablesInUse ? retiringNftables(iptables, exec) : iptables;

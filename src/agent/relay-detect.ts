@@ -28,11 +28,13 @@ export function directAddresses(t: Topology): Map<string, string> {
   if (!t.local.leader) return out;
   const pairs = relayedPairs(t, self);
   if (pairs.length === 0) return out;
+  // By leader name, once: a relay's pairs are thousands at 5 % of a big mesh (docs/performance.md#relays).
+  const byLeader = new Map(t.segments.map((s) => [s.leader.name, s]));
   for (const p of pairs) {
     // A spoke's pairs have no direct entry: their pods' address tests the path through the hub.
     if (p.via === null || p.via === self || p.spoke) continue;
     const other = p.a === self ? p.b : p.a;
-    const s = t.segments.find((x) => x.leader.name === other);
+    const s = byLeader.get(other);
     const ip = s?.wireGuardIPs[0];
     if (ip) out.set(other, ip.text);
   }

@@ -131,6 +131,17 @@ export interface FirewallTables {
   cleanup(): Promise<Ops>;
   /** The tables a reconcile diffs against, per family (a family that cannot be read is left out). */
   read(): Promise<FirewallWritten>;
+  /**
+   * What the rule that counts relayed traffic (Firewall.countRelayed) has counted since it was
+   * made, both families summed; null when the machine has no such rule.
+   */
+  readRelayed(): Promise<RelayedCount | null>;
+}
+
+/** Packets and bytes a relay forwarded from the WireGuard interface back into it. */
+export interface RelayedCount {
+  packets: number;
+  bytes: number;
 }
 
 export interface Links {

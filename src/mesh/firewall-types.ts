@@ -18,6 +18,12 @@ export interface Firewall {
    * other IPIP dropped. null: no IPIP policy (no IPIP is sent to this node, or the CNI owns it).
    */
   ipip: { sources: string[] } | null;
+  /**
+   * kilo-ts: the node relays pairs that cannot reach each other directly (docs/relays.md), so what
+   * it forwards from the WireGuard interface back into it is counted (kilo_relayed_bytes_total).
+   * Absent when it relays nothing: a plan without relays is as before.
+   */
+  countRelayed?: true;
 }
 
 /**

@@ -43,20 +43,21 @@ export function relayedPairs(t: Topology, only?: string): readonly RelayedPair[]
 const answers = new WeakMap<Topology, Map<string, readonly RelayedPair[]>>();
 
 function computePairs(t: Topology, only: string | undefined): RelayedPair[] {
-  const cut = new Cut(t.segments);
+  let reports = 0;
+  for (let i = 0; i < t.segments.length; i++) reports += t.segments[i]!.leader.unreachable?.length ?? 0;
+  const cut = new Cut(t.segments, reports);
+  // Kilo's agent (no relay role: no announcement) cannot take part: its pairs stay as they are.
+  // Read once per segment: the leaders' fields, read per report, were most of a pass at 5 % of a
+  // 5,000-node mesh (docs/performance.md#relays).
+  const joins = new Uint8Array(t.segments.length);
+  for (let i = 0; i < t.segments.length; i++) joins[i] = t.segments[i]!.leader.relay !== undefined ? 1 : 0;
   for (let i = 0; i < t.segments.length; i++) {
-    const n = t.segments[i]!.leader;
-    if (!n.unreachable) continue;
-    for (const m of n.unreachable) {
-      const j = cut.index.get(m);
-      // Kilo's agent (no relay role: no announcement) cannot take part: its pairs stay as they are.
-      if (
-        j !== undefined &&
-        cut.groups[j] !== cut.groups[i] &&
-        t.segments[j]!.leader.relay !== undefined &&
-        n.relay !== undefined
-      )
-        cut.add(i, j);
+    const listed = t.segments[i]!.leader.unreachable;
+    if (!listed || joins[i] === 0) continue;
+    const group = cut.groups[i];
+    for (let k = 0; k < listed.length; k++) {
+      const j = cut.index.get(listed[k]!);
+      if (j !== undefined && joins[j] === 1 && cut.groups[j] !== group) cut.add(i, j);
     }
   }
   const spokes = t.segments.filter((x) => x.leader.spoke === true && x.leader.relay !== undefined);
@@ -235,9 +236,12 @@ class Cut {
   /** The pairs, two positions each, in the order reported. */
   readonly pairs: number[] = [];
   /** Each pair as one number (the lower position × the segment count + the higher): no object per pair. */
-  private readonly keys = new Set<number>();
+  private readonly keys: PairSet | SetOfPairs;
 
-  constructor(segments: readonly Segment[]) {
+  /** `reports`: how many names the segments' leaders list in all, the most pairs there can be. */
+  constructor(segments: readonly Segment[], reports: number) {
+    // Past 46,340 segments a pair's number no longer fits an Int32Array's slot.
+    this.keys = segments.length <= 46_340 ? new PairSet(reports) : new SetOfPairs();
     for (let i = 0; i < segments.length; i++) {
       this.index.set(segments[i]!.leader.name, i);
       this.names.push(segments[i]!.leader.name);
@@ -247,9 +251,7 @@ class Cut {
 
   add(i: number, j: number): void {
     const key = i < j ? i * this.names.length + j : j * this.names.length + i;
-    if (this.keys.has(key)) return;
-    this.keys.add(key);
-    this.pairs.push(i, j);
+    if (this.keys.add(key)) this.pairs.push(i, j);
   }
 
   has(i: number, j: number): boolean {
@@ -260,6 +262,65 @@ class Cut {
     const i = this.index.get(x);
     const j = this.index.get(y);
     return i !== undefined && j !== undefined && this.has(i, j);
+  }
+}
+
+/**
+ * A set of pair numbers (below 2³¹: positions of up to 46,340 segments), open addressing in one
+ * Int32Array sized once for `capacity` numbers: at 5 % of a 5,000-node mesh's pairs (1.2 million
+ * reports, 0.6 million pairs) a Set<number> spent most of a pass growing and hashing (docs/performance.md#relays).
+ */
+class PairSet {
+  /** Each slot the number + 1; 0: empty. */
+  private readonly slots: Int32Array;
+  private readonly mask: number;
+  /** Fibonacci hashing takes the product's high bits: its low ones repeat the key's. */
+  private readonly shift: number;
+
+  constructor(capacity: number) {
+    let size = 16;
+    // At most two thirds full, whatever the reports (both ends of a pair usually list each other: a third).
+    while (size <= capacity * 1.5) size *= 2;
+    this.slots = new Int32Array(size);
+    this.mask = size - 1;
+    this.shift = 32 - Math.log2(size);
+  }
+
+  /** Adds `key`; false when it was there already. */
+  add(key: number): boolean {
+    let at = Math.imul(key, 0x9e3779b1) >>> this.shift;
+    for (;;) {
+      const v = this.slots[at]!;
+      if (v === 0) {
+        this.slots[at] = key + 1;
+        return true;
+      }
+      if (v === key + 1) return false;
+      at = (at + 1) & this.mask;
+    }
+  }
+
+  has(key: number): boolean {
+    let at = Math.imul(key, 0x9e3779b1) >>> this.shift;
+    for (;;) {
+      const v = this.slots[at]!;
+      if (v === 0) return false;
+      if (v === key + 1) return true;
+      at = (at + 1) & this.mask;
+    }
+  }
+}
+
+/** PairSet's add and has over a Set<number>, for meshes too big for its slots. */
+class SetOfPairs {
+  private readonly set = new Set<number>();
+  add(key: number): boolean {
+    if (this.set.has(key)) return false;
+    this.set.add(key);
+    return true;
+  }
+  has(key: number): boolean {
+    return this.set.has(key);
   }
 }
 

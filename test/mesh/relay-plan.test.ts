@@ -56,6 +56,26 @@ describe('relayed pairs in the plan', () => {
     assert.deepEqual(r.firewall.forwardPodCIDRs, [...before.firewall.forwardPodCIDRs, '10.2.1.0/24', '10.2.3.0/24']);
   });
 
+  test('the relay counts what it relays (kgctl plan shows the rule, both backends); the ends and others do not', () => {
+    const objects = threeLocations({ 'eu-a': 'us-a' });
+    const r = planFor(objects, 'ap-a', cross);
+    assert.equal(r.firewall.countRelayed, true);
+    for (const n of ['eu-a', 'us-a', 'eu-b'])
+      assert.equal('countRelayed' in planFor(objects, n, cross).firewall, false, n);
+    assert.equal('countRelayed' in planFor(threeLocations(), 'ap-a', cross).firewall, false);
+    const iptables = renderPlanText(r);
+    // At the head of FORWARD, before Kilo's accepts, in both families.
+    const forward = iptables.split('\n').filter((l) => l.startsWith('-I FORWARD'));
+    const counting =
+      '-I FORWARD -i kilo -o kilo -m comment --comment "Kilo: count packets relayed between WireGuard peers"';
+    assert.equal(forward[0], counting);
+    assert.equal(forward.filter((l) => l === counting).length, 2);
+    assert.match(
+      renderPlanText(r, { firewall: 'nftables' }),
+      /\tchain relayed \{\n\t\ttype filter hook forward priority filter; policy accept;\n\t\tmeta iifname kilo meta oifname kilo counter comment "Kilo: count packets relayed between WireGuard peers"\n/,
+    );
+  });
+
   test('the relay of two pairs with one end in common forwards that end’s pods once', () => {
     // eu-a cannot reach us-a nor us-b: ap-a, the one node of a third location, relays both pairs.
     const objects = [

@@ -18,6 +18,8 @@ interface FakeChain {
   policy: string | null;
   /** Canonical arguments, spelled as iptables-save prints them. */
   rules: string[][];
+  /** Each rule's [packets, bytes], as the kernel keeps them: from 0 when the rule is made, kept while it stays. */
+  counts: [number, number][];
 }
 
 type FakeTable = Map<string, FakeChain>;
@@ -106,7 +108,7 @@ export class FakeNetfilter {
           const c = work.get(chain);
           if (policy === '-') {
             if (c?.policy) throw new FakeIptablesError(`chain ${chain} is built-in`);
-            work.set(chain, { name: chain, policy: null, rules: [] });
+            work.set(chain, { name: chain, policy: null, rules: [], counts: [] });
           } else {
             if (!c?.policy) throw new FakeIptablesError(`chain ${chain} is not built-in`);
             c.policy = policy;
@@ -122,8 +124,53 @@ export class FakeNetfilter {
     if (work) throw new FakeIptablesError(`COMMIT expected at line ${lines.length}`);
   }
 
-  /** One `iptables [-w] [-t TABLE] COMMAND…`, applied at once. */
-  command(family: IPFamily, args: readonly string[], backend = this.backend): void {
+  /**
+   * Packets forwarded from interface `iif` to `oif`, as netfilter's FORWARD sees them: every rule
+   * they match counts them, up to the first that accepts or drops them. Only a rule that matches on
+   * interfaces alone (and comments) can match: the packets have no addresses here.
+   */
+  forward(family: IPFamily, iif: string, oif: string, packets: number, bytes: number, backend = this.backend): void {
+    const chain = this.table(backend, family, 'filter').get('FORWARD')!;
+    for (const [i, r] of chain.rules.entries()) {
+      const at = (o: string) => (r.indexOf(o) < 0 ? undefined : r[r.indexOf(o) + 1]);
+      const matchers = r.slice(0, r.indexOf('-j') < 0 ? r.length : r.indexOf('-j'));
+      const others = matchers.filter(
+        (a, j) => a.startsWith('-') && !['-i', '-o', '-m', '--comment'].includes(a) && j >= 0,
+      );
+      if (others.length > 0 || matchers.includes('!')) continue;
+      if ((at('-i') ?? iif) !== iif || (at('-o') ?? oif) !== oif) continue;
+      const c = chain.counts[i]!;
+      chain.counts[i] = [c[0] + packets, c[1] + bytes];
+      const target = targetOf(r);
+      if (target === 'ACCEPT' || target === 'DROP') return;
+    }
+  }
+
+  /** `iptables -S CHAIN [-v]`: the chain's policy and rules, with `-c PACKETS BYTES` when verbose. */
+  private list(family: IPFamily, table: string, args: readonly string[], backend: string): string {
+    const name = args.find((a) => !a.startsWith('-'));
+    const verbose = args.includes('-v');
+    const chains = [...this.table(backend, family, table).values()].filter(
+      (c) => name === undefined || c.name === name,
+    );
+    if (name !== undefined && chains.length === 0)
+      throw new FakeIptablesError(`chain \`${name}' in table \`${table}' is incompatible, use 'nft' tool.`);
+    const counted = (r: string[], c: [number, number]) => {
+      if (!verbose) return joinArgs(r);
+      const j = r.indexOf('-j');
+      const head = j < 0 ? r : r.slice(0, j);
+      return joinArgs([...head, '-c', String(c[0]), String(c[1]), ...(j < 0 ? [] : r.slice(j))]);
+    };
+    const lines: string[] = [];
+    for (const c of chains)
+      lines.push(c.policy ? `-P ${c.name} ${c.policy}${verbose ? ' -c 0 0' : ''}` : `-N ${c.name}`);
+    for (const c of chains)
+      for (const [i, r] of c.rules.entries()) lines.push(`-A ${c.name} ${counted(r, c.counts[i]!)}`);
+    return `${lines.join('\n')}\n`;
+  }
+
+  /** One `iptables [-w] [-t TABLE] COMMAND…`, applied at once; `-S` answers with the listing. */
+  command(family: IPFamily, args: readonly string[], backend = this.backend): string | void {
     const rest = args.filter((a) => a !== '-w');
     let table = 'filter';
     const t = rest.indexOf('-t');
@@ -132,6 +179,7 @@ export class FakeNetfilter {
       rest.splice(t, 2);
     }
     if (!builtinChains[table]) throw new FakeIptablesError(`table '${table}' does not exist`);
+    if (rest[0] === '-S') return this.list(family, table, rest.slice(1), backend);
     const work = clone(this.table(backend, family, table));
     apply(family, work, rest);
     this.tables.set(key(backend, family, table), work);
@@ -160,7 +208,7 @@ export class FakeNetfilter {
       if (m[3] === 'restore') {
         this.restore(family, input, { noflush: args.includes('--noflush'), test: args.includes('--test') }, backend);
       } else {
-        this.command(family, args, backend);
+        return { stdout: this.command(family, args, backend) ?? '', stderr: '' };
       }
       return { stdout: '', stderr: '' };
     } catch (e) {
@@ -189,11 +237,13 @@ export function createFakeFirewall(backend: IptablesBackend = 'nft'): {
 const key = (backend: string, family: IPFamily, table: string) => `${backend}/${family}/${table}`;
 
 function fresh(table: string): FakeTable {
-  return new Map((builtinChains[table] ?? []).map((name) => [name, { name, policy: 'ACCEPT', rules: [] }]));
+  return new Map((builtinChains[table] ?? []).map((name) => [name, { name, policy: 'ACCEPT', rules: [], counts: [] }]));
 }
 
 function clone(t: FakeTable): FakeTable {
-  return new Map([...t].map(([n, c]) => [n, { ...c, rules: c.rules.map((r) => [...r]) }]));
+  return new Map(
+    [...t].map(([n, c]) => [n, { ...c, rules: c.rules.map((r) => [...r]), counts: c.counts.map((x) => [...x]) }]),
+  );
 }
 
 /** One command (-A, -I, -D, -P, -N, -F, -X) on a table, as iptables would do it or refuse it. */
@@ -207,12 +257,14 @@ function apply(family: IPFamily, t: FakeTable, tokens: readonly string[]): void 
   switch (op) {
     case '-A':
       need().rules.push(canonicalRule(family, t, rest));
+      chain!.counts.push([0, 0]);
       return;
     case '-I': {
       const c = need();
       const at = /^\d+$/.test(rest[0] ?? '') ? Number(rest.shift()) : 1;
       if (at < 1 || at > c.rules.length + 1) throw new FakeIptablesError('Index of insertion too big.');
       c.rules.splice(at - 1, 0, canonicalRule(family, t, rest));
+      c.counts.splice(at - 1, 0, [0, 0]);
       return;
     }
     case '-D': {
@@ -221,12 +273,14 @@ function apply(family: IPFamily, t: FakeTable, tokens: readonly string[]): void 
         const n = Number(rest[0]);
         if (n < 1 || n > c.rules.length) throw new FakeIptablesError('Index of deletion too big.');
         c.rules.splice(n - 1, 1);
+        c.counts.splice(n - 1, 1);
         return;
       }
       const k = ruleKey(c.name, canonicalRule(family, t, rest));
       const i = c.rules.findIndex((r) => ruleKey(c.name, r) === k);
       if (i < 0) throw new FakeIptablesError('Bad rule (does a matching rule exist in that chain?).');
       c.rules.splice(i, 1);
+      c.counts.splice(i, 1);
       return;
     }
     case '-P': {
@@ -237,10 +291,13 @@ function apply(family: IPFamily, t: FakeTable, tokens: readonly string[]): void 
     }
     case '-N':
       if (chain || !chainName) throw new FakeIptablesError('Chain already exists.');
-      t.set(chainName, { name: chainName, policy: null, rules: [] });
+      t.set(chainName, { name: chainName, policy: null, rules: [], counts: [] });
       return;
     case '-F':
-      for (const c of chainName === undefined ? t.values() : [need()]) c.rules = [];
+      for (const c of chainName === undefined ? t.values() : [need()]) {
+        c.rules = [];
+        c.counts = [];
+      }
       return;
     case '-X': {
       for (const c of chainName === undefined ? [...t.values()].filter((x) => !x.policy) : [need()]) {

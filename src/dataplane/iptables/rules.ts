@@ -36,6 +36,9 @@ export interface IptablesRules {
 export const natChain = 'KILO-NAT';
 export const ipipChain = 'KILO-IPIP';
 
+/** The comment of the rule that counts what a relay forwards (read back by it: tables.ts). */
+export const relayedComment = 'Kilo: count packets relayed between WireGuard peers';
+
 /** The comment of each group of destinations KILO-NAT returns, so `iptables -S` says why. */
 const exceptionComment: Record<MasqueradeExceptionReason, string> = {
   'wireguard-ips': 'Kilo: do not NAT packets destined for WireGuard IPs',
@@ -51,9 +54,10 @@ const familyOf = (cidr: string): IPFamily => (cidr.includes(':') ? 6 : 4);
  * Kilo's iptables rules for a firewall intent, both families: the jumps to KILO-NAT in nat
  * POSTROUTING (the pod CIDR, the allowed location IPs, the Peers), KILO-NAT's returns and closing
  * MASQUERADE, the FORWARD accepts, and with an IPIP policy the INPUT jump to KILO-IPIP, its
- * accepts and the INPUT drop of other IPIP.
+ * accepts and the INPUT drop of other IPIP; on a relay, the rule that counts what it relays, at the
+ * head of FORWARD. `kilo`: the WireGuard interface's name (`kilo`, its role, where the plan is printed).
  */
-export function iptablesRulesOf(fw: Firewall): IptablesRules {
+export function iptablesRulesOf(fw: Firewall, kilo = 'kilo'): IptablesRules {
   const out: IptablesRules = {
     chains: [
       { family: 4, table: 'nat', name: natChain },
@@ -73,6 +77,11 @@ export function iptablesRulesOf(fw: Firewall): IptablesRules {
   const m = fw.masquerade;
 
   for (const c of m.podCIDRs) add(familyOf(c), 'nat', 'POSTROUTING', ['-s', c, '-j', natChain], toNat, 'prepend');
+  // First in FORWARD, so that it counts what Kilo's accepts below let through too. No target: the
+  // packet goes on, and the restore's edits keep the rule, and its counters, in place.
+  if (fw.countRelayed)
+    for (const family of [4, 6] as const)
+      add(family, 'filter', 'FORWARD', ['-i', kilo, '-o', kilo], relayedComment, 'prepend');
   for (const c of fw.forwardPodCIDRs) {
     const f = familyOf(c);
     add(f, 'filter', 'FORWARD', ['-s', c, '-j', 'ACCEPT'], 'Kilo: forward packets from the pod subnet', 'prepend');

@@ -1,9 +1,10 @@
 import type { Firewall, IPFamily } from '../../mesh/types.js';
 import { ExecError, ExecInterrupted, type Exec, type RunOptions } from '../exec.js';
-import type { DiffAgainst, FirewallTables, FirewallWritten, IptablesWritten, Ops } from '../types.js';
+import type { DiffAgainst, FirewallTables, FirewallWritten, IptablesWritten, Ops, RelayedCount } from '../types.js';
 import { describeRule, ipv6Demand, ipv6Unusable, type IPv6Demand } from './ipv6.js';
 import { familyName, renderParsed, type FamilyDump, type RestoreBatch, type SavedTables } from './render.js';
-import { iptablesRulesOf, type IptablesRules, type IptablesTable } from './rules.js';
+import { iptablesRulesOf, relayedComment, type IptablesRules, type IptablesTable } from './rules.js';
+import { quote } from './syntax.js';
 import { parseSave } from './save.js';
 
 export type IptablesBackend = 'nft' | 'legacy';
@@ -54,6 +55,8 @@ class NoIPv6Netfilter extends Error {
 
 interface Tools {
   backend: IptablesBackend;
+  /** iptables, ip6tables (one command a call: a chain listed with its counters). */
+  iptables: Record<IPFamily, string>;
   save: Record<IPFamily, string>;
   restore: Record<IPFamily, string>;
 }
@@ -86,6 +89,8 @@ export class LinuxFirewallTables implements FirewallTables {
       backend?: IptablesBackend;
       /** Told once when IPv6 netfilter turns out unusable and the plan's IPv6 part is left out. */
       log?: (line: string) => void;
+      /** The WireGuard interface, named by the rule that counts relayed traffic; kilo0 when absent. */
+      kiloInterface?: string;
     } = {},
   ) {}
 
@@ -100,7 +105,28 @@ export class LinuxFirewallTables implements FirewallTables {
   reconcile(firewall: Firewall, options: DiffAgainst<FirewallWritten> = {}): Promise<Ops> {
     // Another backend's state is not this one's to diff against: then read.
     const current = options.current instanceof Map ? options.current : undefined;
-    return this.reconcileRules(iptablesRulesOf(firewall), { current, wrote: options.wrote });
+    return this.reconcileRules(iptablesRulesOf(firewall, this.options.kiloInterface ?? 'kilo0'), {
+      current,
+      wrote: options.wrote,
+    });
+  }
+
+  /**
+   * The counters of the rule that counts relayed traffic, from `iptables -S FORWARD -v` of each
+   * family (FORWARD alone, not a whole save). Serial with the writes: a read amid one could miss the
+   * rule and take its next reading for a new rule's. A family that cannot be listed (no IPv6
+   * netfilter) counts nothing; both failing is an error.
+   */
+  readRelayed(): Promise<RelayedCount | null> {
+    return this.serial(async () => {
+      const tools = await this.backend();
+      const listed = await Promise.allSettled(
+        families.map((f) => this.run(f, [tools.iptables[f], '-w', '-t', 'filter', '-S', 'FORWARD', '-v'])),
+      );
+      if (listed.every((r) => r.status === 'rejected')) throw (listed[0] as PromiseRejectedResult).reason;
+      const found = listed.flatMap((r) => (r.status === 'fulfilled' ? [relayedCounters(r.value.stdout)] : []));
+      return sumCounts(found);
+    });
   }
 
   /** reconcile() of a firewall already rendered into iptables rules (rules.ts): this backend's own entry. */
@@ -241,6 +267,27 @@ export class LinuxFirewallTables implements FirewallTables {
   }
 }
 
+const relayedMark = `--comment ${quote(relayedComment)} `;
+
+/** The counters (`-c PACKETS BYTES`) of the relayed-traffic rules in a `-S FORWARD -v` listing; null: none. */
+export function relayedCounters(listing: string): RelayedCount | null {
+  const out: RelayedCount[] = [];
+  for (const line of listing.split('\n')) {
+    if (!line.startsWith('-A FORWARD ') || !line.includes(relayedMark)) continue;
+    const m = / -c (\d+) (\d+)/.exec(line);
+    if (!m) throw new Error(`cannot read the counters of ${JSON.stringify(line)}`);
+    out.push({ packets: Number(m[1]), bytes: Number(m[2]) });
+  }
+  return sumCounts(out);
+}
+
+/** The sum of the counts found; null when none was. */
+export function sumCounts(counts: readonly (RelayedCount | null)[]): RelayedCount | null {
+  const found = counts.filter((c) => c !== null);
+  if (found.length === 0) return null;
+  return { packets: found.reduce((n, c) => n + c.packets, 0), bytes: found.reduce((n, c) => n + c.bytes, 0) };
+}
+
 const parsed = (dump: FamilyDump): SavedTables => ({
   nat: parseSave(dump.nat, 'nat'),
   filter: parseSave(dump.filter, 'filter'),
@@ -284,6 +331,7 @@ async function detectTools(exec: Exec, forced?: IptablesBackend): Promise<Tools>
   const name = (base: string) => (explicit ? base.replace(/^(ip6?tables)/, `$1${suffix}`) : base);
   return {
     backend,
+    iptables: { 4: name('iptables'), 6: name('ip6tables') },
     save: { 4: name('iptables-save'), 6: name('ip6tables-save') },
     restore: { 4: name('iptables-restore'), 6: name('ip6tables-restore') },
   };

@@ -102,5 +102,6 @@ export function retiringNftables(tables: FirewallTables, exec: Exec): FirewallTa
     },
     cleanup: async () => merged(await tables.cleanup(), await retire()),
     read: () => tables.read(),
+    readRelayed: () => tables.readRelayed(),
   };
 }

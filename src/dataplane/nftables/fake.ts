@@ -17,6 +17,9 @@ interface FakeSet {
 interface FakeRule {
   handle: number;
   text: string;
+  /** A `counter` rule's figures: from 0 when the rule is added, kept while it stays. */
+  packets: number;
+  bytes: number;
 }
 interface FakeChain {
   base: { type: string; hook: string; prio: number; policy: string } | null;
@@ -45,7 +48,10 @@ function tokens(text: string): string[] {
 }
 
 /** A rule's text in nft's JSON, for the expressions Kilo writes and the simple matches tests plant. */
-function ruleJson(text: string): { expr: unknown[]; comment?: string } {
+function ruleJson(
+  text: string,
+  counted: { packets: number; bytes: number } = { packets: 0, bytes: 0 },
+): { expr: unknown[]; comment?: string } {
   const t = tokens(text);
   const expr: unknown[] = [];
   let comment: string | undefined;
@@ -60,6 +66,7 @@ function ruleJson(text: string): { expr: unknown[]; comment?: string } {
     const w = t[i]!;
     if (w === 'comment') comment = JSON.parse(t[++i]!) as string;
     else if (w === 'jump') expr.push({ jump: { target: t[++i] } });
+    else if (w === 'counter') expr.push({ counter: { packets: counted.packets, bytes: counted.bytes } });
     else if (['accept', 'drop', 'return', 'masquerade'].includes(w)) expr.push({ [w]: null });
     else if (w === 'meta') expr.push({ match: { op: '==', left: { meta: { key: t[++i] } }, right: right(t[++i]!) } });
     else {
@@ -205,7 +212,35 @@ export class FakeNftables {
     const target = / jump (\S+)/.exec(` ${rest}`)?.[1];
     if (target !== undefined && !table.chains.has(target))
       throw new FakeNftError(`Could not process rule: No such file or directory: chain ${target}`);
-    chain.rules.push({ handle: ++this.handle, text: rest });
+    chain.rules.push({ handle: ++this.handle, text: rest, packets: 0, bytes: 0 });
+  }
+
+  /**
+   * Packets forwarded from interface `iif` to `oif`, as every table's forward base chains see them:
+   * a `counter` rule whose interface matches (`meta iifname`, `meta oifname`; a rule with another
+   * match cannot match, the packets have no addresses here) counts them, until a rule accepts or
+   * drops them in that chain.
+   */
+  forward(iif: string, oif: string, packets: number, bytes: number): void {
+    for (const table of this.tables.values())
+      for (const chain of table.chains.values()) {
+        if (chain.base?.hook !== 'forward') continue;
+        for (const r of chain.rules) {
+          const t = tokens(r.text);
+          const meta = (key: string) =>
+            t.indexOf(key) > 0 && t[t.indexOf(key) - 1] === 'meta' ? t[t.indexOf(key) + 1] : undefined;
+          const words = t.filter(
+            (w, i) => t[i - 1] !== 'meta' && t[i - 2] !== 'meta' && t[i - 1] !== 'comment' && w !== 'meta',
+          );
+          if (words.some((w) => !['counter', 'accept', 'drop', 'comment'].includes(w))) continue;
+          if ((meta('iifname') ?? iif) !== iif || (meta('oifname') ?? oif) !== oif) continue;
+          if (t.includes('counter')) {
+            r.packets += packets;
+            r.bytes += bytes;
+          }
+          if (t.includes('accept') || t.includes('drop')) break;
+        }
+      }
   }
 
   /** `nft -j list table FAMILY NAME`. */
@@ -230,7 +265,21 @@ export class FakeNftables {
       items.push({ chain: { family, table: name, name: n, ...(c.base ? { ...c.base } : {}) } });
     for (const [n, c] of table.chains)
       for (const r of c.rules)
-        items.push({ rule: { family, table: name, chain: n, handle: r.handle, ...ruleJson(r.text) } });
+        items.push({ rule: { family, table: name, chain: n, handle: r.handle, ...ruleJson(r.text, r) } });
+    return JSON.stringify({ nftables: items });
+  }
+
+  /** `nft -j list chain FAMILY TABLE CHAIN`. */
+  listChain(family: string, name: string, chainName: string): string {
+    const chain = this.tables.get(`${family} ${name}`)?.chains.get(chainName);
+    if (!chain) throw new FakeNftError(`Error: No such file or directory\nlist chain ${family} ${name} ${chainName}`);
+    const items: unknown[] = [
+      { metainfo: { version: '1.0.6', json_schema_version: 1 } },
+      { chain: { family, table: name, name: chainName, ...(chain.base ? { ...chain.base } : {}) } },
+      ...chain.rules.map((r) => ({
+        rule: { family, table: name, chain: chainName, handle: r.handle, ...ruleJson(r.text, r) },
+      })),
+    ];
     return JSON.stringify({ nftables: items });
   }
 
@@ -252,6 +301,8 @@ export class FakeNftables {
       }
       if (argv[1] === '-j' && argv[2] === 'list' && argv[3] === 'table')
         return { stdout: this.list(argv[4]!, argv[5]!), stderr: '' };
+      if (argv[1] === '-j' && argv[2] === 'list' && argv[3] === 'chain')
+        return { stdout: this.listChain(argv[4]!, argv[5]!, argv[6]!), stderr: '' };
       if (argv[1] === 'list' && argv[2] === 'tables')
         return { stdout: [...this.tables.keys()].map((k) => `table ${k}\n`).join(''), stderr: '' };
       throw new FakeNftError(`the fake nft does not know ${argv.join(' ')}`);

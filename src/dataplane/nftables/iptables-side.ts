@@ -1,6 +1,6 @@
 import type { Firewall, IPFamily } from '../../mesh/types.js';
 import { ExecError, ExecInterrupted, type Exec } from '../exec.js';
-import { iptablesRulesOf, type IptablesRules } from '../iptables/rules.js';
+import { iptablesRulesOf, relayedComment, type IptablesRules } from '../iptables/rules.js';
 import { LinuxFirewallTables } from '../iptables/tables.js';
 import type { SavedTables } from '../iptables/render.js';
 import type { IptablesWritten } from '../types.js';
@@ -40,7 +40,8 @@ export function iptablesCompanionOf(fw: Firewall, drop: DropPolicies): IptablesR
   };
   return {
     chains: all.chains.filter((c) => kept(c.family, c.table, c.name)),
-    rules: all.rules.filter((r) => kept(r.family, r.table, r.chain)),
+    // What a relay forwards is counted in Kilo's table (ruleset.ts), not twice.
+    rules: all.rules.filter((r) => kept(r.family, r.table, r.chain) && r.comment !== relayedComment),
   };
 }
 

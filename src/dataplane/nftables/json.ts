@@ -49,6 +49,8 @@ function exprText(e: unknown): string {
     return `${l} ${op}${valueText(m['right'])}`;
   }
   if (x['jump'] !== undefined) return `jump ${String(obj(x['jump'])['target'])}`;
+  // Its figures change with every packet; the rule stays the same (counterOf reads them).
+  if (x['counter'] !== undefined) return 'counter';
   for (const verdict of ['accept', 'drop', 'return', 'masquerade']) if (verdict in x) return verdict;
   return JSON.stringify(e);
 }
@@ -59,6 +61,26 @@ export function ruleText(rule: Json): string {
   const parts = exprs.map(exprText);
   if (typeof rule['comment'] === 'string') parts.push(`comment ${JSON.stringify(rule['comment'])}`);
   return parts.join(' ');
+}
+
+/** The counters of a listing's rules in `chain` (`nft -j list chain`), summed; null when it has none. */
+export function countersOf(text: string, chain: string): { packets: number; bytes: number } | null {
+  const items = (obj(JSON.parse(text))['nftables'] as unknown[] | undefined) ?? [];
+  let found = false;
+  let packets = 0;
+  let bytes = 0;
+  for (const item of items) {
+    const r = obj(obj(item)['rule']);
+    if (r['table'] !== nftTable || r['chain'] !== chain || !Array.isArray(r['expr'])) continue;
+    for (const e of r['expr']) {
+      const c = obj(obj(e)['counter']);
+      if (typeof c['packets'] !== 'number' || typeof c['bytes'] !== 'number') continue;
+      found = true;
+      packets += c['packets'];
+      bytes += c['bytes'];
+    }
+  }
+  return found ? { packets, bytes } : null;
 }
 
 /** Parses `nft -j list table inet kilo`. */

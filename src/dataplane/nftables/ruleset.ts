@@ -78,8 +78,15 @@ function setOf(cidrs: readonly string[], family: IPFamily): string[] {
     .sort();
 }
 
-/** Kilo's nftables table for a firewall intent. */
-export function nftRulesetOf(fw: Firewall): NftRuleset {
+/** The base chain that counts what a relay forwards (docs/relays.md), and its rule's comment. */
+export const relayedChain = 'relayed';
+export const relayedComment = 'Kilo: count packets relayed between WireGuard peers';
+
+/**
+ * Kilo's nftables table for a firewall intent. `kilo`: the WireGuard interface's name (`kilo`, its
+ * role, where the plan is printed).
+ */
+export function nftRulesetOf(fw: Firewall, kilo = 'kilo'): NftRuleset {
   const sets: NftSet[] = [];
   const postrouting: string[] = [];
   const masquerade: string[] = [];
@@ -134,6 +141,13 @@ export function nftRulesetOf(fw: Firewall): NftRuleset {
     });
   if (input.length > 0)
     chains.push({ name: 'input', base: { type: 'filter', hook: 'input', priority: filterPriority }, rules: input });
+  // A base chain of its own: refilling `forward` (the pod CIDRs changed) never resets its counter.
+  if (fw.countRelayed)
+    chains.push({
+      name: relayedChain,
+      base: { type: 'filter', hook: 'forward', priority: filterPriority },
+      rules: [`meta iifname ${kilo} meta oifname ${kilo} counter ${comment(relayedComment)}`],
+    });
   return { sets, chains };
 }
 

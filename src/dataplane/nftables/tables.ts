@@ -1,9 +1,9 @@
 import type { Firewall } from '../../mesh/types.js';
 import { ExecError, ExecInterrupted, type Exec } from '../exec.js';
-import type { DiffAgainst, FirewallTables, FirewallWritten, NftablesWritten, Ops } from '../types.js';
+import type { DiffAgainst, FirewallTables, FirewallWritten, NftablesWritten, Ops, RelayedCount } from '../types.js';
 import { IptablesSide } from './iptables-side.js';
-import { parseTable } from './json.js';
-import { nftFamily, nftRulesetOf, nftTable, type NftRuleset } from './ruleset.js';
+import { countersOf, parseTable } from './json.js';
+import { nftFamily, nftRulesetOf, nftTable, relayedChain, type NftRuleset } from './ruleset.js';
 import { nftScript } from './script.js';
 
 /** nft refused a transaction, or the table cannot be Kilo's; nothing of that transaction was applied. */
@@ -100,6 +100,7 @@ export async function removeKiloTable(exec: Exec): Promise<string[]> {
 export class LinuxNftablesTables implements FirewallTables {
   private queue: Promise<unknown> = Promise.resolve();
   private readonly iptables: IptablesSide | null;
+  private readonly kiloInterface: string;
 
   constructor(
     private readonly exec: Exec,
@@ -107,8 +108,11 @@ export class LinuxNftablesTables implements FirewallTables {
       log?: (line: string) => void;
       /** false: leave iptables alone (tests of the nftables part only). */
       iptables?: boolean;
+      /** The WireGuard interface, named by the rule that counts relayed traffic; kilo0 when absent. */
+      kiloInterface?: string;
     } = {},
   ) {
+    this.kiloInterface = options.kiloInterface ?? 'kilo0';
     this.iptables = options.iptables === false ? null : new IptablesSide(exec, options.log);
   }
 
@@ -129,7 +133,7 @@ export class LinuxNftablesTables implements FirewallTables {
   reconcile(firewall: Firewall, options: DiffAgainst<FirewallWritten> = {}): Promise<Ops> {
     const current = isNftablesWritten(options.current) ? options.current : undefined;
     return this.serial(async () => {
-      const want = nftRulesetOf(firewall);
+      const want = nftRulesetOf(firewall, this.kiloInterface);
       // Kilo's table is read before iptables is touched: a host where it cannot be Kilo's (no nft,
       // no nf_tables, a foreign table) gets nothing written, in iptables either.
       const table = current ? current.table : await readKiloTable(this.exec);
@@ -142,6 +146,24 @@ export class LinuxNftablesTables implements FirewallTables {
       options.wrote?.({ table: want, iptables: ipt.value?.after ?? null });
       const details = [...nft.value, ...(ipt.value?.details ?? [])];
       return { writes: details.length, details };
+    });
+  }
+
+  /**
+   * The counter of Kilo's `relayed` chain, from `nft -j list chain` (that chain alone); null when
+   * the chain, or the table, is not there. Serial with the writes, as the iptables backend's.
+   */
+  readRelayed(): Promise<RelayedCount | null> {
+    return this.serial(async () => {
+      try {
+        const listed = await this.exec.run(['nft', '-j', 'list', 'chain', nftFamily, nftTable, relayedChain]);
+        return countersOf(listed.stdout, relayedChain);
+      } catch (e) {
+        const unusable = nftUnusable(e);
+        if (unusable !== null) throw new NftablesUnavailableError(unusable);
+        if (e instanceof ExecError && /No such file or directory/.test(said(e))) return null;
+        throw e;
+      }
     });
   }
 
