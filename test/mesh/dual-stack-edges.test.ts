@@ -7,7 +7,10 @@ import { describe, test } from 'node:test';
 import { Annotation } from '../../src/model/annotations.js';
 import type { MeshOptions } from '../../src/mesh/options.js';
 import { Cidr } from '../../src/net/cidr.js';
-import { node, planFor, routeLines, ruleLines, wgKey, type NodeSpec } from '../helpers/cluster.js';
+import { node, peer, planFor, routeLines, ruleLines, topologyFor, wgKey, type NodeSpec } from '../helpers/cluster.js';
+import { parseCluster } from '../../src/model/parse.js';
+import { nodeConfig } from '../../src/cli/showconf-conf.js';
+import { renderIni } from '../../src/wireguard/ini.js';
 import type { KubeObject } from '../../src/model/parse.js';
 
 const subnets = [Cidr.parse('10.4.0.0/16'), Cidr.parse('fd4b::/64')];
@@ -253,5 +256,59 @@ describe('--encapsulate always and crosssubnet in a dual-stack cluster', () => {
       assert.ok(!routeLines(plan).some((l) => l.includes('dev tunnel')), routeLines(plan).join('\n'));
       assert.deepEqual(ruleLines(plan), [], encapsulate);
     }
+  });
+});
+
+describe('a Peer whose allowed IPs are dropped', () => {
+  const mesh = () => [
+    dualNode('eu-a', 1),
+    dualNode('eu-b', 2, { location: 'eu2', internalIP: '10.1.1.2/24' }),
+    ...us(),
+  ];
+  const opts = dual('location');
+  const without = planFor(mesh(), 'eu-a', opts);
+
+  test("all of them held by nodes' pod CIDRs, both families: an entry without allowed IPs, valid for wg; the rest unchanged", () => {
+    const objects = [...mesh(), peer('grabby', { allowedIPs: ['10.2.81.0/24', 'fd42:81::/64'] })];
+    const t = topologyFor(objects, 'eu-a', opts);
+    // One conflict per dropped prefix, each naming the Peer, the field and the value (the agent logs each once).
+    assert.deepEqual(
+      (t.conflicts ?? []).map((e) => `${e.object} ${e.field} ${String(e.value)}`),
+      ['Peer "grabby" spec.allowedIPs[0] 10.2.81.0/24', 'Peer "grabby" spec.allowedIPs[1] fd42:81::/64'],
+    );
+    const plan = planFor(objects, 'eu-a', opts);
+    const entry = plan.peers.find((p) => p.names.includes('grabby'))!;
+    // Kept as the contract's vectors keep it: routes nothing, and wg takes an entry without AllowedIPs.
+    assert.deepEqual(entry.allowedIPs, []);
+    const ini = renderIni(nodeConfig(plan));
+    assert.ok(!/AllowedIPs = *$/m.test(ini), ini);
+    assert.deepEqual(routeLines(plan), routeLines(without));
+    assert.deepEqual(
+      plan.peers.filter((p) => p.kind === 'segment'),
+      without.peers,
+    );
+  });
+
+  test('a catch-all in either family: the Peer drops whole, named; the mesh as without it', () => {
+    for (const bad of ['::/0', '0.0.0.0/0', '0::0/0']) {
+      const c = parseCluster([...mesh(), peer('all', { allowedIPs: ['10.5.0.1/32', bad] })]);
+      assert.deepEqual(c.peers, []);
+      assert.ok(
+        c.errors.some((e) => e.object === 'Peer "all"' && e.field === 'spec.allowedIPs[1]'),
+        bad,
+      );
+    }
+  });
+
+  test('left with one family: that family alone is routed', () => {
+    const objects = [...mesh(), peer('half', { allowedIPs: ['10.5.0.1/32', 'fd42:81::/64'] })];
+    const plan = planFor(objects, 'eu-a', opts);
+    assert.deepEqual(plan.peers.find((p) => p.names.includes('half'))!.allowedIPs, ['10.5.0.1/32']);
+    const lines = routeLines(plan);
+    assert.ok(lines.includes('10.5.0.1/32 dev kilo src 10.1.0.1'), lines.join('\n'));
+    assert.deepEqual(
+      lines.filter((l) => !l.startsWith('10.5.0.1/32')),
+      routeLines(without),
+    );
   });
 });
