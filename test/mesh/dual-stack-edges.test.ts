@@ -50,15 +50,10 @@ function v6Node(name: string, n: number, pods: string[]): KubeObject {
 
 /** us: a dual-stack location elsewhere. */
 const us = () => [
-  node('us-a', {
+  dualNode('us-a', 81, {
     location: 'us',
     internalIP: '10.8.0.1/24',
-    endpoint: '198.51.100.81:51820',
-    podCIDRs: ['10.2.81.0/24', 'fd42:81::/64'],
-    annotations: {
-      [Annotation.internalIPv6]: 'fd10:8::1/64',
-      [Annotation.endpointIPv6]: '[2001:db8:8::1]:51820',
-    },
+    annotations: { [Annotation.internalIPv6]: 'fd10:8::1/64', [Annotation.endpointIPv6]: '[2001:db8:8::1]:51820' },
   }),
 ];
 
