@@ -72,7 +72,8 @@ function discoveredAnnotations(facts: LocalFacts): Record<string, string | null>
   if (facts.lostIPv6Pods || !facts.ipv6 || !facts.endpoint || facts.endpoint.startsWith('[')) {
     return {
       [Annotation.discoveredEndpoints]: discoveredJSON(all),
-      ...(facts.lostIPv6Pods ? { [Annotation.discoveredEndpointsIPv6]: null } : {}),
+      // Kilo's annotation holds them all: an -ipv6 one left from before would add stale ones.
+      ...(facts.lostIPv6Pods || facts.ipv6 ? { [Annotation.discoveredEndpointsIPv6]: null } : {}),
     };
   }
   const four = new Map<string, Endpoint>();

@@ -93,4 +93,12 @@ describe('stale -ipv6 annotations', () => {
     for (const k of [Annotation.internalIPv6, Annotation.endpointIPv6, Annotation.discoveredEndpointsIPv6])
       assert.ok(!(k in clean), k);
   });
+
+  test('a dual-stack agent whose own endpoint is IPv6 or unknown removes a discovered-endpoints-ipv6 left over', () => {
+    const ipv6 = { internalIP: null, endpoint: null, wireGuardIP: 'fd4b::1/64' };
+    for (const endpoint of ['[2001:db8:1::11]:51820', null]) {
+      const patch = annotationPatch(stale, { ...facts, endpoint, ipv6 })!;
+      assert.equal(patch[Annotation.discoveredEndpointsIPv6], null, String(endpoint));
+    }
+  });
 });
