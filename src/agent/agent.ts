@@ -21,6 +21,7 @@ import { syncCNIConfig } from './cni.js';
 import { interfaceHolding } from './discovery.js';
 import { onlyLastSeenMoved } from './heartbeat.js';
 import { annotationPatch } from './local-node.js';
+import { lostIPv6Pods } from '../model/ipv6-pods.js';
 import { publishedWireGuardIP, publishedWireGuardIPv6 } from './published-wireguard-ip.js';
 import { mixedAllocation } from '../mesh/allocation-mix.js';
 import type { AgentMetrics } from './metrics.js';
@@ -685,6 +686,7 @@ export class Agent {
       endpoint: facts.endpointIP ? formatEndpoint({ ip: facts.endpointIP, dns: null, port: options.mesh.port }) : null,
       internalIP: facts.internalIP,
       wireGuardIP: publishedWireGuardIP(options.mesh, plan, topology, current[Annotation.wireGuardIP]),
+      ...(lostIPv6Pods(self.spec) ? { lostIPv6Pods: true } : {}),
       ...(facts.ipv6InternalIP !== undefined
         ? {
             ipv6: {

@@ -36,6 +36,12 @@ export interface LocalFacts {
    * annotation when Kilo's holds IPv4 ones.
    */
   ipv6?: { internalIP: Cidr | null; endpoint: string | null; wireGuardIP: string | null };
+  /**
+   * The node's pod CIDRs are IPv4 only (model/ipv6-pods.ts): its -ipv6 internal IP, endpoint and
+   * discovered endpoints are left from its dual-stack days, which the plan does not read; removed.
+   * wireguard-ip-ipv6 stays, the segment's claim on its IPv6 address (docs/wireguard-ips.md).
+   */
+  lostIPv6Pods?: boolean;
   /** kilo.squat.ai/unreachable (formatUnreachable): null removes it; absent: left alone. */
   unreachable?: string | null;
 }
@@ -63,8 +69,12 @@ function discoveredJSON(m: ReadonlyMap<string, Endpoint>): string {
  */
 function discoveredAnnotations(facts: LocalFacts): Record<string, string | null> {
   const all = facts.discoveredEndpoints;
-  if (!facts.ipv6 || !facts.endpoint || facts.endpoint.startsWith('[')) {
-    return { [Annotation.discoveredEndpoints]: discoveredJSON(all) };
+  if (facts.lostIPv6Pods || !facts.ipv6 || !facts.endpoint || facts.endpoint.startsWith('[')) {
+    return {
+      [Annotation.discoveredEndpoints]: discoveredJSON(all),
+      // Kilo's annotation holds them all: an -ipv6 one left from before would add stale ones.
+      ...(facts.lostIPv6Pods || facts.ipv6 ? { [Annotation.discoveredEndpointsIPv6]: null } : {}),
+    };
   }
   const four = new Map<string, Endpoint>();
   const six = new Map<string, Endpoint>();
@@ -101,7 +111,10 @@ export function annotationPatch(
   // The endpoint is the operator's once set (Kilo's behaviour): detect it only for a new node.
   if (!current[Annotation.endpoint] && facts.endpoint) want[Annotation.endpoint] = facts.endpoint;
   const six = facts.ipv6;
-  if (six) {
+  if (facts.lostIPv6Pods) {
+    want[Annotation.internalIPv6] = null;
+    want[Annotation.endpointIPv6] = null;
+  } else if (six) {
     want[Annotation.internalIPv6] = six.internalIP ? six.internalIP.toString() : null;
     want[Annotation.wireGuardIPv6] = six.wireGuardIP;
     if (!current[Annotation.endpointIPv6] && six.endpoint) want[Annotation.endpointIPv6] = six.endpoint;

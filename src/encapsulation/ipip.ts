@@ -27,7 +27,9 @@ export function ipip(strategy: Exclude<Encapsulate, 'never'>, local: boolean): E
   return {
     encapsulator: {
       name: 'ipip',
-      deviceTo: (self: KiloNode, gw: IP) => (encapsulatesTo(strategy, self, gw) ? 'tunnel' : 'private'),
+      // tunl0 carries IPv4 only: a mate reached at an IPv6 address (an IPv6-only LAN) is reached in the clear.
+      deviceTo: (self: KiloNode, gw: IP) =>
+        gw.family === 4 && encapsulatesTo(strategy, self, gw) ? 'tunnel' : 'private',
       mateGateway: internalGateway,
       segmentGateway: internalGateway,
       returnsToFollowers: false,

@@ -111,10 +111,26 @@ function viaPrivate(enc: Encapsulator, self: KiloNode, dst: Cidr, gw: IP): PlanR
  * None when `n` has neither.
  */
 function toMate(enc: Encapsulator, self: KiloNode, n: KiloNode, dst: Cidr, gw: IP): PlanRoute | null {
-  if (dst.family === gw.family) return viaPrivate(enc, self, dst, gw);
-  const own = ofFamily(n.internalIPs, dst.family) ?? (dst.family === 4 ? ofFamily(n.internalIPs, 6) : null);
+  if (dst.family === gw.family && !offLan(self, n, gw)) return viaPrivate(enc, self, dst, gw);
+  const own =
+    onLan(self, ofFamily(n.internalIPs, dst.family)) ??
+    (dst.family === 4 ? onLan(self, ofFamily(n.internalIPs, 6)) : null);
   if (!own) return null;
   return { dst: dst.networkText, gw: own.ip.text, dev: 'private', src: null, table: 'main', onlink: true };
+}
+
+/**
+ * Whether `gw`, one of mate `n`'s internal IPs, is of a family `self` has no internal IP of (an
+ * IPv6-only node beside a dual-stack mate, docs/dual-stack.md#edge-cases): `self` cannot reach it
+ * on the LAN. A gateway of the CNI (flannel, cilium) is never judged so.
+ */
+function offLan(self: KiloNode, n: KiloNode, gw: IP): boolean {
+  return !ofFamily(self.internalIPs, gw.family) && !!ofFamily(n.internalIPs, gw.family)?.ip.equals(gw);
+}
+
+/** A mate's internal IP when `self` has one of its family too (the LAN carries it), else null. */
+function onLan(self: KiloNode, ip: Cidr | null): Cidr | null {
+  return ip && ofFamily(self.internalIPs, ip.family) ? ip : null;
 }
 
 /** The routes by which a leader reaches its followers' pods through the encapsulation without --local (Cilium). */

@@ -1,6 +1,7 @@
 import { Cidr, IP } from '../net/cidr.js';
 import { noValues, pair, single, type ByFamily } from '../net/family.js';
 import { Annotation, defaultTopologyLabel } from './annotations.js';
+import { lostIPv6Pods } from './ipv6-pods.js';
 import { ValidationError } from './errors.js';
 import {
   checkShape,
@@ -252,9 +253,12 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
     endpoint = r.fail(field(key), a[key], linkLocal);
   }
 
-  // Most nodes have one family: the IPv6 annotations are looked at only when one is there.
+  // Most nodes have one family: the IPv6 annotations are looked at only when one is there. The
+  // agent-written ones count only on a node whose pods have IPv6 (ipv6-pods.ts); the operator's stand.
   const ipv6Endpoint =
-    a[Annotation.forceEndpointIPv6] || a[Annotation.endpointIPv6] ? readIPv6Endpoint(r, a, endpoint) : null;
+    a[Annotation.forceEndpointIPv6] || (a[Annotation.endpointIPv6] && !lostIPv6Pods(obj.spec))
+      ? readIPv6Endpoint(r, a, endpoint)
+      : null;
 
   let internalIP: Cidr | null = null;
   const forced = Object.hasOwn(a, Annotation.forceInternalIP);
@@ -271,7 +275,7 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
       linkLocal,
     );
   const internalIPs =
-    Object.hasOwn(a, Annotation.forceInternalIPv6) || a[Annotation.internalIPv6]
+    Object.hasOwn(a, Annotation.forceInternalIPv6) || (a[Annotation.internalIPv6] && !lostIPv6Pods(obj.spec))
       ? readIPv6InternalIP(r, a, internalIP, forced)
       : single(internalIP);
 
@@ -300,13 +304,16 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
 
   let discoveredEndpoints: ReadonlyMap<string, Endpoint> = noEndpoints;
   const de = a[Annotation.discoveredEndpoints];
-  const de6 = a[Annotation.discoveredEndpointsIPv6];
+  const de6 = a[Annotation.discoveredEndpointsIPv6] && !lostIPv6Pods(obj.spec);
   if (de || de6) {
     const found = new Map<string, Endpoint>();
     if (de) parseDiscoveredEndpoints(r, field(Annotation.discoveredEndpoints), de, found);
     // Where WireGuard saw a peer over IPv6 on a node whose Kilo annotation keeps IPv4 ones
     // (agent/roaming.ts): one node sees one endpoint per peer, so the two never name one key twice.
-    if (de6) parseDiscoveredEndpoints(r, field(Annotation.discoveredEndpointsIPv6), de6, found, 6);
+    if (de6) {
+      const text = a[Annotation.discoveredEndpointsIPv6]!;
+      parseDiscoveredEndpoints(r, field(Annotation.discoveredEndpointsIPv6), text, found, 6);
+    }
     discoveredEndpoints = found;
   }
 

@@ -34,7 +34,8 @@ function fieldsOf(annotations: Record<string, string>): string[] {
       location: 'eu',
       internalIP: '10.1.0.5/24',
       endpoint: '198.51.100.1:51820',
-      podCIDR: '10.2.1.0/24',
+      // Of both families: on an IPv4-only node the -ipv6 annotations are not read (docs/dual-stack.md#edge-cases).
+      podCIDRs: ['10.2.1.0/24', 'fd42:1::/64'],
       annotations,
     }),
   );
