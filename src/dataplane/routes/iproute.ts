@@ -169,9 +169,11 @@ function typed(action: RouteOp['action'], r: KernelRoute): string {
 }
 
 /** What follows a route line's destination. */
-function routeTail(action: RouteOp['action'], r: KernelRoute): string {
+function routeTail(action: RouteOp['action'], r: KernelRoute, nhid?: number): string {
   let line = '';
-  if (action !== 'del') {
+  // Through a next-hop object (nexthops.ts): the gateway, device and onlink are the object's.
+  if (action !== 'del' && nhid !== undefined) line += ` nhid ${nhid}${r.src ? ` src ${r.src}` : ''}`;
+  else if (action !== 'del') {
     if (r.gw) line += ` via ${gatewayText(r)}`;
     if (r.dev) line += ` dev ${r.dev}`;
     if (r.src) line += ` src ${r.src}`;
@@ -182,15 +184,17 @@ function routeTail(action: RouteOp['action'], r: KernelRoute): string {
 }
 
 /**
- * renderOp of each op. A plan's routes come in runs through one gateway (a location's pod CIDRs
- * behind its leader): a route like the one before it reuses the text after its destination.
+ * renderOp of each op, through the next hop `nexthopOf` gives a route (nexthops.ts). A plan's
+ * routes come in runs through one gateway (a location's pod CIDRs behind its leader): a route like
+ * the one before it reuses the text after its destination.
  */
-export function renderOps(ops: readonly RouteOp[]): string[] {
-  let last: { action: RouteOp['action']; route: KernelRoute; tail: string } | null = null;
+export function renderOps(ops: readonly RouteOp[], nexthopOf?: (op: RouteOp) => number | undefined): string[] {
+  let last: { action: RouteOp['action']; route: KernelRoute; nhid: number | undefined; tail: string } | null = null;
   return ops.map((op) => {
     if (op.kind !== 'route') return renderOp(op);
     const r = op.route;
-    const l = last?.action === op.action ? last.route : null;
+    const nhid = nexthopOf?.(op);
+    const l = last?.action === op.action && last.nhid === nhid ? last.route : null;
     const same =
       l !== null &&
       l.gw === r.gw &&
@@ -201,7 +205,7 @@ export function renderOps(ops: readonly RouteOp[]): string[] {
       l.metric === r.metric &&
       l.protocol === r.protocol &&
       l.family === r.family;
-    if (!same || !last) last = { action: op.action, route: r, tail: routeTail(op.action, r) };
+    if (!same || !last) last = { action: op.action, route: r, nhid, tail: routeTail(op.action, r, nhid) };
     return `route ${op.action} ${typed(op.action, r)}${last.tail}`;
   });
 }
