@@ -77,8 +77,8 @@ async function throughHops(exec: Exec): Promise<string[]> {
     .sort();
 }
 
-const withNamespace = (name: string, fn: (ns: TestNamespace, exec: Exec) => Promise<void>) =>
-  test(name, async () => {
+const withNamespace = (name: string, fn: (ns: TestNamespace, exec: Exec) => Promise<void>): void =>
+  void test(name, async () => {
     const ns = routesNamespace('ktnh');
     try {
       ns.sh('ip addr add fd00:4::1/64 dev kilo0 nodad');

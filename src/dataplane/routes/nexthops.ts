@@ -80,7 +80,7 @@ export interface NexthopWrite {
   /** The ids of `adds` by hopKey, until the kernel refuses one. */
   fresh: Map<string, number>;
   /** The id a route op is written through (after `added`), or undefined for a plain route. */
-  idOf(op: RouteOp): number | undefined;
+  idOf: (op: RouteOp) => number | undefined;
 }
 
 /**
