@@ -180,6 +180,19 @@ describe('routes through next-hop objects', { skip: skipNoNetns }, () => {
     },
   );
 
+  withNamespace('routes printed by nhid alone (nexthop_compat_mode 0) read back as the plan', async (ns, exec) => {
+    ns.sh('sysctl -qw net.ipv4.nexthop_compat_mode=0');
+    const tables = tablesOf(exec);
+    await tables.reconcile(plan, [], devices);
+    const shown = await routes(exec);
+    assert.ok(shown.some((r) => r.nhid !== undefined && r.gateway === undefined && r.via === undefined));
+    assert.equal((await tables.reconcile(plan, [], devices)).writes, 0);
+    assert.equal((await tablesOf(exec).reconcile(plan, [], devices)).writes, 0, 'a restart reads them back too');
+    const moved = plan.map((r) => (r.gw === '10.4.0.3' ? { ...r, gw: '10.4.0.9' } : r));
+    assert.equal((await tables.reconcile(moved, [], devices)).writes, 2);
+    assert.equal((await tablesOf(exec).reconcile(moved, [], devices)).writes, 0);
+  });
+
   withNamespace('without next-hop objects: plain routes, the same reads', async (ns, exec) => {
     // A kernel or iproute2 without `ip nexthop`: detected on the first read, once.
     let asked = 0;

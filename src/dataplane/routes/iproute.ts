@@ -2,6 +2,7 @@ import type { Family } from '../../net/cidr.js';
 import { AddressMemo } from '../../net/memo.js';
 import { mainTableId } from './constants.js';
 import type { RouteOp } from './diff.js';
+import type { Hop } from './nexthops.js';
 import { routeTypeName } from './route-type.js';
 import { defaultMetric, gatewayText, markText, type KernelRoute, type KernelRule } from './state.js';
 
@@ -24,6 +25,8 @@ interface IpRouteJson {
   metric?: number;
   protocol?: string;
   nexthops?: unknown[];
+  /** Through a next-hop object (nexthops.ts). */
+  nhid?: number;
 }
 
 interface IpRuleJson {
@@ -76,6 +79,8 @@ export function parseRoutes(
   protocol: number,
   memo: AddressMemo = new AddressMemo(),
   expected?: ReadonlyMap<string, KernelRoute>,
+  /** Kilo's next hops by id, for a route printed by `nhid` alone (nexthops.ts). */
+  hops?: ReadonlyMap<number, Hop>,
 ): KernelRoute[] {
   const entries = JSON.parse(json || '[]') as IpRouteJson[];
   const any = family === 4 ? '0.0.0.0/0' : '::/0';
@@ -85,9 +90,10 @@ export function parseRoutes(
     const metric = e.metric ?? defaultMetric(family);
     const type = e.type === undefined ? 'unicast' : routeTypeName(e.type);
     const kernelProtocol = numeric(e.protocol, protocolNames, protocol);
-    const onlink = e.flags?.includes('onlink') ?? false;
-    const dev = e.nexthops ? null : (e.dev ?? null);
-    const gw = e.gateway ?? e.via?.host;
+    const hop = e.nhid !== undefined && e.dev === undefined ? hops?.get(e.nhid) : undefined;
+    const onlink = hop?.onlink ?? e.flags?.includes('onlink') ?? false;
+    const dev = e.nexthops ? null : (e.dev ?? hop?.dev ?? null);
+    const gw = e.gateway ?? e.via?.host ?? hop?.gw;
     // A host route is printed without its length.
     const dst =
       e.dst === undefined || e.dst === 'default' ? any : e.dst.includes('/') ? e.dst : `${e.dst}${hostLength}`;

@@ -98,7 +98,7 @@ export class IprouteRoutes implements RouteKernel {
     )
       return last.routing;
     const families = reads.map((r, i) => ({
-      routes: parseRoutes(texts[i]![0], r.family, owner.protocol, this.addresses, expected),
+      routes: parseRoutes(texts[i]![0], r.family, owner.protocol, this.addresses, expected, this.nexthops?.hops),
       rules: parseRules(texts[i]![1], r.family, owner.priority, this.addresses),
     }));
     const routing = { routes: families.flatMap((f) => f.routes), rules: families.flatMap((f) => f.rules) };

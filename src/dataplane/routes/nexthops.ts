@@ -37,6 +37,14 @@ function hopKey(gw: string, dev: string, onlink: boolean): string {
   return `${gw} ${dev}${onlink ? ' onlink' : ''}`;
 }
 
+/** One of Kilo's next hops: what a route by its id goes through. */
+export interface Hop {
+  key: string;
+  gw: string;
+  dev: string;
+  onlink: boolean;
+}
+
 /**
  * Whether a route is written through a next hop: a unicast route with a gateway and a device, of
  * its own family or an IPv4 route through an IPv6 gateway (Linux refuses an IPv4 next hop for an
@@ -77,6 +85,8 @@ export interface NexthopWrite {
   addIds: number[];
   /** The hopKey of each line of `adds`. */
   addKeys: string[];
+  /** The next hop of each line of `adds`. */
+  addHops: Hop[];
   /** The ids of `adds` by hopKey, until the kernel refuses one. */
   fresh: Map<string, number>;
   /** The id a route op is written through (after `added`), or undefined for a plain route. */
@@ -92,7 +102,7 @@ export interface NexthopWrite {
 export class Nexthops {
   /** Kilo's next hops by hopKey. */
   private byHop = new Map<string, number>();
-  private hopOf = new Map<number, string>();
+  private hopOf = new Map<number, Hop>();
   /** Every id in the kernel, Kilo's or not: a new one takes none of them. */
   private taken = new Set<number>();
   /** The next hop of each route of Kilo's written through one, by routeKey. */
@@ -115,10 +125,11 @@ export class Nexthops {
       this.taken.add(e.id);
       const ours = e.protocol !== undefined && Number(e.protocol) === protocol;
       if (!ours || e.group !== undefined || !e.gateway || !e.dev) continue;
-      const key = hopKey(e.gateway, e.dev, e.flags?.includes('onlink') ?? false);
+      const onlink = e.flags?.includes('onlink') ?? false;
+      const key = hopKey(e.gateway, e.dev, onlink);
       // Two of Kilo's at one gateway (a crash between two writes): the first serves, the other is unused.
       if (!this.byHop.has(key)) this.byHop.set(key, e.id);
-      this.hopOf.set(e.id, key);
+      this.hopOf.set(e.id, { key, gw: e.gateway, dev: e.dev, onlink });
     }
     this.routes = routes;
     this.unusedNow = null;
@@ -129,6 +140,7 @@ export class Nexthops {
     const adds: string[] = [];
     const addIds: number[] = [];
     const addKeys: string[] = [];
+    const addHops: Hop[] = [];
     const fresh = new Map<string, number>();
     const protocol = this.protocol();
     for (const op of ops) {
@@ -141,6 +153,7 @@ export class Nexthops {
       fresh.set(key, id);
       addIds.push(id);
       addKeys.push(key);
+      addHops.push({ key, gw: r.gw!, dev: r.dev!, onlink: r.onlink });
       adds.push(`nexthop add id ${id} via ${r.gw} dev ${r.dev}${r.onlink ? ' onlink' : ''} proto ${protocol}`);
     }
     const idOf = (op: RouteOp) => {
@@ -149,7 +162,7 @@ export class Nexthops {
       // A next hop the kernel refused (`added`) leaves its routes plain.
       return this.byHop.get(key) ?? fresh.get(key);
     };
-    return { adds, addIds, addKeys, fresh, idOf };
+    return { adds, addIds, addKeys, addHops, fresh, idOf };
   }
 
   private freeId(): number | undefined {
@@ -175,7 +188,7 @@ export class Nexthops {
         return;
       }
       this.byHop.set(key, id);
-      this.hopOf.set(id, key);
+      this.hopOf.set(id, write.addHops[i]!);
     });
   }
 
@@ -191,6 +204,14 @@ export class Nexthops {
     });
   }
 
+  /**
+   * Kilo's next hops by id: where `net.ipv4.nexthop_compat_mode` is 0 the kernel prints a route by
+   * `nhid` alone, and the reader takes its gateway, device and onlink flag from here.
+   */
+  get hops(): ReadonlyMap<number, Hop> {
+    return this.hopOf;
+  }
+
   /** Kilo's next hops no route of Kilo's uses (left by a change of gateway, a clean-up or a crash). */
   unused(): readonly number[] {
     if (this.unusedNow) return this.unusedNow;
@@ -203,7 +224,7 @@ export class Nexthops {
   deleted(ids: readonly number[]): void {
     this.unusedNow = null;
     for (const id of ids) {
-      const key = this.hopOf.get(id);
+      const key = this.hopOf.get(id)?.key;
       this.hopOf.delete(id);
       this.taken.delete(id);
       if (key !== undefined && this.byHop.get(key) === id) this.byHop.delete(key);
