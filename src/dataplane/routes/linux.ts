@@ -3,7 +3,7 @@ import type { Family } from '../../net/cidr.js';
 import { AddressMemo } from '../../net/memo.js';
 import { runBatch, type BatchResult } from './batch.js';
 import type { RouteOp } from './diff.js';
-import { Nexthops, routeNexthops } from './nexthops.js';
+import { Nexthops } from './nexthops.js';
 import { batchesOf, defaultSplitAt } from './schedule.js';
 import { parseRoutes, parseRules, renderOps } from './iproute.js';
 import { KiloRoutingTables, type KiloRouting, type RouteKernel, type RoutingRead } from './reconciler.js';
@@ -78,7 +78,10 @@ export class IprouteRoutes implements RouteKernel {
     ]);
     // A read taken while this reader wrote may miss routes the write has followed since.
     if (this.nexthops && nexthops !== null && writes === this.writes && writes % 2 === 0)
-      this.nexthops.read(nexthops, routeNexthops(reads.map((r, i) => ({ family: r.family, json: texts[i]![0] }))));
+      this.nexthops.read(
+        nexthops,
+        reads.map((r, i) => ({ family: r.family, json: texts[i]![0] })),
+      );
     // Listed by Kilo's protocol: any route is one of Kilo's (and a megabyte is not parsed to say so).
     const empty = texts.every(
       ([routes, rules], i) =>

@@ -108,14 +108,29 @@ export class Nexthops {
   /** The next hop of each route of Kilo's written through one, by routeKey. */
   private routes = new Map<string, number>();
   private next = kiloNexthopBase;
+  /** The last read's texts, parsed (kept as read: `routes` is followed through applies). */
+  private lastRead: {
+    json: string;
+    entries: IpNexthopJson[];
+    routeTexts: readonly { family: 4 | 6; json: string }[];
+    routes: ReadonlyMap<string, number>;
+  } | null = null;
   /** unused(), until the next change (every pass asks). */
   private unusedNow: number[] | null = null;
 
   constructor(private readonly protocol: () => number) {}
 
-  /** Takes a read: `ip -N -j nexthop show` and the routes' next hops (routeNexthops). */
-  read(json: string, routes: Map<string, number>): void {
-    const entries = JSON.parse(json || '[]') as IpNexthopJson[];
+  /** Takes a read: `ip -N -j nexthop show` and Kilo's routes (`ip -N -j route show` per family). */
+  read(json: string, routeTexts: readonly { family: 4 | 6; json: string }[]): void {
+    // The same texts as the last read's (a quiet pass): the same next hops and routes, not parsed again.
+    const last = this.lastRead;
+    const entries = last?.json === json ? last.entries : (JSON.parse(json || '[]') as IpNexthopJson[]);
+    const sameRoutes =
+      last !== null &&
+      last.routeTexts.length === routeTexts.length &&
+      last.routeTexts.every((t, i) => t.family === routeTexts[i]!.family && t.json === routeTexts[i]!.json);
+    const routes = sameRoutes ? new Map(last.routes) : routeNexthops(routeTexts);
+    this.lastRead = { json, entries, routeTexts, routes: sameRoutes ? last.routes : new Map(routes) };
     this.byHop = new Map();
     this.hopOf = new Map();
     this.taken = new Set();
