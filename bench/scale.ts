@@ -28,7 +28,8 @@ import { kiloPlanBinary, kiloPlanInput } from './kilo-reference.js';
 
 const root = join(import.meta.dirname, '..');
 const kgctl = join(root, 'bin', 'kgctl');
-const kg = join(root, 'bin', 'kg');
+// KILO_BENCH_KG: another kg launcher for kg apply too (A/B), as for kg run (bench/scale-run.ts).
+const kg = process.env['KILO_BENCH_KG'] ?? join(root, 'bin', 'kg');
 const dir = mkdtempSync(join(tmpdir(), 'kts-bench-scale-'));
 const runs = Number(process.env['KILO_BENCH_RUNS'] ?? 3);
 const sizes = (process.env['KILO_BENCH_SIZES'] ?? '1000,2000,5000,10000').split(',').map(Number);
