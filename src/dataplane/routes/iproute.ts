@@ -79,8 +79,8 @@ export function parseRoutes(
   protocol: number,
   memo: AddressMemo = new AddressMemo(),
   expected?: ReadonlyMap<string, KernelRoute>,
-  /** Kilo's next hops by id, for a route printed by `nhid` alone (nexthops.ts). */
-  hops?: ReadonlyMap<number, Hop>,
+  /** Kilo's next hop of an id, for a route printed by `nhid` alone (nexthops.ts). */
+  hopOf?: (id: number) => Hop | undefined,
 ): KernelRoute[] {
   const entries = JSON.parse(json || '[]') as IpRouteJson[];
   const any = family === 4 ? '0.0.0.0/0' : '::/0';
@@ -90,7 +90,7 @@ export function parseRoutes(
     const metric = e.metric ?? defaultMetric(family);
     const type = e.type === undefined ? 'unicast' : routeTypeName(e.type);
     const kernelProtocol = numeric(e.protocol, protocolNames, protocol);
-    const hop = e.nhid !== undefined && e.dev === undefined ? hops?.get(e.nhid) : undefined;
+    const hop = e.nhid !== undefined && e.dev === undefined ? hopOf?.(e.nhid) : undefined;
     const onlink = hop?.onlink ?? e.flags?.includes('onlink') ?? false;
     const dev = e.nexthops ? null : (e.dev ?? hop?.dev ?? null);
     const gw = e.gateway ?? e.via?.host ?? hop?.gw;

@@ -101,7 +101,9 @@ export class IprouteRoutes implements RouteKernel {
     )
       return last.routing;
     const families = reads.map((r, i) => ({
-      routes: parseRoutes(texts[i]![0], r.family, owner.protocol, this.addresses, expected, this.nexthops?.hops),
+      routes: parseRoutes(texts[i]![0], r.family, owner.protocol, this.addresses, expected, (id) =>
+        this.nexthops?.hops.get(id),
+      ),
       rules: parseRules(texts[i]![1], r.family, owner.priority, this.addresses),
     }));
     const routing = { routes: families.flatMap((f) => f.routes), rules: families.flatMap((f) => f.rules) };

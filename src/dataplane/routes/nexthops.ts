@@ -115,6 +115,8 @@ export class Nexthops {
     routeTexts: readonly { family: 4 | 6; json: string }[];
     routes: ReadonlyMap<string, number>;
   } | null = null;
+  /** The texts of a read not parsed yet. */
+  private pending: { json: string; routeTexts: readonly { family: 4 | 6; json: string }[] } | null = null;
   /** unused(), until the next change (every pass asks). */
   private unusedNow: number[] | null = null;
 
@@ -122,6 +124,17 @@ export class Nexthops {
 
   /** Takes a read: `ip -N -j nexthop show` and Kilo's routes (`ip -N -j route show` per family). */
   read(json: string, routeTexts: readonly { family: 4 | 6; json: string }[]): void {
+    // Parsed when first needed: a one-shot apply that finds the routes equal to its plan never does.
+    this.pending = { json, routeTexts };
+    this.unusedNow = null;
+  }
+
+  /** Parses the last read's texts, if not yet. */
+  private parsed(): void {
+    const pending = this.pending;
+    if (!pending) return;
+    this.pending = null;
+    const { json, routeTexts } = pending;
     // The same texts as the last read's (a quiet pass): the same next hops and routes, not parsed again.
     const last = this.lastRead;
     const entries = last?.json === json ? last.entries : (JSON.parse(json || '[]') as IpNexthopJson[]);
@@ -152,6 +165,7 @@ export class Nexthops {
 
   /** The next hops `ops` need, new ones at free ids. */
   plan(ops: readonly RouteOp[]): NexthopWrite {
+    this.parsed();
     const adds: string[] = [];
     const addIds: number[] = [];
     const addKeys: string[] = [];
@@ -194,6 +208,7 @@ export class Nexthops {
 
   /** Records the next hops the kernel took: every line of `write.adds` but the `failed` indices. */
   added(write: NexthopWrite, failed: ReadonlySet<number>): void {
+    this.parsed();
     this.unusedNow = null;
     write.addIds.forEach((id, i) => {
       const key = write.addKeys[i]!;
@@ -209,6 +224,7 @@ export class Nexthops {
 
   /** Follows the routes `ops` wrote (only those that took effect), `ids` as written (idOf). */
   wrote(ops: readonly RouteOp[], ids: readonly (number | undefined)[]): void {
+    this.parsed();
     this.unusedNow = null;
     ops.forEach((op, i) => {
       if (op.kind !== 'route') return;
@@ -224,11 +240,13 @@ export class Nexthops {
    * `nhid` alone, and the reader takes its gateway, device and onlink flag from here.
    */
   get hops(): ReadonlyMap<number, Hop> {
+    this.parsed();
     return this.hopOf;
   }
 
   /** Kilo's next hops no route of Kilo's uses (left by a change of gateway, a clean-up or a crash). */
   unused(): readonly number[] {
+    this.parsed();
     if (this.unusedNow) return this.unusedNow;
     const used = new Set(this.routes.values());
     this.unusedNow = this.hopOf.size === 0 ? [] : [...this.hopOf.keys()].filter((id) => !used.has(id));
@@ -237,6 +255,7 @@ export class Nexthops {
 
   /** Forgets next hops the kernel deleted. */
   deleted(ids: readonly number[]): void {
+    this.parsed();
     this.unusedNow = null;
     for (const id of ids) {
       const key = this.hopOf.get(id)?.key;
