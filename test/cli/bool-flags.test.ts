@@ -37,6 +37,7 @@ describe('bool flags', () => {
     for (const p of [
       'kg run',
       'kg multicluster',
+      'kg webhook',
       'kgctl plan',
       'kgctl showconf',
       'kgctl showconf node',
@@ -44,7 +45,9 @@ describe('bool flags', () => {
     ])
       assert.ok(paths.includes(p), paths.join(', '));
     assert.ok(
-      commands.every((c) => ['--clean-up', '--local', '--as-peer', '--unlink'].some((f) => c.flags.includes(f))),
+      commands.every((c) =>
+        ['--clean-up', '--local', '--as-peer', '--unlink', '--check-pod-cidrs'].some((f) => c.flags.includes(f)),
+      ),
     );
   });
 
