@@ -43,12 +43,7 @@ test('path health is told of a joined and a left node, after the pass wrote them
   const before = paths.summary().pairs;
 
   h.api.addNode(
-    node('d', {
-      location: 'asia',
-      endpoint: '203.0.113.4:51820',
-      internalIP: '192.168.2.4/24',
-      podCIDR: '10.42.3.0/24',
-    }),
+    node('d', { location: 'sa', endpoint: '203.0.113.9:51820', internalIP: '192.168.5.9/24', podCIDR: '10.42.5.0/24' }),
   );
   await eventually('path health knows d', () => paths.told.at(-1)?.nodes.includes('d') === true);
   assert.ok(

@@ -15,19 +15,8 @@ import { Annotation } from '../../src/model/annotations.js';
 import type { KubeObject } from '../../src/model/parse.js';
 import { newPeerState, type WireGuardState } from '../../src/wireguard/state.js';
 import { NOW, node, topologyFor, wgKey } from '../helpers/cluster.js';
+import { random } from '../helpers/random.js';
 import { PathHealthBefore } from './path-health-before.js';
-
-/** A small deterministic generator (mulberry32): a failing seed can be run again. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Spec {
   present: boolean;
