@@ -471,7 +471,6 @@ export class Agent {
       }
       this.leadership.observe(topology);
       this.status.topology = topology;
-      this.deps.paths?.planned(topology, device);
       if (device) this.roaming = this.roamingSeen(device, nowSeconds);
       const lastPlan = this.status.plan;
       this.status.plan = plan;
@@ -481,26 +480,34 @@ export class Agent {
       metrics.leader.set(plan.leader ? 1 : 0);
 
       lap('publishMs');
-      const result = await reconcile(
-        this.deps.dataplane,
-        {
-          plan: keepRoamingEndpoints(
-            await this.rekeyedEndpoints.apply(plan, lastPlan, device, nowSeconds, () =>
-              this.deps.dataplane.device.dump().then(
-                (d) => d.state,
-                () => null,
+      // Path health judges the new topology after the write, not before it: at 20,000 nodes that is
+      // 19,000 targets a join would wait for, and nothing up to here reads it (publish ran above;
+      // publishSwitchedKey, below, does). Told even when the write throws, as every pass.
+      let result: Awaited<ReturnType<typeof reconcile>>;
+      try {
+        result = await reconcile(
+          this.deps.dataplane,
+          {
+            plan: keepRoamingEndpoints(
+              await this.rekeyedEndpoints.apply(plan, lastPlan, device, nowSeconds, () =>
+                this.deps.dataplane.device.dump().then(
+                  (d) => d.state,
+                  () => null,
+                ),
               ),
+              roaming?.state ?? null,
+              this.roamingKeys(),
+              roaming?.at ?? nowSeconds,
             ),
-            roaming?.state ?? null,
-            this.roamingKeys(),
-            roaming?.at ?? nowSeconds,
-          ),
-          devices: await this.devices(),
-          privateKey: this.keys.deviceKey,
-          mtu: options.mtu,
-        },
-        { memory: this.memory },
-      );
+            devices: await this.devices(),
+            privateKey: this.keys.deviceKey,
+            mtu: options.mtu,
+          },
+          { memory: this.memory },
+        );
+      } finally {
+        this.deps.paths?.planned(topology, device);
+      }
       this.status.lastResult = result;
       metrics.writes.inc(result.writes);
       if (result.writes > 0)

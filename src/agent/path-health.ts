@@ -1,4 +1,5 @@
 import type { Topology } from '../mesh/topology.js';
+import type { KiloNode } from '../model/types.js';
 import type { WireGuardState } from '../wireguard/state.js';
 import { lanMistakes, type LanMesh, type LanMistake } from './health-lan.js';
 import type { Prober } from './health-prober.js';
@@ -43,6 +44,13 @@ interface PairState {
   fails: number;
   /** null: not probed yet. */
   ok: boolean | null;
+  /** The last topology that planned the pair (PathHealth.generation): older ones are forgotten. */
+  planned: number;
+}
+
+/** A target as planned, with its pair's state (the one in `pairs`). */
+interface Planned extends PathTarget {
+  readonly state: PairState;
 }
 
 /**
@@ -56,12 +64,21 @@ interface PairState {
  */
 export class PathHealth {
   private topology: Topology | null = null;
-  private targets: PathTarget[] = [];
+  private targets: Planned[] = [];
   /** The targets a probe can judge (an address, no location mistake), in round-robin order. */
-  private probeable: PathTarget[] = [];
+  private probeable: Planned[] = [];
   /** Pairs with an unanswered probe, by pairKey: probed first, every round. */
-  private readonly suspects = new Map<string, PathTarget>();
-  private readonly pairs = new Map<string, PairState>();
+  private readonly suspects = new Map<string, Planned>();
+  /**
+   * The pairs' states by path and node: a pair's key is a new string per topology, made and hashed
+   * again for each of 19,000 targets at 20,000 nodes; the node's name is the parsed one, hashed once.
+   */
+  private readonly pairs: Record<PathTarget['path'], Map<string, PairState>> = {
+    private: new Map(),
+    wireguard: new Map(),
+  };
+  /** Topologies planned so far: a pair's `planned` says which last had it. */
+  private generation = 0;
   private lan = new Map<string, LanMistake>();
   private lanWarned = new Set<string>();
   private handshakes: PathHealthSummary['handshakes'] = { recent: 0, stale: 0, never: 0 };
@@ -102,16 +119,28 @@ export class PathHealth {
       return;
     }
     this.topology = t;
+    // At 20,000 nodes a join's topology has 19,000 targets, nearly all as before: each pair's state
+    // is found once and kept on its target; only when pairs are gone does a sweep look for them.
+    const generation = ++this.generation;
     // A pair relayed elsewhere is probed at its WireGuard IP, the direct entry's (relay-detect.ts).
     const direct = directAddresses(t);
+    let planned = 0;
     this.targets = pathTargets(t).map((p) => {
-      const a = p.path === 'wireguard' ? direct.get(p.node) : undefined;
-      return a === undefined ? p : { ...p, address: a };
+      const pairs = this.pairs[p.path];
+      let state = pairs.get(p.node);
+      if (!state) pairs.set(p.node, (state = { fails: 0, ok: null, planned: 0 }));
+      if (state.planned !== generation) planned++;
+      state.planned = generation;
+      const address = (p.path === 'wireguard' ? direct.get(p.node) : undefined) ?? p.address;
+      return { node: p.node, path: p.path, address, key: p.key, state };
     });
-    const keep = new Set(this.targets.map(pairKey));
-    for (const k of [...this.pairs.keys()]) if (!keep.has(k)) this.pairs.delete(k);
-    for (const k of keep) if (!this.pairs.has(k)) this.pairs.set(k, { fails: 0, ok: null });
-    const nodes = t.segments.flatMap((s) => s.nodes);
+    if (this.pairs.private.size + this.pairs.wireguard.size > planned)
+      for (const pairs of Object.values(this.pairs))
+        for (const [node, s] of pairs) if (s.planned !== generation) pairs.delete(node);
+    // Only the local node's mistakes count (`only`), among its location's nodes: the others are skipped.
+    const location = t.local.node.location;
+    const nodes: KiloNode[] = [];
+    for (const s of t.segments) for (const n of s.nodes) if (n.location === location) nodes.push(n);
     // Unlimited: a node's own mistakes are at most its mates, whom it has as targets anyway.
     const own = lanMistakes(
       nodes,
@@ -126,7 +155,7 @@ export class PathHealth {
     this.lanWarned = reasons;
     this.probeable = this.targets.filter((p) => p.address !== '' && !this.lan.has(p.node));
     this.suspects.clear();
-    for (const p of this.probeable) if ((this.pairs.get(pairKey(p))?.fails ?? 0) > 0) this.suspects.set(pairKey(p), p);
+    for (const p of this.probeable) if (p.state.fails > 0) this.suspects.set(pairKey(p), p);
     if (device) this.readHandshakes(device);
     this.judge();
   }
@@ -141,7 +170,8 @@ export class PathHealth {
       let changed = false;
       picked.forEach((p, i) => {
         const key = pairKey(p);
-        const s = this.pairs.get(key);
+        // Not p.state: a pass during the probes may have planned the pair away.
+        const s = this.pairs[p.path].get(p.node);
         if (!s) return;
         const ok = results[i]!;
         this.o.observer?.probed(p.path, ok);
@@ -182,7 +212,7 @@ export class PathHealth {
     const listed = new Set(published);
     for (const p of this.targets) {
       if (p.path !== 'wireguard') continue;
-      const ok = this.pairs.get(pairKey(p))?.ok;
+      const ok = p.state.ok;
       // Not judged yet (a restarted agent): as published, so a relayed pair does not go direct
       // for the few seconds until its probes fail again (both ends restarting at once).
       if (ok === null && listed.has(p.node)) {
@@ -238,7 +268,7 @@ export class PathHealth {
     return { value, urgent: pathStateKey(parsePathHealth(current)) !== pathStateKey(parsePathHealth(value)) };
   }
 
-  private pick(): PathTarget[] {
+  private pick(): Planned[] {
     const budget = this.o.perRound ?? 4;
     const probeable = this.probeable;
     const out = [...this.suspects.values()].slice(0, budget >> 1);
@@ -272,13 +302,13 @@ export class PathHealth {
     for (const p of this.targets) {
       const lan = this.lan.get(p.node);
       if (lan && p.path === 'private') out.push({ node: p.node, path: p.path, reason: lan.reason });
-      else if (this.pairs.get(pairKey(p))?.ok === false) out.push({ node: p.node, path: p.path, reason: this.why(p) });
+      else if (p.state.ok === false) out.push({ node: p.node, path: p.path, reason: this.why(p) });
     }
     return out.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : a.path < b.path ? -1 : 1));
   }
 
-  private why(p: PathTarget): string {
-    const fails = this.pairs.get(pairKey(p))?.fails ?? 0;
+  private why(p: Planned): string {
+    const fails = p.state.fails;
     if (p.path === 'private')
       return `${p.node}'s pods (${p.address}) do not answer in the clear over the private network (${fails} probes in a row)`;
     const at = p.key ? (this.latest.get(p.key) ?? 0) : 0;
@@ -292,10 +322,10 @@ export class PathHealth {
     let ok = 0;
     let unknown = 0;
     for (const p of this.targets) {
-      const s = this.pairs.get(pairKey(p));
+      const s = p.state;
       if (this.lan.has(p.node) && p.path === 'private') continue;
-      if (s?.ok === true) ok++;
-      else if (s?.ok !== false) unknown++;
+      if (s.ok === true) ok++;
+      else if (s.ok !== false) unknown++;
     }
     return {
       pairs: { ok, failing: failing.length, unknown },
