@@ -17,10 +17,17 @@ import { eventually, skipLab, upLab } from './lab-helpers.js';
 
 const [n1, n2, n3, n4] = ['loc1-n1', 'loc2-n1', 'loc3-n1', 'loc4-n1'];
 
+const expectedRelayed = [`${n1}→${n2}`, `${n2}→${n1}`, `${n3}→${n4}`, `${n4}→${n3}`].sort();
+
+/** Exactly the symmetric-NAT pair and the blocked pair, both directions, go indirect. */
+async function relayedAsExpected(lab: Lab): Promise<boolean> {
+  return [...(await indirectPairs(lab)).keys()].sort().join() === expectedRelayed.join();
+}
+
 /** Both directions of the symmetric-NAT pair and of the blocked pair through a relay, nothing else. */
 async function onlyExpectedRelayed(lab: Lab): Promise<Map<string, string | null>> {
   const indirect = await indirectPairs(lab);
-  const expected = [`${n1}→${n2}`, `${n2}→${n1}`, `${n3}→${n4}`, `${n4}→${n3}`];
+  const expected = expectedRelayed;
   assert.deepEqual([...indirect.keys()].sort(), expected.sort(), JSON.stringify([...indirect]));
   for (const [pair, via] of indirect) assert.ok(via !== null, `${pair} has no peer entry for its pods`);
   // Both ends agree on the relay.
@@ -64,6 +71,9 @@ test(
         120_000,
       );
       const converged = await lab.converge(120_000);
+      // On a loaded machine a healthy pair whose probes time out (and whose last handshake is older
+      // than 15 s: no traffic) can be listed for a moment; one that stays listed fails here.
+      await eventually(`${granularity}: only those two pairs are relayed`, () => relayedAsExpected(lab), 120_000);
       await onlyExpectedRelayed(lab);
       if (granularity === 'full') {
         // The NAT is symmetric: two nodes see loc1-n1 at its gateway's address on different ports.
