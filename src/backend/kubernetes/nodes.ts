@@ -1,9 +1,8 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { KubeObject } from '../../model/parse.js';
 import { silentLogger, type ChangeListener, type Logger } from '../source.js';
-import { describeError } from './errors.js';
 import { Reflector, type ReflectorTimings, type WatchClient } from './reflector.js';
-import { nodeLister, nodesPath, normalizeNode } from './source.js';
+import { nodeLister, nodesPath, normalizeNode, notifyListeners } from './source.js';
 import { LineWatch } from './watch.js';
 
 export interface KubernetesNodesOptions {
@@ -37,15 +36,7 @@ export class KubernetesNodes {
       watch: options.watch ?? new LineWatch(kc),
       timings: options.timings,
       logger: this.logger,
-      onChange: (update) => {
-        for (const listener of this.listeners) {
-          try {
-            listener(update);
-          } catch (e) {
-            this.logger.error({ err: describeError(e) }, 'a change listener threw');
-          }
-        }
-      },
+      onChange: (update) => notifyListeners(this.listeners, this.logger, update),
     });
   }
 

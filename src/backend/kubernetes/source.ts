@@ -143,12 +143,17 @@ export class KubernetesSource implements ClusterSource {
   }
 
   private emit(update?: ObjectUpdate): void {
-    for (const listener of this.listeners) {
-      try {
-        listener(update);
-      } catch (e) {
-        this.logger.error({ err: describeError(e) }, 'a change listener threw');
-      }
+    notifyListeners(this.listeners, this.logger, update);
+  }
+}
+
+/** Tells each listener of a change; one that throws is logged and does not keep the others from it. */
+export function notifyListeners(listeners: readonly ChangeListener[], logger: Logger, update?: ObjectUpdate): void {
+  for (const listener of listeners) {
+    try {
+      listener(update);
+    } catch (e) {
+      logger.error({ err: describeError(e) }, 'a change listener threw');
     }
   }
 }
