@@ -288,24 +288,22 @@ class PairSet {
 
   /** Adds `key`; false when it was there already. */
   add(key: number): boolean {
-    let at = Math.imul(key, 0x9e3779b1) >>> this.shift;
-    for (;;) {
-      const v = this.slots[at]!;
-      if (v === 0) {
-        this.slots[at] = key + 1;
-        return true;
-      }
-      if (v === key + 1) return false;
-      at = (at + 1) & this.mask;
-    }
+    const at = this.slotOf(key);
+    if (this.slots[at] !== 0) return false;
+    this.slots[at] = key + 1;
+    return true;
   }
 
   has(key: number): boolean {
+    return this.slots[this.slotOf(key)] !== 0;
+  }
+
+  /** The slot holding `key`, or the empty one where it would go. */
+  private slotOf(key: number): number {
     let at = Math.imul(key, 0x9e3779b1) >>> this.shift;
     for (;;) {
       const v = this.slots[at]!;
-      if (v === 0) return false;
-      if (v === key + 1) return true;
+      if (v === 0 || v === key + 1) return at;
       at = (at + 1) & this.mask;
     }
   }
