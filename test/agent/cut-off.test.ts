@@ -12,7 +12,7 @@ import { Annotation } from '../../src/model/annotations.js';
 import { Cidr } from '../../src/net/cidr.js';
 import type { TestApiServer } from '../fixtures/apiserver.js';
 import { node, routeLines } from '../helpers/cluster.js';
-import { captureLogger, eventually, settled, startHarness, bareLocalNode } from './agent-harness.js';
+import { captureLogger, eventually, seedCluster, settled, startHarness } from './agent-harness.js';
 
 const gauge = async (registry: Registry) => (await registry.metrics()).match(/^kilo_cut_off_nodes (\d+)$/m)?.[1];
 
@@ -58,25 +58,17 @@ describe('CutOffWatch', () => {
   });
 });
 
-test('the agent of an IPv4-only node led by an IPv6-only one says so once and counts it', async (t) => {
-  // a (this agent, IPv4 on its LAN) and v6 (IPv6 only, the annotated leader) in location eu.
+test('the agent says once per node that IPv4-only nodes are led by an IPv6-only one, and counts them', async (t) => {
+  // a (this agent) and b: IPv4 on their LAN; v6: IPv6 only, the annotated leader of eu.
   const seed = (api: TestApiServer) => {
-    api.addNode(bareLocalNode());
+    seedCluster(api);
     api.addNode(
       node('v6', {
         location: 'eu',
-        endpoint: '[2001:db8::2]:51820',
-        internalIP: 'fd10::2/64',
-        podCIDRs: ['10.42.1.0/24', 'fd42:1::/64'],
+        endpoint: '[2001:db8::3]:51820',
+        internalIP: 'fd10::3/64',
+        podCIDRs: ['10.42.3.0/24', 'fd42:3::/64'],
         leader: true,
-      }),
-    );
-    api.addNode(
-      node('c', {
-        location: 'us',
-        endpoint: '203.0.113.3:51820',
-        internalIP: '192.168.1.3/24',
-        podCIDR: '10.42.2.0/24',
       }),
     );
   };
@@ -85,23 +77,33 @@ test('the agent of an IPv4-only node led by an IPv6-only one says so once and co
   await settled(h);
   for (let i = 0; i < 3; i++) await h.agent.reconcileOnce();
   const said = () => h.log.entries.filter((e) => e.level === 'warn' && /shares no LAN family/.test(e.msg));
-  assert.equal(said().length, 1, JSON.stringify(h.log.entries.filter((e) => e.level === 'warn')));
-  assert.deepEqual(said()[0]!.obj, { node: 'a', leader: 'v6', nodeFamilies: [4], leaderFamilies: [6] });
-  assert.equal(await gauge(h.metrics.registry), '1');
-  assert.deepEqual(h.agent.status.plan?.cutOff, [{ node: 'a', leader: 'v6', nodeFamilies: [4], leaderFamilies: [6] }]);
-  // v6 gets an IPv4 address on the LAN too (dual-stack): a is reached, nothing is cut off.
+  const cutOff = [
+    { node: 'a', leader: 'v6', nodeFamilies: [4], leaderFamilies: [6] },
+    { node: 'b', leader: 'v6', nodeFamilies: [4], leaderFamilies: [6] },
+  ];
+  assert.deepEqual(
+    said().map((e) => e.obj),
+    cutOff,
+    JSON.stringify(h.log.entries.filter((e) => e.level === 'warn')),
+  );
+  assert.equal(await gauge(h.metrics.registry), '2');
+  assert.deepEqual(h.agent.status.plan?.cutOff, cutOff);
+  // v6 gets an IPv4 address on the LAN too (dual-stack): a and b reach it, nothing is cut off.
   h.api.patchNode('v6', {
-    metadata: { annotations: { [Annotation.internalIP]: '192.168.0.2/24', [Annotation.internalIPv6]: 'fd10::2/64' } },
+    metadata: { annotations: { [Annotation.internalIP]: '192.168.0.3/24', [Annotation.internalIPv6]: 'fd10::3/64' } },
   });
   await eventually('a is no longer cut off', () => h.agent.status.plan?.cutOff === undefined);
   await settled(h);
   assert.equal(await gauge(h.metrics.registry), '0');
-  assert.equal(said().length, 1);
+  assert.equal(said().length, 2);
+  const infos = h.log.entries.filter((e) => e.level === 'info' && /no longer cut off/.test(e.msg)).map((e) => e.msg);
+  assert.deepEqual(infos, [
+    "a is no longer cut off from its location's leader",
+    "b is no longer cut off from its location's leader",
+  ]);
+  const routes = routeLines(h.agent.status.plan);
   assert.ok(
-    h.log.entries.some((e) => e.level === 'info' && e.msg === "a is no longer cut off from its location's leader"),
-  );
-  assert.ok(
-    routeLines(h.agent.status.plan).some((l) => l.startsWith('10.42.2.0/24 via 192.168.0.2')),
-    routeLines(h.agent.status.plan).join('\n'),
+    routes.some((l) => l.startsWith('10.42.2.0/24 via 192.168.0.3')),
+    routes.join('\n'),
   );
 });

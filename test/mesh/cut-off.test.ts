@@ -18,23 +18,21 @@ const dual = (extra: Partial<MeshOptions> = {}): Partial<MeshOptions> => ({
   ...extra,
 });
 
+/** A node of location eu with one internal IP, `n` its number. */
+const eu = (name: string, n: number, internalIP: string, pods: string[], leader: boolean) =>
+  node(name, {
+    location: 'eu',
+    internalIP,
+    endpoint: internalIP.includes(':') ? `[2001:db8:1::${n}]:51820` : `198.51.100.${n}:51820`,
+    podCIDRs: pods,
+    leader,
+  });
+
 /** eu-d: IPv4 only; eu-c: IPv6 only; eu-a: dual-stack. us-a elsewhere. `leader`: who is annotated. */
 function cluster(leader: 'eu-c' | 'eu-a' | 'eu-d', withDual = true) {
   return [
-    node('eu-d', {
-      location: 'eu',
-      internalIP: '10.1.0.4/24',
-      endpoint: '198.51.100.4:51820',
-      podCIDRs: ['10.2.4.0/24'],
-      leader: leader === 'eu-d',
-    }),
-    node('eu-c', {
-      location: 'eu',
-      internalIP: 'fd10:1::3/64',
-      endpoint: '[2001:db8:1::3]:51820',
-      podCIDRs: ['10.2.3.0/24', 'fd42:3::/64'],
-      leader: leader === 'eu-c',
-    }),
+    eu('eu-d', 4, '10.1.0.4/24', ['10.2.4.0/24'], leader === 'eu-d'),
+    eu('eu-c', 3, 'fd10:1::3/64', ['10.2.3.0/24', 'fd42:3::/64'], leader === 'eu-c'),
     ...(withDual
       ? [
           node('eu-a', {
