@@ -80,7 +80,7 @@ function timed(argv: string[], stdin?: string): Run {
 function stats(rs: Run[]): string {
   if (rs.some((r) => !r.ok)) {
     const first = rs.find((r) => !r.ok)!;
-    return `failed or > ${timeoutMs / 1000} s (${first.stderr.trim().split('\n').at(-1)?.slice(0, 80) ?? ''}) | – | –`;
+    return `failed or > ${timeoutMs / 1000} s (${first.stderr.trim().split('\n').at(-1)?.slice(0, 240) ?? ''}) | – | –`;
   }
   const s = rs.map((r) => r.seconds).sort((a, b) => a - b);
   const median = s[Math.floor(s.length / 2)]!;
