@@ -5,7 +5,7 @@
  * process left in its namespace (by PID: the namespace is the test's own), the veth pair, the
  * namespace and the temporary directory.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -92,38 +92,28 @@ export async function agentNamespace(t: TestContext, prefix: string): Promise<Ag
   const inNamespace = ns;
 
   const startKg = (flags: readonly string[]): KgRun => {
-    const child = spawn(
-      'ip',
-      [
-        'netns',
-        'exec',
-        name,
-        'sh',
-        '-c',
-        // exec all the way down: the PID spawned is kg's.
-        'mount --bind "$0" /var/run/wireguard && exec "$@"',
-        inNamespace.runDir,
-        process.execPath,
-        ...nodeArgv(join(root, 'bin', 'kg')),
-        '--hostname',
-        'a',
-        '--kubeconfig',
-        kubeconfig,
-        '--wireguard',
-        'userspace',
-        '--key-file',
-        join(dir, 'key'),
-        '--listen',
-        `${nsIP}:1107`,
-        '--mtu',
-        '1420',
-        '--cni=false',
-        ...flags,
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
+    // Through the namespace's own /var/run/wireguard, exec'd all the way down: the PID is kg's.
+    const child = inNamespace.exec.start([
+      process.execPath,
+      ...nodeArgv(join(root, 'bin', 'kg')),
+      '--hostname',
+      'a',
+      '--kubeconfig',
+      kubeconfig,
+      '--wireguard',
+      'userspace',
+      '--key-file',
+      join(dir, 'key'),
+      '--listen',
+      `${nsIP}:1107`,
+      '--mtu',
+      '1420',
+      '--cni=false',
+      ...flags,
+    ]);
+    child.stdout?.resume();
     const log: string[] = [];
-    child.stderr.on('data', (d: Buffer) => log.push(...d.toString().split('\n').filter(Boolean)));
+    child.stderr!.on('data', (d: Buffer) => log.push(...d.toString().split('\n').filter(Boolean)));
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
       child.once('exit', (code, signal) => resolve({ code, signal })),
     );

@@ -133,18 +133,34 @@ test(
       assert.ok(hasLink(lab, 'kilo0'));
     });
 
-    await t.test('kg SIGKILLed: its wireguard-go stays; the next kg adopts it, and its clean-up ends it', async () => {
-      await fresh(lab);
-      const { kg, wireGuardGo } = await startWithWireGuardGo(lab, ['--clean-up-interface']);
-      process.kill(kg.pid, 'SIGKILL');
-      assert.equal((await kg.exited).signal, 'SIGKILL');
-      assert.ok(isWireGuardGo(wireGuardGo), 'wireguard-go outlives a killed agent (detached, by design)');
-      const next = await startApplied(lab, ['--clean-up-interface']);
-      assert.deepEqual(lab.wireGuardGoOf(next), [], `the next kg started a wireguard-go:\n${aboutWireGuardGo(next)}`);
-      assert.deepEqual(lab.wireGuardGoInNamespace(), [wireGuardGo], 'the next kg adopted the one running');
-      process.kill(next.pid, 'SIGTERM');
-      await exitedCleanly(next);
-      await assertNoWireGuardGoLeft(lab, next, wireGuardGo);
-    });
+    await t.test(
+      'kg SIGKILLed: its wireguard-go stays and the next kg adopts it; dead, the agent starts its own; clean-up ends it',
+      async () => {
+        await fresh(lab);
+        const { kg, wireGuardGo } = await startWithWireGuardGo(lab, ['--clean-up-interface']);
+        process.kill(kg.pid, 'SIGKILL');
+        assert.equal((await kg.exited).signal, 'SIGKILL');
+        assert.ok(isWireGuardGo(wireGuardGo), 'wireguard-go outlives a killed agent (detached, by design)');
+        const next = await startApplied(lab, ['--clean-up-interface']);
+        assert.deepEqual(lab.wireGuardGoOf(next), [], `the next kg started a wireguard-go:\n${aboutWireGuardGo(next)}`);
+        assert.deepEqual(lab.wireGuardGoInNamespace(), [wireGuardGo], 'the next kg adopted the one running');
+        // Not its child, yet not unwatched: when it dies, its interface goes, and a pass starts one of the agent's own.
+        process.kill(wireGuardGo, 'SIGKILL');
+        await until('a wireguard-go of the agent', () => lab.wireGuardGoOf(next).length === 1, seconds(60)).catch(
+          (e: Error) => {
+            throw new Error(`${e.message}\n${aboutWireGuardGo(next)}`);
+          },
+        );
+        const own = lab.wireGuardGoOf(next)[0]!;
+        await eventually(
+          'kg to apply on the new interface (/health 200)',
+          async () => (await lab.health()) === 200,
+          seconds(60),
+        );
+        process.kill(next.pid, 'SIGTERM');
+        await exitedCleanly(next);
+        await assertNoWireGuardGoLeft(lab, next, own);
+      },
+    );
   },
 );
