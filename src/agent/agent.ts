@@ -242,6 +242,8 @@ export class Agent {
   /** Stops the loop; with clean-up, removes what Kilo added. Waits for a running reconcile. */
   async stop(): Promise<void> {
     this.stopped = true;
+    // At once: a wireguard-go signalled with the agent (a stopped Pod's container) is not restarted.
+    const detached = this.deps.dataplane.device.detach();
     for (const t of this.timers) clearInterval(t);
     this.deps.paths?.stop();
     if (this.rotationTimer) clearTimeout(this.rotationTimer);
@@ -251,6 +253,7 @@ export class Agent {
     await this.running;
     await this.watch?.stop();
     await this.deps.source.stop();
+    await detached;
     if (this.deps.options.cleanUp) {
       const errors = await cleanUp(this.deps.dataplane, { interface: this.deps.options.cleanUpInterface });
       for (const e of errors) this.deps.log.error({ err: e.message }, 'clean-up failed');
