@@ -2,7 +2,8 @@
  * `kg run` at scale, part of `npm run bench:scale`: one agent in a network namespace of its own,
  * with real wireguard-go, against the lab's API server (`kg lab apiserver`, started in the same
  * namespace) holding a generated cross cluster of N nodes, while a simulator patches every other
- * node's last-seen once per resync period, spread evenly over it (Kilo's heartbeat). Measures:
+ * node's last-seen (with a path-health beside it, as a kilo-ts agent's check-in carries) once per
+ * resync period, from its creation on, spread evenly over it (Kilo's heartbeat). Measures:
  * - start-up: process start to its list done ("cluster synced"), and that to the first apply
  *   done (the first "dataplane updated");
  * - steady state under heartbeats: the agent's CPU (% of one core, from /proc) over a window, its
@@ -18,6 +19,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { LabApiClient } from '../packages/lab/src/client.js';
 import { inNodeNs } from '../packages/lab/src/sh.js';
+import { formatPathHealth } from '../src/agent/health-summary.js';
 import { Annotation } from '../src/model/annotations.js';
 import type { KubeObject } from '../src/model/parse.js';
 import { parseUapiGet, uapiRequest } from '../src/dataplane/wireguard/uapi.js';
@@ -41,6 +43,11 @@ export interface RunFigures {
   mainThreadCpuPercent: number;
   windowS: number;
   heartbeatsPerS: number;
+  /**
+   * From the window on, the most a simulated heartbeat was sent after it was due: the simulator
+   * falling behind (a loaded machine) ages every last-seen by as much, and past 30 s nodes go stale.
+   */
+  heartbeatsLateS: number;
   /** RSS during the window: median and highest of one reading a second. */
   rssMiB: number;
   rssMaxMiB: number;
@@ -155,7 +162,21 @@ async function createAll(
 }
 
 /**
- * Patches each added node's last-seen to now once per period from when it was added (Kilo's
+ * A kilo-ts agent's path-health as its check-in carries it: its counts move as probing sweeps on
+ * (health-summary.ts), so the value differs from the last one.
+ */
+function pathHealthOf(beat: number): string {
+  const recent = 19_000 - (beat % 97);
+  return formatPathHealth({
+    pairs: { ok: 38 + (beat % 5), failing: 0, unknown: 0 },
+    handshakes: { recent, stale: 19_000 - recent, never: 10 },
+    failing: [],
+    more: 0,
+  });
+}
+
+/**
+ * Patches each added node's last-seen (and path-health, as kilo-ts agents do) to now once per period from when it was added (Kilo's
  * heartbeat: a cluster's nodes spread evenly over the period once created at an even pace), until
  * stopped. Each beat is due a period after the node's last one was due, not after it was sent: a
  * simulator that falls behind on a loaded machine catches up rather than letting last-seen drift.
@@ -164,22 +185,27 @@ async function createAll(
 function heartbeats(
   api: LabApiClient,
   periodMs: number,
-): { add(name: string): void; sent(): number; stop(): Promise<number> } {
+): { add(name: string): void; sent(): number; lateMs(): number; stop(): Promise<number> } {
   // In due order: nodes are added in time order, and each beat is queued one period after the last.
   let queue: { name: string; due: number }[] = [];
   let head = 0;
   let sent = 0;
   let inFlight = 0;
+  let late = 0;
   let failed: Error | null = null;
   const timer = setInterval(() => {
     const now = Date.now();
+    if (head < queue.length) late = Math.max(late, now - queue[head]!.due);
     // A loaded machine falls behind; at most 64 in flight keeps the simulator from piling up.
     while (head < queue.length && queue[head]!.due <= now && inFlight < 64) {
       const beat = queue[head++]!;
       queue.push({ name: beat.name, due: beat.due + periodMs });
       sent++;
       inFlight++;
-      const annotations = { [Annotation.lastSeen]: String(Math.floor(Date.now() / 1000)) };
+      const annotations = {
+        [Annotation.lastSeen]: String(Math.floor(Date.now() / 1000)),
+        [Annotation.pathHealth]: pathHealthOf(sent),
+      };
       api
         .patch('nodes', beat.name, { metadata: { annotations } })
         .catch((e: unknown) => (failed ??= e as Error))
@@ -192,6 +218,12 @@ function heartbeats(
   }, 10);
   return {
     sent: () => sent,
+    /** The most a beat was sent after it was due, since the last call (a last-seen that late is stale). */
+    lateMs() {
+      const most = late;
+      late = 0;
+      return most;
+    },
     add(name) {
       queue.push({ name, due: Date.now() + periodMs });
     },
@@ -336,6 +368,7 @@ export async function benchRunOnce(
     await sleep(8000);
     const passes0 = reconciles(ns);
     const sent0 = beating.sent();
+    beating.lateMs();
     const cpu0 = cpuSeconds(pid);
     const main0 = cpuSeconds(pid, pid);
     const t0 = Date.now();
@@ -378,6 +411,7 @@ export async function benchRunOnce(
       if (pass) phases.push(pass as unknown as Record<string, number>);
       await sleep(1000);
     }
+    const lateS = beating.lateMs() / 1000;
     await beating.stop();
     beating = null;
     latencies.sort((a, b) => a - b);
@@ -389,6 +423,7 @@ export async function benchRunOnce(
       mainThreadCpuPercent: ((main1 - main0) / ((t1 - t0) / 1000)) * 100,
       windowS: (t1 - t0) / 1000,
       heartbeatsPerS: (sent1 - sent0) / ((t1 - t0) / 1000),
+      heartbeatsLateS: lateS,
       rssMiB: rssSamples[Math.floor(rssSamples.length / 2)] ?? NaN,
       rssMaxMiB: rssSamples.at(-1) ?? NaN,
       peakRssMiB: statusMiB(pid, 'VmHWM'),
