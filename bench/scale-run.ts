@@ -55,6 +55,8 @@ export interface RunFigures {
   peakRssMiB: number;
   joinP50Ms: number;
   joinMaxMs: number;
+  /** Why the joins stopped short (a join's pass did not come within 30 s), or null. */
+  joinFailure: string | null;
   joins: number;
   /**
    * The joins' own passes, median ms per phase ("parse/plan/publish/apply"), from their debug line
@@ -388,7 +390,9 @@ export async function benchRunOnce(
     // Joins under the same heartbeats, one at a time.
     const latencies: number[] = [];
     const phases: Record<string, number>[] = [];
-    for (let j = 0; j < o.joins; j++) {
+    // A join that does not come is a figure too: the window's figures above are kept with it.
+    let joinFailure: string | null = null;
+    for (let j = 0; j < o.joins && joinFailure === null; j++) {
       const { node, key, podCIDR } = joiningNode(j, Math.floor(Date.now() / 1000));
       const from = log.lines.length;
       const createdAt = Date.now();
@@ -401,10 +405,14 @@ export async function benchRunOnce(
       // The first pass after which its peer is in wireguard-go and its route in the kernel.
       let done: LogLine | null = null;
       for (let at = from; !done;) {
-        const line = await log.waitFor((l) => l.msg === 'dataplane updated', at, 30_000);
+        const line = await log
+          .waitFor((l) => l.msg === 'dataplane updated', at, 30_000)
+          .catch((e: unknown) => void (joinFailure = `join ${j + 1}: ${(e as Error).message.slice(0, 60)}`));
+        if (!line) break;
         at = log.lines.indexOf(line) + 1;
         if (await joined(ns, runDir, key, podCIDR)) done = line;
       }
+      if (!done) break;
       latencies.push(done.time - createdAt);
       // The pass logs its timings right after its "dataplane updated".
       const pass = log.lines.slice(log.lines.indexOf(done)).find((l) => l.msg === 'reconcile pass');
@@ -429,6 +437,7 @@ export async function benchRunOnce(
       peakRssMiB: statusMiB(pid, 'VmHWM'),
       joinP50Ms: latencies[Math.floor(latencies.length / 2)] ?? NaN,
       joinMaxMs: latencies.at(-1) ?? NaN,
+      joinFailure,
       joins: latencies.length,
       joinPhasesMs:
         phases.length === 0

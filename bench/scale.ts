@@ -483,7 +483,7 @@ async function benchRun(): Promise<void> {
       const r = await benchRunOnce(n, dir, { windowS, joins });
       rss.set(n, r.rssMiB);
       console.log(
-        `| ${n} | ${r.toSyncedS.toFixed(2)} | ${r.syncedToAppliedS.toFixed(2)} | ${r.heartbeatsPerS.toFixed(0)} (${r.heartbeatsLateS.toFixed(0)}) | ${r.passesInWindow} | ${r.cpuPercent.toFixed(1)} (${r.mainThreadCpuPercent.toFixed(1)}) | ${r.rssMiB.toFixed(0)} / ${r.rssMaxMiB.toFixed(0)} | ${r.peakRssMiB.toFixed(0)} | ${r.joinP50Ms} | ${r.joinMaxMs} | ${r.joinPhasesMs ?? 'at debug level'} | ${r.longestLogLine} | ${before} → ${load()} |`,
+        `| ${n} | ${r.toSyncedS.toFixed(2)} | ${r.syncedToAppliedS.toFixed(2)} | ${r.heartbeatsPerS.toFixed(0)} (${r.heartbeatsLateS.toFixed(0)}) | ${r.passesInWindow} | ${r.cpuPercent.toFixed(1)} (${r.mainThreadCpuPercent.toFixed(1)}) | ${r.rssMiB.toFixed(0)} / ${r.rssMaxMiB.toFixed(0)} | ${r.peakRssMiB.toFixed(0)} | ${r.joinP50Ms}${r.joinFailure ? ` (${r.joins} joins; failed: ${r.joinFailure})` : ''} | ${r.joinMaxMs} | ${r.joinPhasesMs ?? 'at debug level'} | ${r.longestLogLine} | ${before} → ${load()} |`,
       );
     } catch (e) {
       console.log(`| ${n} | failed: ${(e as Error).message.slice(0, 200)} | | | | | | | | | | | ${before} |`);
