@@ -28,7 +28,8 @@ import { kiloPlanBinary, kiloPlanInput } from './kilo-reference.js';
 
 const root = join(import.meta.dirname, '..');
 const kgctl = join(root, 'bin', 'kgctl');
-const kg = join(root, 'bin', 'kg');
+// KILO_BENCH_KG: another kg launcher for kg apply too (A/B), as for kg run (bench/scale-run.ts).
+const kg = process.env['KILO_BENCH_KG'] ?? join(root, 'bin', 'kg');
 const dir = mkdtempSync(join(tmpdir(), 'kts-bench-scale-'));
 const runs = Number(process.env['KILO_BENCH_RUNS'] ?? 3);
 const sizes = (process.env['KILO_BENCH_SIZES'] ?? '1000,2000,5000,10000').split(',').map(Number);
@@ -300,16 +301,23 @@ function removeNamespace(ns: string, iface: string): void {
 function writesOf(ns: string, iface: string, into: string): string {
   const inNs = (cmd: string) => spawnSync('ip', ['netns', 'exec', ns, 'sh', '-c', cmd], { encoding: 'utf8' }).stdout;
   writeFileSync(join(into, 'wg.conf'), inNs(`wg showconf ${iface}`), { mode: 0o600 });
-  // Filtered by protocol, `ip route` leaves the protocol out; flags it prints are not arguments.
+  // Kilo's next hops first (routes by `nhid` need them); `scope link` is implied by `onlink`.
+  const nexthops = inNs('ip -N nexthop show')
+    .split('\n')
+    .filter((l) => / proto 107\b/.test(l))
+    .map((l) => `nexthop add ${l.replace(/ scope \S+/, '').trim()}`);
+  // Filtered by protocol, `ip route` leaves the protocol out; flags it prints are not arguments. A
+  // route by `nhid` is printed with its next hop's gateway and device, which it takes no more.
   const routes = inNs('ip -N -4 route show table all proto 107; ip -N -6 route show table all proto 107')
     .split('\n')
     .filter((l) => l.trim())
+    .map((l) => (/ nhid \d+/.test(l) ? l.replace(/ via (inet6 )?\S+| dev \S+|\bonlink\b/g, '') : l))
     .map((l) => `route add ${l.replace(/\b(linkdown|dead|pervasive|offload|trap)\b/g, '').trim()} proto 107`);
   const rules = inNs('ip -4 rule show priority 1107')
     .split('\n')
     .filter((l) => l.trim())
     .map((l) => `rule add priority 1107 ${l.replace(/^\d+:\s*/, '').trim()}`);
-  writeFileSync(join(into, 'ip.batch'), [...routes, ...rules].join('\n') + '\n');
+  writeFileSync(join(into, 'ip.batch'), [...nexthops, ...routes, ...rules].join('\n') + '\n');
   writeFileSync(join(into, 'iptables'), inNs('iptables-save'));
   writeFileSync(join(into, 'ip6tables'), inNs('ip6tables-save'));
   const address = inNs(`ip -4 -o addr show dev ${iface}`).match(/inet (\S+)/)?.[1] ?? '';
