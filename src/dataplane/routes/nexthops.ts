@@ -46,12 +46,14 @@ export interface Hop {
 }
 
 /**
- * Whether a route is written through a next hop: a unicast route with a gateway and a device, of
- * its own family or an IPv4 route through an IPv6 gateway (Linux refuses an IPv4 next hop for an
- * IPv6 route; the plain route says so in its own words).
+ * Whether a route is written through a next hop: an IPv4 unicast route with a gateway (of either
+ * family) and a device. IPv6 routes stay plain: the IPv6 table shares no next hop among routes, so
+ * they cost the same either way (docs/performance.md), and Linux keeps an IPv6 route by `nhid`
+ * with a source address no interface holds any more, where it takes the source off a plain one.
+ * An IPv4 route by `nhid` loses its source as a plain one does (main table: the route goes).
  */
 export function throughNexthop(r: KernelRoute): boolean {
-  return r.type === 'unicast' && r.gw !== null && r.dev !== null && (r.family === 4 || r.gw.includes(':'));
+  return r.type === 'unicast' && r.family === 4 && r.gw !== null && r.dev !== null;
 }
 
 /** The id of each route (by routeKey) printed with `nhid`, from `ip -N -j route show` texts. */
