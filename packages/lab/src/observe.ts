@@ -74,16 +74,29 @@ export function kiloIptables(ns: string): string[] {
 }
 
 /**
- * What a node's kernel holds that Kilo may have written: routes (every table but local), rules,
- * iptables (without counters), Kilo's nftables table, kilo0's addresses. Sorted lines: two nodes with the same state
- * give the same list whatever order it was written in.
+ * What a node's kernel holds that Kilo may have written: routes (every table but local), next-hop
+ * objects, rules, iptables (without counters), Kilo's nftables table, kilo0's addresses. Sorted
+ * lines: two nodes with the same state give the same list whatever order it was written in. A
+ * next hop's id is the order it was written in, so it is left out: a route through one is printed
+ * with the next hop's gateway, device and flags instead of its id (`nhid[via … dev …]`).
  */
 export function dataplaneFingerprint(ns: string): string[] {
+  const hops = new Map<string, string>();
+  const nexthops = run(['ip', '-n', ns, 'nexthop', 'show'], { allowFail: true })
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => {
+      const [, id = '', rest = l] = /^id (\d+) (.*)$/.exec(l.trim()) ?? [];
+      const hop = rest.replace(/ (scope|proto) \S+/g, '').trim();
+      hops.set(id, hop);
+      return `nexthop ${rest}`;
+    });
   const lines = [
     ...run(['ip', '-n', ns, '-4', 'route', 'show', 'table', 'all'])
       .split('\n')
       .filter((l) => !/\btable local\b/.test(l))
-      .map((l) => `route ${l}`),
+      .map((l) => `route ${l.replace(/\bnhid (\d+)/, (_, id: string) => `nhid[${hops.get(id) ?? '?'}]`)}`),
+    ...nexthops,
     ...run(['ip', '-n', ns, '-4', 'rule', 'show'])
       .split('\n')
       .map((l) => `rule ${l}`),
