@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { test } from 'node:test';
+import { withoutNexthopIds } from '../../packages/lab/src/observe.js';
 import { linuxDataplane } from '../../src/agent/linux-dataplane.js';
 import { DataplaneMemory } from '../../src/dataplane/cache.js';
 import type { Exec } from '../../src/dataplane/exec.js';
@@ -107,11 +108,16 @@ async function stateOf(n: Machine): Promise<unknown> {
           // Packet counters differ between namespaces.
           .map((l) => l.replace(/\[\d+:\d+\]$/, '')),
       );
+  // Routes through next-hop objects name them by gateway and device: ids follow the order of writing.
+  const { nexthops, route } = withoutNexthopIds(await run(n, ['ip', 'nexthop', 'show']));
   return {
     routes: [
       ...lines(await run(n, ['ip', '-4', 'route', 'show', 'table', 'all'])),
       ...lines(await run(n, ['ip', '-6', 'route', 'show', 'table', 'all'])),
-    ].sort(),
+    ]
+      .map(route)
+      .sort(),
+    nexthops: nexthops.sort(),
     rules: [...lines(await run(n, ['ip', '-4', 'rule'])), ...lines(await run(n, ['ip', '-6', 'rule']))],
     // Without the interface index (it differs between namespaces, and after a recreation).
     kilo0: lines(await run(n, ['ip', '-o', 'addr', 'show', 'dev', 'kilo0'])).map((l) => l.replace(/^\d+:\s*/, '')),

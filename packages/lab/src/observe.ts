@@ -81,22 +81,13 @@ export function kiloIptables(ns: string): string[] {
  * with the next hop's gateway, device and flags instead of its id (`nhid[via … dev …]`).
  */
 export function dataplaneFingerprint(ns: string): string[] {
-  const hops = new Map<string, string>();
-  const nexthops = run(['ip', '-n', ns, 'nexthop', 'show'], { allowFail: true })
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => {
-      const [, id = '', rest = l] = /^id (\d+) (.*)$/.exec(l.trim()) ?? [];
-      const hop = rest.replace(/ (scope|proto) \S+/g, '').trim();
-      hops.set(id, hop);
-      return `nexthop ${rest}`;
-    });
+  const { nexthops, route } = withoutNexthopIds(run(['ip', '-n', ns, 'nexthop', 'show'], { allowFail: true }));
   const lines = [
     ...run(['ip', '-n', ns, '-4', 'route', 'show', 'table', 'all'])
       .split('\n')
       .filter((l) => !/\btable local\b/.test(l))
-      .map((l) => `route ${l.replace(/\bnhid (\d+)/, (_, id: string) => `nhid[${hops.get(id) ?? '?'}]`)}`),
-    ...nexthops,
+      .map((l) => `route ${route(l)}`),
+    ...nexthops.map((l) => `nexthop ${l}`),
     ...run(['ip', '-n', ns, '-4', 'rule', 'show'])
       .split('\n')
       .map((l) => `rule ${l}`),
@@ -119,4 +110,24 @@ export function dataplaneFingerprint(ns: string): string[] {
     .filter((l) => !/^\w+\s*$/.test(l))
     .map((l) => l.trim())
     .sort();
+}
+
+/**
+ * `ip nexthop show`'s lines without their ids, and `route` to print a line of `ip route show` with
+ * the next hop it goes through named by its gateway, device and flags (`nhid[via … dev …]`) instead
+ * of its id: ids are allocated in the order of writing, so two machines (or one before a clean-up
+ * and after) with the same routes may number them differently.
+ */
+export function withoutNexthopIds(nexthopShow: string): { nexthops: string[]; route: (line: string) => string } {
+  const hops = new Map<string, string>();
+  const nexthops = nexthopShow
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => {
+      const [, id = '', rest = l.trim()] = /^id (\d+) (.*)$/.exec(l.trim()) ?? [];
+      hops.set(id, rest.replace(/ (scope|proto) \S+/g, '').trim());
+      return rest;
+    });
+  const route = (line: string) => line.replace(/\bnhid (\d+)/, (_, id: string) => `nhid[${hops.get(id) ?? '?'}]`);
+  return { nexthops, route };
 }
