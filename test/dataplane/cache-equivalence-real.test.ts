@@ -20,7 +20,8 @@ import { reconcile, type Dataplane, type ReconcileInput, type ReconcileResult } 
 import { kiloRouteProtocol } from '../../src/dataplane/routes/constants.js';
 import { parseRoutes, renderOp } from '../../src/dataplane/routes/iproute.js';
 import type { LinuxWireGuardDevice } from '../../src/dataplane/wireguard/device.js';
-import { createNamespace, skipNoNetns, type TestNamespace } from '../helpers/netns.js';
+import { skipNoNetns, type TestNamespace } from '../helpers/netns.js';
+import { eth0Namespace } from './namespaces.js';
 import { inputOf, patchedSteps, planA, runSteps, type Faults, type Step } from './equivalence-steps.js';
 
 // netnsExec binds a per-namespace directory over this path; wireguard-go would create it anyway.
@@ -32,22 +33,7 @@ interface Machine {
 }
 
 function machine(prefix: string): Machine {
-  const ns = createNamespace(prefix);
-  try {
-    ns.sh(
-      [
-        'ip link add eth0 type veth peer name eth1',
-        // No link-local addresses: their duplicate detection ends at any time, in one namespace first.
-        'ip link set eth0 addrgenmode none && ip link set eth1 addrgenmode none',
-        'ip addr add 10.1.0.1/24 dev eth0',
-        'ip link set eth0 up && ip link set eth1 up',
-      ].join(' && '),
-    );
-  } catch (e) {
-    ns.destroy();
-    throw e;
-  }
-  return { ns };
+  return { ns: eth0Namespace(prefix) };
 }
 
 /** The agent's machine: one dataplane for every pass, whose kilo0 is a wireguard-go it supervises. */

@@ -13,8 +13,9 @@ import { withoutNexthopIds } from '../../packages/lab/src/observe.js';
 import { linuxDataplane } from '../../src/agent/linux-dataplane.js';
 import { DataplaneMemory } from '../../src/dataplane/cache.js';
 import { reconcile } from '../../src/dataplane/reconcile.js';
-import { createNamespace, skipNoNetns, type TestNamespace } from '../helpers/netns.js';
+import { skipNoNetns, type TestNamespace } from '../helpers/netns.js';
 import { inputOf, planA } from './equivalence-steps.js';
+import { eth0Namespace } from './namespaces.js';
 
 // netnsExec binds a per-namespace directory over this path; wireguard-go would create it anyway.
 if (!skipNoNetns) mkdirSync('/var/run/wireguard', { recursive: true });
@@ -33,7 +34,7 @@ test(
   "an address taken away: no route of Kilo's keeps a source no interface holds; the next pass repairs the routes",
   { skip: skipNoNetns },
   async () => {
-    const ns: TestNamespace = createNamespace('ktag');
+    const ns: TestNamespace = eth0Namespace('ktag');
     const dp = linuxDataplane(ns.exec, { interfaceName: 'kilo0', createInterface: true, implementation: 'userspace' });
     const sh = async (...argv: string[]) => (await ns.exec.run(argv)).stdout;
     // Kilo's unicast routes (the guard's blackholes stand behind them whatever happens).
@@ -63,14 +64,6 @@ test(
       return reconcile(dp, inputOf(planA), { memory });
     };
     try {
-      ns.sh(
-        [
-          'ip link add eth0 type veth peer name eth1',
-          'ip link set eth0 addrgenmode none && ip link set eth1 addrgenmode none',
-          'ip addr add 10.1.0.1/24 dev eth0',
-          'ip link set eth0 up && ip link set eth1 up',
-        ].join(' && '),
-      );
       const first = await pass();
       assert.deepEqual(first.errors, []);
       const written = await routes();
