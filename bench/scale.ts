@@ -25,15 +25,16 @@ import { benchRunOnce } from './scale-run.js';
 import { keptBytesPerNode } from './scale-memory.js';
 import { machineFigures } from './machine.js';
 import { kiloPlanBinary, kiloPlanInput } from './kilo-reference.js';
+import { baselineScript, commandOutput, plainToolsInput, readDumps } from './plain-tools.js';
 
 const root = join(import.meta.dirname, '..');
 const kgctl = join(root, 'bin', 'kgctl');
-// KILO_BENCH_KG: another kg launcher for kg apply too (A/B), as for kg run (bench/scale-run.ts).
-const kg = process.env['KILO_BENCH_KG'] ?? join(root, 'bin', 'kg');
+const kg = join(root, 'bin', 'kg');
 const dir = mkdtempSync(join(tmpdir(), 'kts-bench-scale-'));
 const runs = Number(process.env['KILO_BENCH_RUNS'] ?? 3);
 const sizes = (process.env['KILO_BENCH_SIZES'] ?? '1000,2000,5000,10000').split(',').map(Number);
-const timeoutMs = 120_000;
+// At 20,000 nodes on two loaded cores a first write (kg apply's or the plain tools') took 45-120 s.
+const timeoutMs = 300_000;
 /** kgctl's sizes: it reads a snapshot, so it goes further than the agent's benchmarks. */
 const kgctlSizes = (process.env['KILO_BENCH_KGCTL_SIZES'] ?? '1000,2000,5000,10000,20000').split(',').map(Number);
 /** kg apply's and kg run's sizes: up to 5,000 unless KILO_BENCH_SIZES names them (20,000: issue 37's agent figures). */
@@ -79,7 +80,7 @@ function timed(argv: string[], stdin?: string): Run {
 function stats(rs: Run[]): string {
   if (rs.some((r) => !r.ok)) {
     const first = rs.find((r) => !r.ok)!;
-    return `failed or > ${timeoutMs / 1000} s (${first.stderr.trim().split('\n').at(-1)?.slice(0, 80) ?? ''}) | – | –`;
+    return `failed or > ${timeoutMs / 1000} s (${first.stderr.trim().split('\n').at(-1)?.slice(0, 240) ?? ''}) | – | –`;
   }
   const s = rs.map((r) => r.seconds).sort((a, b) => a - b);
   const median = s[Math.floor(s.length / 2)]!;
@@ -294,48 +295,23 @@ function removeNamespace(ns: string, iface: string): void {
 }
 
 /**
- * What `kg apply` wrote into namespace `ns`, as the plain tools would write it in one go: a shell
- * script that starts wireguard-go, sets the interface's address, MTU and state, then `wg setconf`,
- * one `ip -batch` of routes and rules, and `iptables-restore` of each family's tables.
+ * What `kg apply` wrote into namespace `ns`, as the plain tools would write it in one go
+ * (bench/plain-tools.ts): a shell script that starts wireguard-go, sets the interface's address,
+ * MTU and state, then `wg setconf`, one `ip -batch` of routes and rules, and `iptables-restore` of
+ * each family's tables.
  */
 function writesOf(ns: string, iface: string, into: string): string {
-  const inNs = (cmd: string) => spawnSync('ip', ['netns', 'exec', ns, 'sh', '-c', cmd], { encoding: 'utf8' }).stdout;
-  writeFileSync(join(into, 'wg.conf'), inNs(`wg showconf ${iface}`), { mode: 0o600 });
-  // Kilo's next hops first (routes by `nhid` need them); `scope link` is implied by `onlink`.
-  const nexthops = inNs('ip -N nexthop show')
-    .split('\n')
-    .filter((l) => / proto 107\b/.test(l))
-    .map((l) => `nexthop add ${l.replace(/ scope \S+/, '').trim()}`);
-  // Filtered by protocol, `ip route` leaves the protocol out; flags it prints are not arguments. A
-  // route by `nhid` is printed with its next hop's gateway and device, which it takes no more.
-  const routes = inNs('ip -N -4 route show table all proto 107; ip -N -6 route show table all proto 107')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => (/ nhid \d+/.test(l) ? l.replace(/ via (inet6 )?\S+| dev \S+|\bonlink\b/g, '') : l))
-    .map((l) => `route add ${l.replace(/\b(linkdown|dead|pervasive|offload|trap)\b/g, '').trim()} proto 107`);
-  const rules = inNs('ip -4 rule show priority 1107')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => `rule add priority 1107 ${l.replace(/^\d+:\s*/, '').trim()}`);
-  writeFileSync(join(into, 'ip.batch'), [...nexthops, ...routes, ...rules].join('\n') + '\n');
-  writeFileSync(join(into, 'iptables'), inNs('iptables-save'));
-  writeFileSync(join(into, 'ip6tables'), inNs('ip6tables-save'));
-  const address = inNs(`ip -4 -o addr show dev ${iface}`).match(/inet (\S+)/)?.[1] ?? '';
-  const script = join(into, 'baseline.sh');
-  writeFileSync(
-    script,
-    [
-      'set -e',
-      `wireguard-go ${iface}`,
-      `ip addr add ${address} dev ${iface}`,
-      `ip link set ${iface} mtu 1420 up`,
-      `wg setconf ${iface} ${join(into, 'wg.conf')}`,
-      `ip -batch ${join(into, 'ip.batch')}`,
-      `iptables-restore ${join(into, 'iptables')}`,
-      `ip6tables-restore ${join(into, 'ip6tables')}`,
-    ].join('\n') + '\n',
-  );
-  return `${routes.length} routes, ${rules.length} rules, ${inNs(`wg show ${iface} peers`).split('\n').filter(Boolean).length} peers`;
+  const input = plainToolsInput(readDumps((argv) => commandOutput(['ip', 'netns', 'exec', ns, ...argv]), iface));
+  const file = (name: string) => join(into, name);
+  writeFileSync(file('wg.conf'), input.wgConf, { mode: 0o600 });
+  writeFileSync(file('ip.batch'), input.ipBatch.map((l) => `${l}\n`).join(''));
+  writeFileSync(file('ip6.batch'), input.ip6Batch.map((l) => `${l}\n`).join(''));
+  writeFileSync(file('iptables'), input.iptables);
+  writeFileSync(file('ip6tables'), input.ip6tables);
+  writeFileSync(file('baseline.sh'), baselineScript(iface, input, file));
+  const rules = input.ip6Batch.length + input.ipBatch.filter((l) => l.startsWith('rule ')).length;
+  const peers = input.wgConf.split('\n').filter((l) => l.startsWith('[Peer]')).length;
+  return `${input.ipBatch.length + input.ip6Batch.length - rules} routes, ${rules} rules, ${peers} peers`;
 }
 
 /**

@@ -479,6 +479,13 @@ for (const { file, doc: ds } of daemonSets) {
         assert.equal(ds.spec.template.metadata.labels[k], v, k);
     });
 
+    test('gives kg the time its stop takes: a pass under way, then clean-up (docs/shutdown.md)', () => {
+      assert.ok(
+        pod.terminationGracePeriodSeconds >= 90,
+        `terminationGracePeriodSeconds ${pod.terminationGracePeriodSeconds}`,
+      );
+    });
+
     test("runs kg (the image's entrypoint) with Kilo's flags only", () => {
       assert.ok(kg, 'a container named kilo');
       assert.equal(kg.command, undefined, 'the entrypoint is kg');

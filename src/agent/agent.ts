@@ -36,6 +36,7 @@ import { encapsulationOf, type EncapsulationDevice, type Encapsulator } from '..
 import type { PathHealth } from './path-health.js';
 import { KeyRotation, type KeyRotationOptions } from './key-rotation.js';
 import { RelayWatch } from './relay-watch.js';
+import { CutOffWatch } from './cut-off-watch.js';
 import { RelayedTraffic } from './relay-bytes.js';
 import { formatUnreachable } from '../model/relay-annotations.js';
 import { publishedUnreachable } from './relay-detect.js';
@@ -153,6 +154,7 @@ export class Agent {
   private stopped = false;
   private readonly reported = new Set<string>();
   private readonly relayWatch: RelayWatch;
+  private readonly cutOffWatch: CutOffWatch;
   private readonly relayedTraffic: RelayedTraffic;
   private privateIface: { ip: string; name: string | null } | null = null;
   /** The next reconcile reads the whole machine: at start, on the resync timer, after errors or foreign changes. */
@@ -196,6 +198,7 @@ export class Agent {
     this.election = deps.election ?? annotationElection;
     this.leadership = new LeadershipLog(deps.log, deps.leaderTransition ?? (() => {}));
     this.relayWatch = new RelayWatch(deps.options.hostname, deps.log, deps.metrics.registry);
+    this.cutOffWatch = new CutOffWatch(deps.log, deps.metrics.registry);
     this.relayedTraffic = new RelayedTraffic(deps.metrics.registry);
     const chosen = encapsulationOf(deps.options.mesh);
     this.encapsulator = chosen.encapsulator;
@@ -239,6 +242,8 @@ export class Agent {
   /** Stops the loop; with clean-up, removes what Kilo added. Waits for a running reconcile. */
   async stop(): Promise<void> {
     this.stopped = true;
+    // At once: a wireguard-go signalled with the agent (a stopped Pod's container) is not restarted.
+    const detached = this.deps.dataplane.device.detach();
     for (const t of this.timers) clearInterval(t);
     this.deps.paths?.stop();
     if (this.rotationTimer) clearTimeout(this.rotationTimer);
@@ -248,6 +253,7 @@ export class Agent {
     await this.running;
     await this.watch?.stop();
     await this.deps.source.stop();
+    await detached;
     if (this.deps.options.cleanUp) {
       const errors = await cleanUp(this.deps.dataplane, { interface: this.deps.options.cleanUpInterface });
       for (const e of errors) this.deps.log.error({ err: e.message }, 'clean-up failed');
@@ -475,6 +481,7 @@ export class Agent {
       const lastPlan = this.status.plan;
       this.status.plan = plan;
       this.relayWatch.observe(plan);
+      this.cutOffWatch.observe(plan);
       metrics.nodes.set(topology.segments.reduce((n, s) => n + s.nodes.length, 0));
       metrics.peers.set(topology.peers.length);
       metrics.leader.set(plan.leader ? 1 : 0);

@@ -219,7 +219,10 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
       process.once('SIGTERM', resolve);
       process.once('SIGINT', resolve);
     });
+    // A wireguard-go signalled with kg is not restarted, and nothing brings it back (Agent.stop).
+    const detached = dataplane.device.detach();
     await chain;
+    await detached;
     await source.stop();
     if (flags.cleanUp) {
       for (const e of await cleanUp(dataplane, { interface: flags.cleanUpInterface }))
@@ -227,6 +230,6 @@ export function applyCommand(hostOf: () => ApplyHost = thisHost): Command {
       await encapsulation
         ?.cleanUp(host)
         .catch((e: Error) => log.error({ err: e.message }, 'clean-up of the encapsulation failed'));
-    } else await (dataplane.device as { detach?: () => Promise<void> }).detach?.();
+    }
   });
 }

@@ -142,9 +142,12 @@ export class Connection {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    // A wireguard-go signalled with kgctl connect is not restarted (as in Agent.stop).
+    const detached = this.deps.dataplane.device.detach();
     if (this.timer) clearInterval(this.timer);
     if (this.pending) clearTimeout(this.pending);
     await this.running;
+    await detached;
     await this.source.stop();
     const { dataplane, options, log } = this.deps;
     if (!options.cleanUp) return;

@@ -6,6 +6,7 @@ import { guardMetric, guardRouteType } from '../dataplane/routes/guard.js';
 import { nftRulesetOf, nftRulesetText } from '../dataplane/nftables/ruleset.js';
 import { interfaceSection, peerSection } from '../wireguard/ini.js';
 import { relayText } from './relay-text.js';
+import { cutOffText } from '../mesh/cut-off.js';
 
 /**
  * A plan as an operator reads it: the WireGuard device as `wg showconf` prints it, then the
@@ -20,6 +21,7 @@ export function renderPlanText(plan: Plan, o: { firewall?: 'iptables' | 'nftable
     '',
   ];
   out.push(...relayText(plan));
+  if (plan.cutOff) out.push(...plan.cutOff.map((c) => `# warning: ${cutOffText(c)}`), '');
   out.push(...wireGuardText(plan), '');
   if (plan.routes.length > 0) out.push(`# ip route (proto ${kiloRouteProtocol})`, ...plan.routes.map(routeText), '');
   if (plan.rules.length > 0) out.push(`# ip rule (priority ${kiloRulePriority})`, ...plan.rules.map(ruleText), '');

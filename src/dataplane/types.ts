@@ -98,6 +98,12 @@ export interface WireGuardDevice {
   configure(config: WireGuardConfig, options?: ReconcileOptions & DiffAgainst<WireGuardWritten>): Promise<PeerChanges>;
   /** Removes the interface (and stops wireguard-go when we started it; `log`: its log too). */
   destroy(options?: { log?: boolean }): Promise<void>;
+  /**
+   * Its owner is stopping: from now on nothing creates the interface, neither ensure() (which still
+   * finds one that is there) nor a restart of a wireguard-go that exits. Resolves once what was under
+   * way has ended; a restart under way is undone. What runs stays: destroy() removes it.
+   */
+  detach(): Promise<void>;
 }
 
 export interface RoutingTables {

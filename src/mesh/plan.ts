@@ -3,6 +3,7 @@ import { ofFamily } from '../net/family.js';
 import { formatEndpoint } from '../model/parse.js';
 import type { KiloNode, KiloPeer } from '../model/types.js';
 import { encapsulatorOf, type Encapsulator } from '../encapsulation/index.js';
+import { cutOffFollowers } from './cut-off.js';
 import { endpointFor } from './endpoint-family.js';
 import { planFirewall } from './firewall.js';
 import { planGuard } from './guard.js';
@@ -56,6 +57,8 @@ export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = 
     firewall: planFirewall(t, options, enc),
     guard: planGuard(routing.routes, wireGuardIPs),
   };
+  const cutOff = cutOffFollowers(t.local.segment, enc);
+  if (cutOff.length > 0) plan.cutOff = cutOff;
   // Pairs that cannot reach each other directly go through a relay (relay-plan.ts); none: the plan as is.
   return withRelays(plan, t, options);
 }

@@ -113,6 +113,20 @@ export interface Plan {
    * absent when there are none, so a plan without relays is as before.
    */
   relays?: PlanRelay[];
+  /**
+   * kilo-ts: followers of this node's segment that share no LAN family with its leader, and so have
+   * no route to it (mesh/cut-off.ts, docs/dual-stack.md#edge-cases); absent when there are none.
+   */
+  cutOff?: PlanCutOff[];
+}
+
+/** A follower and its leader with internal IPs of no common family: the follower is cut off. */
+export interface PlanCutOff {
+  node: string;
+  leader: string;
+  /** The follower's internal IPs' families, and the leader's (disjoint). */
+  nodeFamilies: IPFamily[];
+  leaderFamilies: IPFamily[];
 }
 
 /** A pair of nodes that cannot reach each other directly, and the node between them (null: none qualifies). */

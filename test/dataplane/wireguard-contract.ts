@@ -380,3 +380,27 @@ export function wireGuardAheadContract(
     assert.equal((await d.read()).listenPort, 51820, 'its configuration is untouched');
   });
 }
+
+/**
+ * A detached device (its owner is stopping), fake or real: ensure still finds the interface that is
+ * there, and creates none once it is gone.
+ */
+export function wireGuardDetachContract(
+  label: string,
+  make: () => Promise<ContractSubject>,
+  skip: string | false = false,
+): void {
+  test(`${label}: detached, ensure keeps the interface there and creates none`, { skip }, async (t) => {
+    const subject = await make();
+    t.after(() => subject.cleanup());
+    const d = subject.device;
+    await d.ensure();
+    await d.configure({ privateKey: generatePrivateKey(), listenPort: 51820, peers: [] });
+    await d.detach();
+    assert.equal(await d.ensure(), false, 'it found the interface');
+    assert.equal((await d.read()).listenPort, 51820, 'its configuration is untouched');
+    await d.destroy();
+    await assert.rejects(d.ensure(), /kilo0 does not exist and is not created: its owner is stopping \(detached\)/);
+    await assert.rejects(d.read(), 'no interface was created');
+  });
+}

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { FakeWireGuardDevice } from '../../src/dataplane/wireguard/fake.js';
 import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
-import { wireGuardAheadContract, wireGuardContract } from './wireguard-contract.js';
+import { wireGuardAheadContract, wireGuardContract, wireGuardDetachContract } from './wireguard-contract.js';
 
 wireGuardContract('fake', async () => {
   const device = new FakeWireGuardDevice('kilo0');
@@ -10,6 +10,7 @@ wireGuardContract('fake', async () => {
 });
 
 wireGuardAheadContract('fake', async () => ({ device: new FakeWireGuardDevice('kilo0'), cleanup: async () => {} }));
+wireGuardDetachContract('fake', async () => ({ device: new FakeWireGuardDevice('kilo0'), cleanup: async () => {} }));
 
 test('fake: an untouched peer keeps its session; the record of writes never holds a key', async () => {
   const d = new FakeWireGuardDevice();

@@ -1,7 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { createWireGuardDevice } from '../../src/dataplane/wireguard/device.js';
 import { createNamespace, skipNoNetns } from '../helpers/netns.js';
-import { wireGuardAheadContract, wireGuardContract, type ContractSubject } from './wireguard-contract.js';
+import {
+  wireGuardAheadContract,
+  wireGuardContract,
+  wireGuardDetachContract,
+  type ContractSubject,
+} from './wireguard-contract.js';
 
 // netnsExec binds a per-namespace directory over this path; wireguard-go would create it anyway.
 if (!skipNoNetns) mkdirSync('/var/run/wireguard', { recursive: true });
@@ -32,3 +37,4 @@ for (const [label, socket] of [
 }
 
 wireGuardAheadContract('wireguard-go in a namespace', async () => inNamespace('ktwa'), skipNoNetns);
+wireGuardDetachContract('wireguard-go in a namespace', async () => inNamespace('ktwx'), skipNoNetns);

@@ -1,23 +1,18 @@
 /**
  * The real `kg` binary in a network namespace with wireguard-go, against the test API server in
- * this process. A veth pair joins the namespace to the host: the API server listens on the host
- * end (10.250.N.1), kg reaches it from the namespace end (10.250.N.2), which is also its internal
- * IP and endpoint. What the cluster says must reach the machine (`wg show`, `ip route`), survive an
- * API server outage, and be removed on SIGTERM.
+ * this process (agent-namespace.ts: a veth pair joins the namespace to the host, the API server
+ * listens on the host end, kg reaches it from the namespace end, which is also its internal IP and
+ * endpoint). What the cluster says must reach the machine (`wg show`, `ip route`), survive an API
+ * server outage, and be removed on SIGTERM.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Annotation } from '../../src/model/annotations.js';
-import { ensureBuilt, root } from '../cli/built.js';
-import { TestApiServer } from '../fixtures/apiserver.js';
 import { node, peer, wgKey } from '../helpers/cluster.js';
-import { createNamespace, skipNoNetns, type TestNamespace } from '../helpers/netns.js';
-import { nodeArgv } from '../../scripts/node-flags.mjs';
+import { skipNoNetns, type TestNamespace } from '../helpers/netns.js';
+import { agentNamespace } from './agent-namespace.js';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -53,50 +48,12 @@ test(
   'kg in a namespace: cluster changes reach the machine, an API outage changes nothing, SIGTERM cleans up',
   { skip: skipNoNetns, timeout: 240_000 },
   async (t) => {
-    ensureBuilt();
-    const n = 1 + (process.pid % 250);
-    const hostIf = `kt-api${n}`;
-    const hostIP = `10.250.${n}.1`;
-    const nsIP = `10.250.${n}.2`;
-    const ns = createNamespace('kt-agent');
-    const dir = mkdtempSync(join(tmpdir(), 'kt-agent-'));
-    let kg: ChildProcess | null = null;
-    let api: TestApiServer | null = null;
+    const lab = await agentNamespace(t, 'kt-agent');
+    const { ns, api, nsIP } = lab;
     let refresher: NodeJS.Timeout | null = null;
-    t.after(async () => {
+    t.after(() => {
       if (refresher) clearInterval(refresher);
-      if (kg && kg.exitCode === null) kg.kill('SIGKILL');
-      // wireguard-go outlives kg by design (detached); it lives in our namespace: stop it by PID.
-      for (const pid of spawnSync('ip', ['netns', 'pids', ns.name], { encoding: 'utf8' })
-        .stdout.split('\n')
-        .filter(Boolean)) {
-        try {
-          process.kill(Number(pid), 'SIGKILL');
-        } catch {
-          /* already gone */
-        }
-      }
-      spawnSync('ip', ['link', 'del', hostIf]);
-      ns.destroy();
-      await api?.close();
-      rmSync(dir, { recursive: true, force: true });
     });
-
-    spawnSync('ip', ['link', 'del', hostIf]);
-    const sh = (cmd: string) => {
-      const r = spawnSync('sh', ['-c', cmd], { encoding: 'utf8' });
-      if (r.status !== 0) throw new Error(`${cmd}: ${r.stderr}`);
-    };
-    sh(`ip link add ${hostIf} type veth peer name eth0 netns ${ns.name}`);
-    sh(`ip addr add ${hostIP}/30 dev ${hostIf} && ip link set ${hostIf} up`);
-    sh(
-      `ip -n ${ns.name} addr add ${nsIP}/30 dev eth0 && ip -n ${ns.name} link set eth0 up && ip -n ${ns.name} route add default via ${hostIP}`,
-    );
-
-    api = await TestApiServer.start({ host: hostIP, bookmarkIntervalMs: 1000 });
-    const kubeconfig = join(dir, 'kubeconfig');
-    writeFileSync(kubeconfig, api.kubeconfigYaml());
-    assert.match(readFileSync(kubeconfig, 'utf8'), new RegExp(`server: http://${hostIP.replace(/\./g, '\\.')}:`));
 
     api.addNode(node('a', { location: 'eu', key: null, lastSeen: null, podCIDR: '10.42.0.0/24' }));
     api.addNode(
@@ -117,40 +74,7 @@ test(
       }
     }, 10_000);
 
-    const log: string[] = [];
-    kg = spawn(
-      'ip',
-      [
-        'netns',
-        'exec',
-        ns.name,
-        'sh',
-        '-c',
-        'mount --bind "$0" /var/run/wireguard && exec "$@"',
-        ns.runDir,
-        process.execPath,
-        ...nodeArgv(join(root, 'bin', 'kg')),
-        '--hostname',
-        'a',
-        '--kubeconfig',
-        kubeconfig,
-        '--wireguard',
-        'userspace',
-        '--key-file',
-        join(dir, 'key'),
-        '--listen',
-        `${nsIP}:1107`,
-        '--mtu',
-        '1420',
-        '--resync-period',
-        '5s',
-        '--cni=false',
-        '--clean-up',
-        '--clean-up-interface',
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    kg.stderr!.on('data', (d: Buffer) => log.push(...d.toString().split('\n').filter(Boolean)));
+    const { child: kg, log } = lab.startKg(['--resync-period', '5s', '--clean-up', '--clean-up-interface']);
     const logTail = () => log.slice(-15).join('\n');
 
     // The local node is published by merge patch and the mesh configured.

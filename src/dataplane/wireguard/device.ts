@@ -16,6 +16,7 @@ import type {
   WireGuardWritten,
 } from '../types.js';
 import { describeDiff, isEmptyDiff, peerChangesOf, writesOf, type WireGuardDiff } from './diff.js';
+import { detachedError } from './detached.js';
 import { PeerDiffer } from './incremental.js';
 import { parseUapiGet, UapiError, uapiCanSet, uapiRequest, uapiSetRequest } from './uapi.js';
 import { defaultArgvBudget, wgSetCommands } from './wg-set.js';
@@ -81,6 +82,10 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   private kind: Kind | null = null;
   private child: ChildProcess | null = null;
   private stopping = false;
+  /** Set by detach(), for good: nothing starts wireguard-go or creates the interface any more. */
+  private detached = false;
+  /** The restart of an exited wireguard-go, waiting out its delay. */
+  private restartTimer: NodeJS.Timeout | null = null;
   private restartDelayMs = 500;
   /** The whole config last given, written again to a restarted wireguard-go. */
   private lastConfig: WireGuardConfig | null = null;
@@ -165,6 +170,8 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
         throw new Error(`interface ${this.name} exists but is not a WireGuard device (kind ${link.kind ?? 'unknown'})`);
       return false;
     }
+    // A pass still running while its agent stops must not bring back what stopping took away.
+    if (this.detached) throw detachedError(this.name);
     const implementation = this.options.implementation ?? 'auto';
     if (implementation !== 'userspace') {
       try {
@@ -223,10 +230,15 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
       this.child = null;
       // A start that failed is reported by ensure(); only a running one is restarted.
       if (this.stopping || !running) return;
+      if (this.detached) {
+        // Signalled with the agent, as a stopped container's processes are: not a crash.
+        this.log(`wireguard-go ${this.name} (pid ${child.pid}) exited (${signal ?? code}); not restarted: stopping`);
+        return;
+      }
       this.log(
         `wireguard-go ${this.name} (pid ${child.pid}) exited (${signal ?? code}); restarting in ${this.restartDelayMs} ms`,
       );
-      void this.restartLater();
+      this.restartLater();
     });
     const deadline = Date.now() + (this.options.socketTimeoutMs ?? 10_000);
     while (!existsSync(this.socketPath)) {
@@ -248,22 +260,53 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
     this.log(`wireguard ${this.name}: started wireguard-go (pid ${child.pid}, log ${logFile})`);
   }
 
-  private async restartLater(): Promise<void> {
+  /** Restarts wireguard-go after the delay, unless stopping, detaching or destroying comes first. */
+  private restartLater(): void {
     const delay = this.restartDelayMs;
     this.restartDelayMs = Math.min(this.restartDelayMs * 2, maxRestartDelayMs);
-    await sleep(delay);
-    await this.serial(async () => {
-      if (this.stopping || this.child) return;
-      try {
-        await this.startUserspace();
-        if (this.lastConfig) await this.configureNow(this.lastConfig);
-        this.restartDelayMs = 500;
-        this.options.onRestart?.();
-      } catch (e) {
-        this.log(`wireguard ${this.name}: restart failed: ${(e as Error).message}`);
-        if (!this.child && !this.stopping) void this.restartLater();
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = null;
+      void this.serial(() => this.restartNow());
+    }, delay);
+  }
+
+  private cancelRestart(why: string): void {
+    if (!this.restartTimer) return;
+    clearTimeout(this.restartTimer);
+    this.restartTimer = null;
+    this.log(`wireguard ${this.name}: restart of wireguard-go cancelled: ${why}`);
+  }
+
+  private async restartNow(): Promise<void> {
+    if (this.stopping || this.detached || this.child) return;
+    let restarted = false;
+    try {
+      await this.startUserspace();
+      if (this.lastConfig && !this.detached) await this.configureNow(this.lastConfig);
+      restarted = true;
+    } catch (e) {
+      this.log(`wireguard ${this.name}: restart failed: ${(e as Error).message}`);
+    }
+    if (this.detached) {
+      // Detached while it started: no pass will give it its address and routes, and the agent that
+      // would supervise it is going. A wireguard-go the agent did not have running is not left.
+      if (this.child) {
+        await this.stopChild();
+        this.log(`wireguard ${this.name}: stopped the wireguard-go just restarted: stopping`);
       }
-    });
+      return;
+    }
+    if (restarted) {
+      this.restartDelayMs = 500;
+      this.options.onRestart?.();
+    } else if (!this.child && !this.stopping) this.restartLater();
+  }
+
+  detach(): Promise<void> {
+    this.detached = true;
+    this.cancelRestart('stopping');
+    // Waits for what is queued; a restart among it sees `detached` and undoes itself.
+    return this.serial(async () => {});
   }
 
   read(): Promise<WireGuardState> {
@@ -371,6 +414,7 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
   }
 
   destroy(options: { log?: boolean } = {}): Promise<void> {
+    this.cancelRestart('the interface is removed');
     return this.serial(async () => {
       this.stopping = true;
       const kind = this.kind;
@@ -383,8 +427,10 @@ export class LinuxWireGuardDevice implements WireGuardDevice {
         this.log(`wireguard ${this.name}: stopped wireguard-go`);
         return;
       }
-      // A kernel link, or a wireguard-go from an earlier run: deleting the link ends either.
-      if (await this.linkInfo()) await this.exec.run(['ip', 'link', 'del', 'dev', this.name]);
+      // A kernel link, or a wireguard-go from an earlier run: deleting the link ends either. Ours
+      // that exited (signalled with the agent) took its interface along.
+      if (!(await this.linkInfo())) return this.log(`wireguard ${this.name}: interface already gone`);
+      await this.exec.run(['ip', 'link', 'del', 'dev', this.name]);
       this.log(`wireguard ${this.name}: deleted interface`);
     });
   }

@@ -13,6 +13,7 @@ import type {
   WireGuardWritten,
 } from '../types.js';
 import { describeDiff, isEmptyDiff, normalizeEndpoint, peerChangesOf, type WireGuardDiff } from './diff.js';
+import { detachedError } from './detached.js';
 import { PeerDiffer } from './incremental.js';
 
 function clone(state: WireGuardState): WireGuardState {
@@ -29,6 +30,8 @@ export class FakeWireGuardDevice implements WireGuardDevice {
   /** Every write configure() made, in order (for tests of the layers above). */
   readonly history: string[] = [];
   private exists = false;
+  /** As the real device's: once detached, ensure() creates nothing. */
+  private detached = false;
   private state: WireGuardState = { publicKey: null, listenPort: 0, fwmark: 0, peers: [] };
   private digests = new Map<string, string>();
   /** As the real device's: a cluster event's pass patches the last write (incremental.ts). */
@@ -42,6 +45,7 @@ export class FakeWireGuardDevice implements WireGuardDevice {
 
   private async create(): Promise<boolean> {
     if (this.exists) return false;
+    if (this.detached) throw detachedError(this.name);
     this.exists = true;
     // Like WireGuard with no port set: some free port.
     this.state = { publicKey: null, listenPort: 40000 + Math.floor(Math.random() * 20000), fwmark: 0, peers: [] };
@@ -85,6 +89,10 @@ export class FakeWireGuardDevice implements WireGuardDevice {
     this.lastOps = { writes: details.length, details };
     wrote();
     return peerChangesOf(diff);
+  }
+
+  async detach(): Promise<void> {
+    this.detached = true;
   }
 
   async destroy(): Promise<void> {
