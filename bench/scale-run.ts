@@ -2,7 +2,8 @@
  * `kg run` at scale, part of `npm run bench:scale`: one agent in a network namespace of its own,
  * with real wireguard-go, against the lab's API server (`kg lab apiserver`, started in the same
  * namespace) holding a generated cross cluster of N nodes, while a simulator patches every other
- * node's last-seen once per resync period, spread evenly over it (Kilo's heartbeat). Measures:
+ * node's last-seen (with a path-health beside it, as a kilo-ts agent's check-in carries) once per
+ * resync period, from its creation on, spread evenly over it (Kilo's heartbeat). Measures:
  * - start-up: process start to its list done ("cluster synced"), and that to the first apply
  *   done (the first "dataplane updated");
  * - steady state under heartbeats: the agent's CPU (% of one core, from /proc) over a window, its
@@ -18,6 +19,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { LabApiClient } from '../packages/lab/src/client.js';
 import { inNodeNs } from '../packages/lab/src/sh.js';
+import { formatPathHealth } from '../src/agent/health-summary.js';
 import { Annotation } from '../src/model/annotations.js';
 import type { KubeObject } from '../src/model/parse.js';
 import { parseUapiGet, uapiRequest } from '../src/dataplane/wireguard/uapi.js';
@@ -41,6 +43,11 @@ export interface RunFigures {
   mainThreadCpuPercent: number;
   windowS: number;
   heartbeatsPerS: number;
+  /**
+   * From the window on, the most a simulated heartbeat was sent after it was due: the simulator
+   * falling behind (a loaded machine) ages every last-seen by as much, and past 30 s nodes go stale.
+   */
+  heartbeatsLateS: number;
   /** RSS during the window: median and highest of one reading a second. */
   rssMiB: number;
   rssMaxMiB: number;
@@ -48,6 +55,8 @@ export interface RunFigures {
   peakRssMiB: number;
   joinP50Ms: number;
   joinMaxMs: number;
+  /** Why the joins stopped short (a join's pass did not come within 30 s), or null. */
+  joinFailure: string | null;
   joins: number;
   /**
    * The joins' own passes, median ms per phase ("parse/plan/publish/apply"), from their debug line
@@ -127,47 +136,99 @@ function statusMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   return Number(kb) / 1024;
 }
 
-/** Creates objects `concurrency` at a time. */
-async function createAll(api: LabApiClient, objects: KubeObject[], concurrency = 16): Promise<void> {
+/**
+ * Creates objects `concurrency` at a time. A Node's last-seen is stamped as it is created, and
+ * `created` hears of it once it exists: on a loaded machine creating 20,000 Nodes takes longer than
+ * the 60 s a last-seen is good for, and a stamp from before the first would leave the early ones
+ * stale when the agent lists them (its first apply then held a few thousand peers, and the passes
+ * after it added the rest as their heartbeats came).
+ */
+async function createAll(
+  api: LabApiClient,
+  objects: KubeObject[],
+  created: (o: KubeObject) => void,
+  concurrency = 16,
+): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < objects.length) {
       const o = objects[next++]!;
+      const annotations = o.metadata?.annotations;
+      if (o.kind === 'Node' && annotations?.[Annotation.lastSeen] !== undefined)
+        annotations[Annotation.lastSeen] = String(Math.floor(Date.now() / 1000));
       await api.create(o.kind === 'Peer' ? 'peers' : 'nodes', o);
+      created(o);
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
 }
 
 /**
- * Patches each named node's last-seen to now once per period, spread evenly over it, until
- * stopped. Resolves with the number of patches sent.
+ * A kilo-ts agent's path-health as its check-in carries it: its counts move as probing sweeps on
+ * (health-summary.ts), so the value differs from the last one.
+ */
+function pathHealthOf(beat: number): string {
+  const recent = 19_000 - (beat % 97);
+  return formatPathHealth({
+    pairs: { ok: 38 + (beat % 5), failing: 0, unknown: 0 },
+    handshakes: { recent, stale: 19_000 - recent, never: 10 },
+    failing: [],
+    more: 0,
+  });
+}
+
+/**
+ * Patches each added node's last-seen (and path-health, as kilo-ts agents do) to now once per period from when it was added (Kilo's
+ * heartbeat: a cluster's nodes spread evenly over the period once created at an even pace), until
+ * stopped. Each beat is due a period after the node's last one was due, not after it was sent: a
+ * simulator that falls behind on a loaded machine catches up rather than letting last-seen drift.
+ * Resolves with the number of patches sent.
  */
 function heartbeats(
   api: LabApiClient,
-  names: string[],
   periodMs: number,
-): { started: number; stop(): Promise<number> } {
-  const started = Date.now();
+): { add(name: string): void; sent(): number; lateMs(): number; stop(): Promise<number> } {
+  // In due order: nodes are added in time order, and each beat is queued one period after the last.
+  let queue: { name: string; due: number }[] = [];
+  let head = 0;
   let sent = 0;
   let inFlight = 0;
+  let late = 0;
   let failed: Error | null = null;
   const timer = setInterval(() => {
-    const due = Math.floor(((Date.now() - started) / periodMs) * names.length);
+    const now = Date.now();
+    if (head < queue.length) late = Math.max(late, now - queue[head]!.due);
     // A loaded machine falls behind; at most 64 in flight keeps the simulator from piling up.
-    while (sent < due && inFlight < 64) {
-      const name = names[sent % names.length]!;
+    while (head < queue.length && queue[head]!.due <= now && inFlight < 64) {
+      const beat = queue[head++]!;
+      queue.push({ name: beat.name, due: beat.due + periodMs });
       sent++;
       inFlight++;
-      const annotations = { [Annotation.lastSeen]: String(Math.floor(Date.now() / 1000)) };
+      const annotations = {
+        [Annotation.lastSeen]: String(Math.floor(Date.now() / 1000)),
+        [Annotation.pathHealth]: pathHealthOf(sent),
+      };
       api
-        .patch('nodes', name, { metadata: { annotations } })
+        .patch('nodes', beat.name, { metadata: { annotations } })
         .catch((e: unknown) => (failed ??= e as Error))
         .finally(() => inFlight--);
     }
+    if (head > 100_000) {
+      queue = queue.slice(head);
+      head = 0;
+    }
   }, 10);
   return {
-    started,
+    sent: () => sent,
+    /** The most a beat was sent after it was due, since the last call (a last-seen that late is stale). */
+    lateMs() {
+      const most = late;
+      late = 0;
+      return most;
+    },
+    add(name) {
+      queue.push({ name, due: Date.now() + periodMs });
+    },
     async stop() {
       clearInterval(timer);
       while (inFlight > 0) await sleep(10);
@@ -267,16 +328,15 @@ export async function benchRunOnce(
     const cluster = generateCluster(nodes, 20, 10, now);
     // The agent's own node already carries its key: an agent restarted on a node of the mesh.
     cluster[0]!.metadata!.annotations![Annotation.key] = publicKeyOf(loadOrCreateKey(keyFile));
-    await createAll(api, cluster);
     // Heartbeats from the start, as a live cluster's agents beat: the first apply at 20,000 nodes
     // on a loaded machine outlasts the 60 s a last-seen is good for, and nodes of a simulator
-    // started after it dropped out (and back in) of the mesh.
-    const names = cluster.filter((x) => x.kind === 'Node' && x.metadata!.name !== 'node-00000');
-    beating = heartbeats(
-      api,
-      names.map((x) => x.metadata!.name!),
-      resyncPeriodMs,
-    );
+    // started after it dropped out (and back in) of the mesh. Each node beats a period after it
+    // was created (the agent's own node is the agent's to publish).
+    beating = heartbeats(api, resyncPeriodMs);
+    const beats = beating;
+    await createAll(api, cluster, (o) => {
+      if (o.kind === 'Node' && o.metadata!.name !== 'node-00000') beats.add(o.metadata!.name!);
+    });
     writeFileSync(
       kubeconfig,
       'apiVersion: v1\nkind: Config\nclusters: [{name: b, cluster: {server: "http://127.0.0.1:6443"}}]\n' +
@@ -309,6 +369,8 @@ export async function benchRunOnce(
     // Settle (the agent's own annotations published and seen) under heartbeats before measuring.
     await sleep(8000);
     const passes0 = reconciles(ns);
+    const sent0 = beating.sent();
+    beating.lateMs();
     const cpu0 = cpuSeconds(pid);
     const main0 = cpuSeconds(pid, pid);
     const t0 = Date.now();
@@ -321,13 +383,16 @@ export async function benchRunOnce(
     const cpu1 = cpuSeconds(pid);
     const main1 = cpuSeconds(pid, pid);
     const t1 = Date.now();
+    const sent1 = beating.sent();
     const passes1 = reconciles(ns);
     rssSamples.sort((a, b) => a - b);
 
     // Joins under the same heartbeats, one at a time.
     const latencies: number[] = [];
     const phases: Record<string, number>[] = [];
-    for (let j = 0; j < o.joins; j++) {
+    // A join that does not come is a figure too: the window's figures above are kept with it.
+    let joinFailure: string | null = null;
+    for (let j = 0; j < o.joins && joinFailure === null; j++) {
       const { node, key, podCIDR } = joiningNode(j, Math.floor(Date.now() / 1000));
       const from = log.lines.length;
       const createdAt = Date.now();
@@ -340,18 +405,22 @@ export async function benchRunOnce(
       // The first pass after which its peer is in wireguard-go and its route in the kernel.
       let done: LogLine | null = null;
       for (let at = from; !done;) {
-        const line = await log.waitFor((l) => l.msg === 'dataplane updated', at, 30_000);
+        const line = await log
+          .waitFor((l) => l.msg === 'dataplane updated', at, 30_000)
+          .catch((e: unknown) => void (joinFailure = `join ${j + 1}: ${(e as Error).message.slice(0, 60)}`));
+        if (!line) break;
         at = log.lines.indexOf(line) + 1;
         if (await joined(ns, runDir, key, podCIDR)) done = line;
       }
+      if (!done) break;
       latencies.push(done.time - createdAt);
       // The pass logs its timings right after its "dataplane updated".
       const pass = log.lines.slice(log.lines.indexOf(done)).find((l) => l.msg === 'reconcile pass');
       if (pass) phases.push(pass as unknown as Record<string, number>);
       await sleep(1000);
     }
-    const beatStart = beating.started;
-    const sent = await beating.stop();
+    const lateS = beating.lateMs() / 1000;
+    await beating.stop();
     beating = null;
     latencies.sort((a, b) => a - b);
     return {
@@ -361,12 +430,14 @@ export async function benchRunOnce(
       cpuPercent: ((cpu1 - cpu0) / ((t1 - t0) / 1000)) * 100,
       mainThreadCpuPercent: ((main1 - main0) / ((t1 - t0) / 1000)) * 100,
       windowS: (t1 - t0) / 1000,
-      heartbeatsPerS: sent / ((Date.now() - beatStart) / 1000),
+      heartbeatsPerS: (sent1 - sent0) / ((t1 - t0) / 1000),
+      heartbeatsLateS: lateS,
       rssMiB: rssSamples[Math.floor(rssSamples.length / 2)] ?? NaN,
       rssMaxMiB: rssSamples.at(-1) ?? NaN,
       peakRssMiB: statusMiB(pid, 'VmHWM'),
       joinP50Ms: latencies[Math.floor(latencies.length / 2)] ?? NaN,
       joinMaxMs: latencies.at(-1) ?? NaN,
+      joinFailure,
       joins: latencies.length,
       joinPhasesMs:
         phases.length === 0

@@ -457,7 +457,7 @@ async function benchRun(): Promise<void> {
   const joins = Number(process.env['KILO_BENCH_RUN_JOINS'] ?? 9);
   console.log(`\n## kg run under heartbeats (every node's last-seen once per 30 s; CPU over ${windowS} s)\n`);
   console.log(
-    '| nodes | start → synced s | synced → first apply s | heartbeats/s | passes in window | CPU % of a core (main thread) | RSS MiB (median / max in window) | peak RSS MiB | join p50 ms | join max ms | join pass parse/plan/publish/apply ms | longest log line | load |',
+    '| nodes | start → synced s | synced → first apply s | heartbeats/s (most late s) | passes in window | CPU % of a core (main thread) | RSS MiB (median / max in window) | peak RSS MiB | join p50 ms | join max ms | join pass parse/plan/publish/apply ms | longest log line | load |',
   );
   console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|');
   const rss = new Map<number, number>();
@@ -467,7 +467,7 @@ async function benchRun(): Promise<void> {
       const r = await benchRunOnce(n, dir, { windowS, joins });
       rss.set(n, r.rssMiB);
       console.log(
-        `| ${n} | ${r.toSyncedS.toFixed(2)} | ${r.syncedToAppliedS.toFixed(2)} | ${r.heartbeatsPerS.toFixed(0)} | ${r.passesInWindow} | ${r.cpuPercent.toFixed(1)} (${r.mainThreadCpuPercent.toFixed(1)}) | ${r.rssMiB.toFixed(0)} / ${r.rssMaxMiB.toFixed(0)} | ${r.peakRssMiB.toFixed(0)} | ${r.joinP50Ms} | ${r.joinMaxMs} | ${r.joinPhasesMs ?? 'at debug level'} | ${r.longestLogLine} | ${before} → ${load()} |`,
+        `| ${n} | ${r.toSyncedS.toFixed(2)} | ${r.syncedToAppliedS.toFixed(2)} | ${r.heartbeatsPerS.toFixed(0)} (${r.heartbeatsLateS.toFixed(0)}) | ${r.passesInWindow} | ${r.cpuPercent.toFixed(1)} (${r.mainThreadCpuPercent.toFixed(1)}) | ${r.rssMiB.toFixed(0)} / ${r.rssMaxMiB.toFixed(0)} | ${r.peakRssMiB.toFixed(0)} | ${r.joinP50Ms}${r.joinFailure ? ` (${r.joins} joins; failed: ${r.joinFailure})` : ''} | ${r.joinMaxMs} | ${r.joinPhasesMs ?? 'at debug level'} | ${r.longestLogLine} | ${before} → ${load()} |`,
       );
     } catch (e) {
       console.log(`| ${n} | failed: ${(e as Error).message.slice(0, 200)} | | | | | | | | | | | ${before} |`);

@@ -137,6 +137,35 @@ describe('agent: cluster changes reach the dataplane', () => {
     await eventually('d is ready again and a WireGuard peer', async () => (await h.peerKeys()).includes(wgKey('d')));
   });
 
+  test('a heartbeat with path-health beside it makes no reconcile; a mesh annotation beside both does', async (t) => {
+    const h = await startHarness(t);
+    await settled(h);
+    const before = h.agent.status.reconciles;
+    const plans = h.agent.status.plans;
+    // As every kilo-ts agent checks in: last-seen and its path-health, whose handshake times moved.
+    for (const [i, name] of ['b', 'c', 'b'].entries()) {
+      const annotations = { [Annotation.lastSeen]: String(NOW + 10 + i), [Annotation.pathHealth]: `{"n":${i}}` };
+      h.api.patchNode(name, { metadata: { annotations } });
+    }
+    await eventually('the heartbeats were seen', () =>
+      h.source.objects().some((o) => o.metadata?.annotations?.[Annotation.lastSeen] === String(NOW + 12)),
+    );
+    await sleep(100);
+    await settled(h);
+    assert.equal(h.agent.status.reconciles, before, 'a check-in with path-health of a ready node was planned again');
+
+    const annotations = {
+      [Annotation.lastSeen]: String(NOW + 20),
+      [Annotation.pathHealth]: '{"n":9}',
+      [Annotation.endpoint]: '198.51.100.98:51820',
+    };
+    h.api.patchNode('c', { metadata: { annotations } });
+    await eventually('the new endpoint was planned', () =>
+      h.agent.status.topology!.segments.some((s) => s.nodes.some((n) => n.endpoint?.ip?.text === '198.51.100.98')),
+    );
+    assert.ok(h.agent.status.plans > plans);
+  });
+
   test("a heartbeat carries the node's parse over with the new last-seen; other changes parse anew", async (t) => {
     const h = await startHarness(t);
     await settled(h);

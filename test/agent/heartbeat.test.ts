@@ -42,6 +42,21 @@ describe('onlyLastSeenMoved', () => {
     assert.equal(onlyLastSeenMoved({ previous: before, current: cidrs(['10.42.1.0/24']) }), true);
   });
 
+  test('path-health beside last-seen is a heartbeat (no plan reads it); a mesh annotation beside both is not', () => {
+    const health = (o: KubeObject, value: string) => withAnnotations(o, { [Annotation.pathHealth]: value });
+    const was = health(b, '{"pairs":{"ok":1}}');
+    assert.equal(onlyLastSeenMoved({ previous: was, current: health(later, '{"pairs":{"ok":2}}') }), true);
+    // Published for the first time, or gone.
+    assert.equal(onlyLastSeenMoved({ previous: b, current: health(later, '{"pairs":{"ok":2}}') }), true);
+    assert.equal(onlyLastSeenMoved({ previous: was, current: later }), true);
+    // Path-health alone, last-seen where it was.
+    assert.equal(onlyLastSeenMoved({ previous: was, current: health(b, 'x') }), true);
+    const moved = withAnnotations(health(later, '{"pairs":{"ok":2}}'), { [Annotation.endpoint]: '192.0.2.99:51820' });
+    assert.equal(onlyLastSeenMoved({ previous: was, current: moved }), false);
+    const added = withAnnotations(health(later, 'y'), { [Annotation.unreachable]: 'c' });
+    assert.equal(onlyLastSeenMoved({ previous: was, current: added }), false);
+  });
+
   test('last-seen going back, vanishing or unreadable is not; nor is a Peer', () => {
     assert.equal(onlyLastSeenMoved({ previous: later, current: b }), false);
     const none = { ...b, metadata: { ...b.metadata, annotations: { ...b.metadata?.annotations } } };
