@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { test } from 'node:test';
+import { withoutNexthopIds } from '../../packages/lab/src/observe.js';
 import { linuxDataplane } from '../../src/agent/linux-dataplane.js';
 import { DataplaneMemory } from '../../src/dataplane/cache.js';
 import type { Exec } from '../../src/dataplane/exec.js';
@@ -19,7 +20,8 @@ import { reconcile, type Dataplane, type ReconcileInput, type ReconcileResult } 
 import { kiloRouteProtocol } from '../../src/dataplane/routes/constants.js';
 import { parseRoutes, renderOp } from '../../src/dataplane/routes/iproute.js';
 import type { LinuxWireGuardDevice } from '../../src/dataplane/wireguard/device.js';
-import { createNamespace, skipNoNetns, type TestNamespace } from '../helpers/netns.js';
+import { skipNoNetns, type TestNamespace } from '../helpers/netns.js';
+import { eth0Namespace } from './namespaces.js';
 import { inputOf, patchedSteps, planA, runSteps, type Faults, type Step } from './equivalence-steps.js';
 
 // netnsExec binds a per-namespace directory over this path; wireguard-go would create it anyway.
@@ -31,22 +33,7 @@ interface Machine {
 }
 
 function machine(prefix: string): Machine {
-  const ns = createNamespace(prefix);
-  try {
-    ns.sh(
-      [
-        'ip link add eth0 type veth peer name eth1',
-        // No link-local addresses: their duplicate detection ends at any time, in one namespace first.
-        'ip link set eth0 addrgenmode none && ip link set eth1 addrgenmode none',
-        'ip addr add 10.1.0.1/24 dev eth0',
-        'ip link set eth0 up && ip link set eth1 up',
-      ].join(' && '),
-    );
-  } catch (e) {
-    ns.destroy();
-    throw e;
-  }
-  return { ns };
+  return { ns: eth0Namespace(prefix) };
 }
 
 /** The agent's machine: one dataplane for every pass, whose kilo0 is a wireguard-go it supervises. */
@@ -107,11 +94,16 @@ async function stateOf(n: Machine): Promise<unknown> {
           // Packet counters differ between namespaces.
           .map((l) => l.replace(/\[\d+:\d+\]$/, '')),
       );
+  // Routes through next-hop objects name them by gateway and device: ids follow the order of writing.
+  const { nexthops, route } = withoutNexthopIds(await run(n, ['ip', 'nexthop', 'show']));
   return {
     routes: [
       ...lines(await run(n, ['ip', '-4', 'route', 'show', 'table', 'all'])),
       ...lines(await run(n, ['ip', '-6', 'route', 'show', 'table', 'all'])),
-    ].sort(),
+    ]
+      .map(route)
+      .sort(),
+    nexthops: nexthops.sort(),
     rules: [...lines(await run(n, ['ip', '-4', 'rule'])), ...lines(await run(n, ['ip', '-6', 'rule']))],
     // Without the interface index (it differs between namespaces, and after a recreation).
     kilo0: lines(await run(n, ['ip', '-o', 'addr', 'show', 'dev', 'kilo0'])).map((l) => l.replace(/^\d+:\s*/, '')),

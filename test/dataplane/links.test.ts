@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { diffLink, LinuxLinks, type LinkState } from '../../src/dataplane/links.js';
-import { FakeLinks, FakeKernel, fakeRoutingTables, settle } from '../../src/dataplane/routes/fake.js';
-import { linuxRoutingTables } from '../../src/dataplane/routes/linux.js';
-import type { KiloRoutingTables } from '../../src/dataplane/routes/reconciler.js';
+import { FakeKernel, FakeLinks, FakeRoutes, settle } from '../../src/dataplane/routes/fake.js';
+import { IprouteRoutes } from '../../src/dataplane/routes/linux.js';
+import { KiloRoutingTables } from '../../src/dataplane/routes/reconciler.js';
 import { describeRoute, describeRule } from '../../src/dataplane/routes/state.js';
 import type { Links } from '../../src/dataplane/types.js';
 import { kiloTable, type PlanRoute, type PlanRule } from '../../src/mesh/types.js';
@@ -15,6 +15,10 @@ import { ipExec } from './routes-exec.js';
 interface LinksHarness {
   links: Links & { read(device: string): Promise<LinkState> };
   routes: KiloRoutingTables;
+  /** Whether the routes' writer puts IPv4 routes with a gateway on next-hop objects (routes/nexthops.ts). */
+  nexthops: boolean;
+  /** Kilo's next-hop objects, as `gateway device[ onlink]`, sorted. */
+  hops(): Promise<string[]>;
   /** As an admin would (`ip addr add|del`, `ip link set`), beside Links. */
   addAddress(device: string, cidr: string): Promise<void>;
   delAddress(device: string, cidr: string): Promise<void>;
@@ -116,7 +120,11 @@ function linksContract(label: string, make: () => LinksHarness, skip: string | f
       for (const a of addresses.slice(1)) await h.addAddress('kilo0', a);
       const ops = await h.routes.reconcile(throughKilo, kiloRules, devices);
       assert.equal(ops.writes, throughKilo.length + kiloRules.length, ops.details.join('\n'));
+      // One per gateway, device and onlink flag of the IPv4 routes; IPv6 routes are written plain.
+      const hops = ['10.4.0.2 kilo0', '10.4.0.2 kilo0 onlink', '10.9.0.2 kilo0 onlink', 'fd10::2 kilo0'];
+      assert.deepEqual(await h.hops(), h.nexthops ? hops : []);
     };
+    const ipv4 = (x: string) => !x.includes(':') || x.includes(' via inet6 ');
 
     withLinks(
       'an address taken away: only the last IPv4 one drops the IPv4 routes through the interface',
@@ -127,14 +135,26 @@ function linksContract(label: string, make: () => LinksHarness, skip: string | f
         await h.delAddress('kilo0', '10.4.0.1/16');
         await h.delAddress('kilo0', 'fd11::1/64');
         assert.deepEqual(await state(h), all);
-        // The last IPv4 one: every IPv4 route through the interface, in every table, onlink or not.
+        // The last IPv4 one: every plain IPv4 route through the interface, in every table, onlink or
+        // not; a route through a next-hop object stays, and so does the object (only its interface
+        // going takes it), gateways no longer on a connected network or not.
+        const hops = await h.hops();
         await h.delAddress('kilo0', '10.6.0.1/16');
-        const v6 = all.routes.filter((x) => x.includes(':') && !x.includes('via inet6'));
-        assert.deepEqual(await state(h), { routes: v6, rules: all.rules });
+        const dropped = all.routes.filter((x) => ipv4(x) && !(h.nexthops && x.includes(' via ')));
+        assert.deepEqual(
+          dropped,
+          h.nexthops ? ['route 10.42.1.0/24 dev kilo0'] : all.routes.filter(ipv4),
+          'the routes the kernel drops',
+        );
+        const left = all.routes.filter((x) => !dropped.includes(x));
+        assert.deepEqual(await state(h), { routes: left, rules: all.rules });
+        assert.deepEqual(await h.hops(), hops);
         // Given again (another subnet, as a changed --subnet does), the routes do not come back by themselves.
         await h.addAddress('kilo0', '10.4.0.1/24');
-        assert.deepEqual(await state(h), { routes: v6, rules: all.rules });
-        assert.equal((await h.routes.reconcile(throughKilo, kiloRules, devices)).writes, all.routes.length - v6.length);
+        assert.deepEqual(await state(h), { routes: left, rules: all.rules });
+        assert.equal((await h.routes.reconcile(throughKilo, kiloRules, devices)).writes, dropped.length);
+        assert.deepEqual(await state(h), all);
+        assert.deepEqual(await h.hops(), hops);
         // The last IPv6 one: the IPv6 routes stay, their gateways no longer on a connected network or not.
         await h.delAddress('kilo0', 'fd10::1/64');
         assert.deepEqual(await state(h), all);
@@ -146,6 +166,7 @@ function linksContract(label: string, make: () => LinksHarness, skip: string | f
       async (h) => {
         await kiloHolds(h, ['10.4.0.1/16', 'fd10::1/64']);
         const all = await state(h);
+        const hops = await h.hops();
         await h.delAddress('priv0', '192.168.1.1/24');
         await h.delAddress('priv0', 'fd00::1/64');
         assert.deepEqual(await state(h), {
@@ -155,6 +176,9 @@ function linksContract(label: string, make: () => LinksHarness, skip: string | f
             .sort(),
           rules: all.rules,
         });
+        // Through a next-hop object or not, an IPv4 route of the main table goes with its source
+        // (and an IPv6 route, written plain, loses it): none is left with a source no interface holds.
+        assert.deepEqual(await h.hops(), hops);
       },
     );
 
@@ -163,6 +187,7 @@ function linksContract(label: string, make: () => LinksHarness, skip: string | f
       const { rules } = await state(h);
       await h.setUp('kilo0', false);
       assert.deepEqual(await state(h), { routes: [], rules });
+      assert.deepEqual(await h.hops(), [], 'the next-hop objects go with the interface');
       assert.deepEqual(await h.links.read('kilo0'), { up: false, mtu: 1500, addresses: ['10.4.0.1/16'] });
       await h.setUp('kilo0', true);
       assert.deepEqual(await state(h), { routes: [], rules });
@@ -187,36 +212,58 @@ function linksContract(label: string, make: () => LinksHarness, skip: string | f
   });
 }
 
-linksContract('in-memory model', () => {
-  const m = new FakeKernel();
-  m.addLink('priv0', { addresses: ['192.168.1.1/24', 'fd00::1/64'] });
-  m.addLink('kilo0', { up: false });
-  return {
-    links: new FakeLinks(m),
-    routes: fakeRoutingTables(m),
-    addAddress: (d, c) => settle(() => m.addAddress(d, c)),
-    delAddress: (d, c) => settle(() => m.delAddress(d, c)),
-    setUp: (d, up) => settle(() => m.setUp(d, up)),
-    destroy: () => {},
+const inMemory =
+  (nexthops: boolean): (() => LinksHarness) =>
+  () => {
+    const m = new FakeKernel();
+    m.addLink('priv0', { addresses: ['192.168.1.1/24', 'fd00::1/64'] });
+    m.addLink('kilo0', { up: false });
+    return {
+      links: new FakeLinks(m),
+      routes: new KiloRoutingTables(new FakeRoutes(m, nexthops)),
+      nexthops,
+      hops: () => settle(() => [...m.nexthopObjects].sort()),
+      addAddress: (d, c) => settle(() => m.addAddress(d, c)),
+      delAddress: (d, c) => settle(() => m.delAddress(d, c)),
+      setUp: (d, up) => settle(() => m.setUp(d, up)),
+      destroy: () => {},
+    };
   };
-});
 
-linksContract(
-  'iproute2 in a network namespace',
+const inNamespace =
+  (nexthops: boolean): (() => LinksHarness) =>
   () => {
     const ns = linksNamespace('ktln');
     const exec = ipExec(ns);
     return {
       links: new LinuxLinks(exec),
-      routes: linuxRoutingTables(exec),
+      routes: new KiloRoutingTables(new IprouteRoutes(exec, undefined, undefined, nexthops)),
+      nexthops,
+      hops: async () =>
+        (
+          JSON.parse((await exec.run(['ip', '-j', 'nexthop', 'show'])).stdout || '[]') as {
+            gateway: string;
+            dev: string;
+            protocol?: string;
+            flags?: string[];
+          }[]
+        )
+          .filter((x) => x.protocol === '107')
+          .map((x) => `${x.gateway} ${x.dev}${x.flags?.includes('onlink') ? ' onlink' : ''}`)
+          .sort(),
       addAddress: async (d, c) => void (await exec.run(['ip', 'addr', 'add', c, 'dev', d, 'nodad'])),
       delAddress: async (d, c) => void (await exec.run(['ip', 'addr', 'del', c, 'dev', d])),
       setUp: async (d, up) => void (await exec.run(['ip', 'link', 'set', 'dev', d, up ? 'up' : 'down'])),
       destroy: () => ns.destroy(),
     };
-  },
-  skipNoNetns,
-);
+  };
+
+// As kg writes routes (IPv4 ones with a gateway through next-hop objects), and plain, as on a
+// kernel without next-hop objects: the model must drop what the kernel drops in both.
+linksContract('in-memory model', inMemory(true));
+linksContract('in-memory model, plain routes', inMemory(false));
+linksContract('iproute2 in a network namespace', inNamespace(true), skipNoNetns);
+linksContract('iproute2 in a network namespace, plain routes', inNamespace(false), skipNoNetns);
 
 describe('diffLink', () => {
   const base: LinkState = { up: true, mtu: 1420, addresses: ['10.4.0.1/16'] };

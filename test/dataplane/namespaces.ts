@@ -15,19 +15,10 @@ export function testWith<H extends { destroy(): void }>(make: () => H) {
     });
 }
 
-/** priv0 up with 192.168.1.1/24 and fd00::1/64; kilo0 down, no address (veth pairs: dummy links are not available here). */
-export function linksNamespace(prefix: string): TestNamespace {
-  const ns = createNamespace(prefix);
+/** `ns` once `commands` ran in it; destroyed if one fails. */
+function setUp(ns: TestNamespace, commands: string[]): TestNamespace {
   try {
-    ns.sh(
-      [
-        'ip link add priv0 type veth peer name priv1',
-        'ip link add kilo0 type veth peer name kilo1',
-        'ip addr add 192.168.1.1/24 dev priv0',
-        'ip addr add fd00::1/64 dev priv0 nodad',
-        'ip link set priv0 up && ip link set priv1 up && ip link set kilo1 up',
-      ].join(' && '),
-    );
+    ns.sh(commands.join(' && '));
     return ns;
   } catch (e) {
     ns.destroy();
@@ -35,14 +26,32 @@ export function linksNamespace(prefix: string): TestNamespace {
   }
 }
 
+/** priv0 up with 192.168.1.1/24 and fd00::1/64; kilo0 down, no address (veth pairs: dummy links are not available here). */
+export function linksNamespace(prefix: string): TestNamespace {
+  return setUp(createNamespace(prefix), [
+    'ip link add priv0 type veth peer name priv1',
+    'ip link add kilo0 type veth peer name kilo1',
+    'ip addr add 192.168.1.1/24 dev priv0',
+    'ip addr add fd00::1/64 dev priv0 nodad',
+    'ip link set priv0 up && ip link set priv1 up && ip link set kilo1 up',
+  ]);
+}
+
+/**
+ * eth0 (a veth) up with 10.1.0.1/24: the machine of equivalence-steps.ts's plans (the node's
+ * internal IP). No link-local addresses: their duplicate detection ends at any time, in one
+ * namespace first.
+ */
+export function eth0Namespace(prefix: string): TestNamespace {
+  return setUp(createNamespace(prefix), [
+    'ip link add eth0 type veth peer name eth1',
+    'ip link set eth0 addrgenmode none && ip link set eth1 addrgenmode none',
+    'ip addr add 10.1.0.1/24 dev eth0',
+    'ip link set eth0 up && ip link set eth1 up',
+  ]);
+}
+
 /** linksNamespace, with kilo0 up holding 10.4.0.1/16: the machine of the routes' real tests. */
 export function routesNamespace(prefix: string): TestNamespace {
-  const ns = linksNamespace(prefix);
-  try {
-    ns.sh('ip addr add 10.4.0.1/16 dev kilo0 && ip link set kilo0 up');
-    return ns;
-  } catch (e) {
-    ns.destroy();
-    throw e;
-  }
+  return setUp(linksNamespace(prefix), ['ip addr add 10.4.0.1/16 dev kilo0', 'ip link set kilo0 up']);
 }

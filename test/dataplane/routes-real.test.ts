@@ -6,8 +6,8 @@ import { routesNamespace } from './namespaces.js';
 import { routesContract } from './routes-contract.js';
 import { ipExec } from './routes-exec.js';
 
-routesContract(
-  'iproute2 in a network namespace',
+const harness =
+  (nexthops: boolean): Parameters<typeof routesContract>[1] =>
   () => {
     const ns = routesNamespace('ktrt');
     const exec = ipExec(ns);
@@ -15,7 +15,7 @@ routesContract(
       void (await exec.run(['ip', ...(family === 6 ? ['-6'] : []), ...line.split(' ')]));
     const all = async <T>(f: (family: Family) => Promise<T[]>) => [...(await f(4)), ...(await f(6))];
     return Promise.resolve({
-      kernel: new IprouteRoutes(exec),
+      kernel: new IprouteRoutes(exec, undefined, undefined, nexthops),
       addRoute: (route) => ip(renderOp({ kind: 'route', action: 'add', route })),
       addRule: (rule) => ip(renderOp({ kind: 'rule', action: 'add', rule }), rule.family),
       deleteRoute: (route) => ip(renderOp({ kind: 'route', action: 'del', route })),
@@ -32,6 +32,8 @@ routesContract(
         ),
       destroy: () => ns.destroy(),
     });
-  },
-  skipNoNetns,
-);
+  };
+
+routesContract('iproute2 in a network namespace', harness(true), skipNoNetns);
+// As on a kernel without next-hop objects (before 5.3): every gateway route written plain, `via`.
+routesContract('iproute2, plain routes (no next-hop objects)', harness(false), skipNoNetns);

@@ -171,6 +171,7 @@ test(
     kg.kill('SIGTERM');
     assert.equal(await exited, 0, logTail());
     assert.equal(kiloRoutes(ns), '');
+    assert.equal(ns.sh('ip nexthop show protocol 107').trim(), '', "the routes' next-hop objects go with them");
     assert.doesNotMatch(ns.sh('iptables-save'), /KILO/);
     assert.equal(spawnSync('ip', ['-n', ns.name, 'link', 'show', 'kilo0']).status, 1, 'kilo0 is still there');
   },

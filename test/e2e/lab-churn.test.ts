@@ -15,9 +15,14 @@ import { eventually, nodeKey, skipLab, upLab, wgPeers } from './lab-helpers.js';
 
 const peerIP = peerAllowedIP.split('/')[0]!;
 
-/** Routes a node has to a destination (any table). */
+/**
+ * Routes a node has to a destination (any table); through a next-hop object as `nhid` without its
+ * id (`ip route` prints the next hop's gateway and device after it), which a clean-up renumbers.
+ */
 const routesTo = (lab: Lab, node: string, dst: string) =>
-  run(['ip', '-n', lab.node(node).ns, 'route', 'show', 'table', 'all', 'to', dst]).trim();
+  run(['ip', '-n', lab.node(node).ns, 'route', 'show', 'table', 'all', 'to', dst])
+    .replace(/\bnhid \d+/g, 'nhid')
+    .trim();
 
 /** PIDs of the wireguard-go processes inside a node's namespace. */
 function wireGuardGoPids(lab: Lab, node: string): number[] {

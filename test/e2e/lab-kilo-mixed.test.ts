@@ -224,6 +224,10 @@ describe(
       const toKilo = await switchAgent(lab, 'loc1-n1', kilo, 'loc2-n1');
       await lab.converge(90_000);
       await checkAgreement(lab, granularity);
+      // kilo-ts's clean-up at SIGTERM took its routes' next-hop objects too: Kilo's agent uses none.
+      const ns = lab.node('loc1-n1').ns;
+      assert.equal(run(['ip', '-n', ns, 'nexthop', 'show', 'protocol', '107']).trim(), '', 'next hops of kilo-ts left');
+      assert.equal(run(['ip', '-n', ns, 'route', 'show', 'table', 'all', 'proto', '107']).trim(), '', 'routes left');
       console.log(
         `switch of loc1-n1 under traffic (cross): Kilo → kilo-ts ${toTs} ms lost, kilo-ts → Kilo ${toKilo} ms lost; ` +
           `test ${((Date.now() - t0) / 1000).toFixed(0)} s; load ${run(['cat', '/proc/loadavg']).trim()}`,

@@ -116,7 +116,8 @@ function markState(ns: TestNamespace): { rules: string[]; hostRoutes: string[]; 
     // A table that was never used "does not exist" (on stderr): no routes.
     inNs(ns, ['ip', f, 'route', 'show', 'table', '1108'])
       .stdout.split('\n')
-      .map((l) => l.trim())
+      // Through a next-hop object: `nhid` without its id, the order it was written in.
+      .map((l) => l.trim().replace(/\bnhid \d+/, 'nhid'))
       .filter((l) => l !== ''),
   );
   const kiloRoutes = ['-4', '-6']
@@ -201,8 +202,8 @@ test(
       '-6 1107:\tnot from all fwmark 0x453 lookup 1108',
     ]);
     assert.deepEqual(on.hostRoutes.sort(), [
-      `192.168.2.1 via ${b1WireGuardIP} dev kilo0 proto 107 src 192.168.1.1 onlink`,
-      `192.168.2.2 via ${oraclePlan(snapshot, 'b-2', mesh).wireGuardIP!.split('/')[0]} dev kilo0 proto 107 src 192.168.1.1 onlink`,
+      `192.168.2.1 nhid via ${b1WireGuardIP} dev kilo0 proto 107 src 192.168.1.1 onlink`,
+      `192.168.2.2 nhid via ${oraclePlan(snapshot, 'b-2', mesh).wireGuardIP!.split('/')[0]} dev kilo0 proto 107 src 192.168.1.1 onlink`,
       // The fail-closed guard: while kilo0 is away, host traffic to them is dropped, not sent in the clear.
       'blackhole 192.168.2.1 proto 107 metric 1',
       'blackhole 192.168.2.2 proto 107 metric 1',

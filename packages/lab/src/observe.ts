@@ -74,16 +74,20 @@ export function kiloIptables(ns: string): string[] {
 }
 
 /**
- * What a node's kernel holds that Kilo may have written: routes (every table but local), rules,
- * iptables (without counters), Kilo's nftables table, kilo0's addresses. Sorted lines: two nodes with the same state
- * give the same list whatever order it was written in.
+ * What a node's kernel holds that Kilo may have written: routes (every table but local), next-hop
+ * objects, rules, iptables (without counters), Kilo's nftables table, kilo0's addresses. Sorted
+ * lines: two nodes with the same state give the same list whatever order it was written in. A
+ * next hop's id is the order it was written in, so it is left out: a route through one is printed
+ * with the next hop's gateway, device and flags instead of its id (`nhid[via … dev …]`).
  */
 export function dataplaneFingerprint(ns: string): string[] {
+  const { nexthops, route } = withoutNexthopIds(run(['ip', '-n', ns, 'nexthop', 'show'], { allowFail: true }));
   const lines = [
     ...run(['ip', '-n', ns, '-4', 'route', 'show', 'table', 'all'])
       .split('\n')
       .filter((l) => !/\btable local\b/.test(l))
-      .map((l) => `route ${l}`),
+      .map((l) => `route ${route(l)}`),
+    ...nexthops.map((l) => `nexthop ${l}`),
     ...run(['ip', '-n', ns, '-4', 'rule', 'show'])
       .split('\n')
       .map((l) => `rule ${l}`),
@@ -106,4 +110,24 @@ export function dataplaneFingerprint(ns: string): string[] {
     .filter((l) => !/^\w+\s*$/.test(l))
     .map((l) => l.trim())
     .sort();
+}
+
+/**
+ * `ip nexthop show`'s lines without their ids, and `route` to print a line of `ip route show` with
+ * the next hop it goes through named by its gateway, device and flags (`nhid[via … dev …]`) instead
+ * of its id: ids are allocated in the order of writing, so two machines (or one before a clean-up
+ * and after) with the same routes may number them differently.
+ */
+export function withoutNexthopIds(nexthopShow: string): { nexthops: string[]; route: (line: string) => string } {
+  const hops = new Map<string, string>();
+  const nexthops = nexthopShow
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => {
+      const [, id = '', rest = l.trim()] = /^id (\d+) (.*)$/.exec(l.trim()) ?? [];
+      hops.set(id, rest.replace(/ (scope|proto) \S+/g, '').trim());
+      return rest;
+    });
+  const route = (line: string) => line.replace(/\bnhid (\d+)/, (_, id: string) => `nhid[${hops.get(id) ?? '?'}]`);
+  return { nexthops, route };
 }

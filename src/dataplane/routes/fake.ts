@@ -12,6 +12,7 @@ import type { DiffAgainst, Links, Ops } from '../types.js';
 import type { BatchFailure, BatchResult } from './batch.js';
 import { mainTableId } from './constants.js';
 import { ruleAddConflicts, ruleDeleteMatches, type RouteOp } from './diff.js';
+import { throughNexthop } from './nexthops.js';
 import { KiloRoutingTables, type KiloRouting, type RouteKernel, type RoutingRead } from './reconciler.js';
 import { defaultOwnership, routeKey, sameRoute, type KernelRoute, type KernelRule, type Ownership } from './state.js';
 
@@ -39,13 +40,22 @@ export function settle<T>(f: () => T): Promise<T> {
  * away when the kernel does (checked in a namespace, Linux 6.18; the links contract pins it):
  * - an interface down or away: every route through it, both families, any table or protocol; its
  *   IPv6 addresses go too (keep_addr_on_down 0), its IPv4 ones stay;
- * - an interface's last IPv4 address taken away: every IPv4 route through it (those via an IPv6
- *   next hop too); one of several taken away, or its IPv6 addresses, drops none, gateways no longer
+ * - an interface's last IPv4 address taken away: every plain IPv4 route through it (those via an
+ *   IPv6 gateway too), not one through a next-hop object (by `nhid`, which stays with its next hop,
+ *   see below); one of several taken away, or its IPv6 addresses, drops none, gateways no longer
  *   on a connected network or not;
  * - an IPv4 address no interface holds any more: the routes of the main table with it as source
  *   (other tables keep theirs); an IPv6 one: every IPv6 route keeps going, without that source.
  * Rules stay in every case, and so do routes that drop (no next hop: the fail-closed guard's). Not modelled: secondary addresses (one of a subnet deleted with its
  * primary when promote_secondaries is 0), the IPv6 routes of an MTU below 1280.
+ *
+ * Next-hop objects as IprouteRoutes writes them (nexthops.ts: an IPv4 route with a gateway, through
+ * one object per gateway, device and onlink flag): a route written with `nexthop` sits on one, made
+ * with the checks of a plain route (Linux refuses the object where it refuses the route, and the
+ * route is then written plain, with the plain route's error) and shared by every later route
+ * through the same gateway, which the gateway's checks no longer meet (the object stands). The
+ * object goes with its interface (down or away, its routes with it), never with an address; one no
+ * route uses is deleted after a write with no failure, as IprouteRoutes deletes it.
  */
 export class FakeKernel {
   readonly links = new Map<string, LinkState>();
@@ -60,6 +70,10 @@ export class FakeKernel {
   ];
   /** Write operations that reached the model (tests count them). */
   writes = 0;
+  /** The next-hop objects, by gateway, device and onlink flag (nexthopKey), with their device. */
+  private readonly nexthops = new Map<string, string>();
+  /** The routes held through a next-hop object (the objects byKey holds). */
+  private readonly onNexthop = new WeakSet<KernelRoute>();
 
   addLink(name: string, spec: Partial<LinkState> = {}): void {
     if (this.links.has(name)) fail(`RTNETLINK answers: File exists (${name})`);
@@ -74,6 +88,7 @@ export class FakeKernel {
     this.link(name);
     this.links.delete(name);
     this.dropRoutes((r) => r.dev === name);
+    this.dropNexthops(name);
   }
 
   link(name: string): LinkState {
@@ -84,6 +99,7 @@ export class FakeKernel {
     const l = this.link(name);
     if (l.up && !up) {
       this.dropRoutes((r) => r.dev === name);
+      this.dropNexthops(name);
       l.addresses = l.addresses.filter((a) => this.cidr(a).family === 4);
     }
     l.up = up;
@@ -112,11 +128,33 @@ export class FakeKernel {
     this.writes++;
     const { ip } = this.cidr(a);
     if (ip.family === 4 && !l.addresses.some((x) => this.cidr(x).family === 4))
-      this.dropRoutes((r) => r.family === 4 && r.dev === name);
+      this.dropRoutes((r) => r.family === 4 && r.dev === name && !this.onNexthop.has(r));
     if (this.isLocal(ip)) return;
     const from = (r: KernelRoute) => r.src !== null && r.family === ip.family && IP.parse(r.src).equals(ip);
     if (ip.family === 4) this.dropRoutes((r) => from(r) && r.table === mainTableId);
     else for (const r of this.routes) if (from(r)) r.src = null;
+  }
+
+  /** Whether `r` (one of `routes`) is held through a next-hop object. */
+  throughNexthop(r: KernelRoute): boolean {
+    return this.onNexthop.has(r);
+  }
+
+  /** The next-hop objects, as `gateway device[ onlink]`. */
+  get nexthopObjects(): string[] {
+    return [...this.nexthops.keys()];
+  }
+
+  private dropNexthops(dev: string): void {
+    for (const [k, d] of this.nexthops) if (d === dev) this.nexthops.delete(k);
+  }
+
+  /** Deletes the next-hop objects no route uses (IprouteRoutes does after a write with no failure). */
+  dropUnusedNexthops(): void {
+    if (this.nexthops.size === 0) return;
+    const used = new Set<string>();
+    for (const r of this.routes) if (this.onNexthop.has(r)) used.add(nexthopKey(r));
+    for (const k of this.nexthops.keys()) if (!used.has(k)) this.nexthops.delete(k);
   }
 
   /** Every route, any protocol, any table. */
@@ -194,20 +232,38 @@ export class FakeKernel {
     return r.type !== 'unicast' && r.family === 6 ? { ...r, dev: 'lo' } : { ...r };
   }
 
-  routeAdd(r: KernelRoute): void {
-    this.check(r);
+  /**
+   * Checks `r` as the kernel would and makes what holds it: through a next-hop object when asked
+   * (`nexthop`) and `r` is a route IprouteRoutes writes so, the object made if there is none.
+   */
+  private admit(r: KernelRoute, nexthop: boolean): KernelRoute {
+    const hop = nexthop && throughNexthop(r) ? nexthopKey(r) : null;
+    if (hop !== null && this.nexthops.has(hop)) {
+      // Through a standing object: only the route's own attributes are checked.
+      if (r.src !== null && !this.isLocal(IP.parse(r.src))) fail('Invalid prefsrc address');
+    } else this.check(r);
+    const held = this.held(r);
+    if (hop !== null) {
+      this.nexthops.set(hop, r.dev!);
+      this.onNexthop.add(held);
+    }
+    return held;
+  }
+
+  routeAdd(r: KernelRoute, nexthop = false): void {
     const k = routeKey(r);
+    const held = this.admit(r, nexthop);
     if (this.byKey.has(k)) fail('File exists');
-    this.byKey.set(k, [this.held(r)]);
+    this.byKey.set(k, [held]);
     this.writes++;
   }
 
   /** Like the kernel, replaces whatever route holds the key, whoever installed it. */
-  routeReplace(r: KernelRoute): void {
-    this.check(r);
+  routeReplace(r: KernelRoute, nexthop = false): void {
+    const held = this.admit(r, nexthop);
     const list = this.byKey.get(routeKey(r));
-    if (list) list[0] = this.held(r);
-    else this.byKey.set(routeKey(r), [this.held(r)]);
+    if (list) list[0] = held;
+    else this.byKey.set(routeKey(r), [held]);
     this.writes++;
   }
 
@@ -240,9 +296,21 @@ export class FakeKernel {
   }
 }
 
-/** RouteKernel over a FakeKernel: applies each change on its own, as `ip -force -batch` does. */
+/** A next-hop object's identity: gateway, device and onlink flag, as nexthops.ts keys them. */
+function nexthopKey(r: KernelRoute): string {
+  return `${r.gw} ${r.dev}${r.onlink ? ' onlink' : ''}`;
+}
+
+/**
+ * RouteKernel over a FakeKernel: applies each change on its own, as `ip -force -batch` does; the
+ * IPv4 routes with a gateway through next-hop objects, as IprouteRoutes (`nexthops` false: plain,
+ * as on a kernel without them).
+ */
 export class FakeRoutes implements RouteKernel {
-  constructor(readonly kernel: FakeKernel) {}
+  constructor(
+    readonly kernel: FakeKernel,
+    private readonly nexthops = true,
+  ) {}
 
   read(owner: Ownership): Promise<RoutingRead> {
     return settle(() => {
@@ -277,8 +345,8 @@ export class FakeRoutes implements RouteKernel {
     ops.forEach((op, index) => {
       try {
         if (op.kind === 'route') {
-          if (op.action === 'add') this.kernel.routeAdd(op.route);
-          else if (op.action === 'replace') this.kernel.routeReplace(op.route);
+          if (op.action === 'add') this.kernel.routeAdd(op.route, this.nexthops);
+          else if (op.action === 'replace') this.kernel.routeReplace(op.route, this.nexthops);
           else this.kernel.routeDel(op.route);
         } else if (op.action === 'add') this.kernel.ruleAdd(op.rule);
         else this.kernel.ruleDel(op.rule);
@@ -287,6 +355,7 @@ export class FakeRoutes implements RouteKernel {
         failures.push({ index, message: e.message });
       }
     });
+    if (failures.length === 0) this.kernel.dropUnusedNexthops();
     return { failures };
   }
 }

@@ -2,6 +2,7 @@ import type { Family } from '../../net/cidr.js';
 import { AddressMemo } from '../../net/memo.js';
 import { mainTableId } from './constants.js';
 import type { RouteOp } from './diff.js';
+import type { Hop } from './nexthops.js';
 import { routeTypeName } from './route-type.js';
 import { defaultMetric, gatewayText, markText, type KernelRoute, type KernelRule } from './state.js';
 
@@ -24,6 +25,8 @@ interface IpRouteJson {
   metric?: number;
   protocol?: string;
   nexthops?: unknown[];
+  /** Through a next-hop object (nexthops.ts). */
+  nhid?: number;
 }
 
 interface IpRuleJson {
@@ -76,6 +79,8 @@ export function parseRoutes(
   protocol: number,
   memo: AddressMemo = new AddressMemo(),
   expected?: ReadonlyMap<string, KernelRoute>,
+  /** Kilo's next hop of an id, for a route printed by `nhid` alone (nexthops.ts). */
+  hopOf?: (id: number) => Hop | undefined,
 ): KernelRoute[] {
   const entries = JSON.parse(json || '[]') as IpRouteJson[];
   const any = family === 4 ? '0.0.0.0/0' : '::/0';
@@ -85,9 +90,10 @@ export function parseRoutes(
     const metric = e.metric ?? defaultMetric(family);
     const type = e.type === undefined ? 'unicast' : routeTypeName(e.type);
     const kernelProtocol = numeric(e.protocol, protocolNames, protocol);
-    const onlink = e.flags?.includes('onlink') ?? false;
-    const dev = e.nexthops ? null : (e.dev ?? null);
-    const gw = e.gateway ?? e.via?.host;
+    const hop = e.nhid !== undefined && e.dev === undefined ? hopOf?.(e.nhid) : undefined;
+    const onlink = hop?.onlink ?? e.flags?.includes('onlink') ?? false;
+    const dev = e.nexthops ? null : (e.dev ?? hop?.dev ?? null);
+    const gw = e.gateway ?? e.via?.host ?? hop?.gw;
     // A host route is printed without its length.
     const dst =
       e.dst === undefined || e.dst === 'default' ? any : e.dst.includes('/') ? e.dst : `${e.dst}${hostLength}`;
@@ -169,9 +175,11 @@ function typed(action: RouteOp['action'], r: KernelRoute): string {
 }
 
 /** What follows a route line's destination. */
-function routeTail(action: RouteOp['action'], r: KernelRoute): string {
+function routeTail(action: RouteOp['action'], r: KernelRoute, nhid?: number): string {
   let line = '';
-  if (action !== 'del') {
+  // Through a next-hop object (nexthops.ts): the gateway, device and onlink are the object's.
+  if (action !== 'del' && nhid !== undefined) line += ` nhid ${nhid}${r.src ? ` src ${r.src}` : ''}`;
+  else if (action !== 'del') {
     if (r.gw) line += ` via ${gatewayText(r)}`;
     if (r.dev) line += ` dev ${r.dev}`;
     if (r.src) line += ` src ${r.src}`;
@@ -182,15 +190,17 @@ function routeTail(action: RouteOp['action'], r: KernelRoute): string {
 }
 
 /**
- * renderOp of each op. A plan's routes come in runs through one gateway (a location's pod CIDRs
- * behind its leader): a route like the one before it reuses the text after its destination.
+ * renderOp of each op, through the next hop `nexthopOf` gives a route (nexthops.ts). A plan's
+ * routes come in runs through one gateway (a location's pod CIDRs behind its leader): a route like
+ * the one before it reuses the text after its destination.
  */
-export function renderOps(ops: readonly RouteOp[]): string[] {
-  let last: { action: RouteOp['action']; route: KernelRoute; tail: string } | null = null;
+export function renderOps(ops: readonly RouteOp[], nexthopOf?: (op: RouteOp) => number | undefined): string[] {
+  let last: { action: RouteOp['action']; route: KernelRoute; nhid: number | undefined; tail: string } | null = null;
   return ops.map((op) => {
     if (op.kind !== 'route') return renderOp(op);
     const r = op.route;
-    const l = last?.action === op.action ? last.route : null;
+    const nhid = nexthopOf?.(op);
+    const l = last?.action === op.action && last.nhid === nhid ? last.route : null;
     const same =
       l !== null &&
       l.gw === r.gw &&
@@ -201,7 +211,7 @@ export function renderOps(ops: readonly RouteOp[]): string[] {
       l.metric === r.metric &&
       l.protocol === r.protocol &&
       l.family === r.family;
-    if (!same || !last) last = { action: op.action, route: r, tail: routeTail(op.action, r) };
+    if (!same || !last) last = { action: op.action, route: r, nhid, tail: routeTail(op.action, r, nhid) };
     return `route ${op.action} ${typed(op.action, r)}${last.tail}`;
   });
 }

@@ -3,6 +3,7 @@ import type { Family } from '../../net/cidr.js';
 import { AddressMemo } from '../../net/memo.js';
 import { runBatch, type BatchResult } from './batch.js';
 import type { RouteOp } from './diff.js';
+import { Nexthops } from './nexthops.js';
 import { batchesOf, defaultSplitAt } from './schedule.js';
 import { parseRoutes, parseRules, renderOps } from './iproute.js';
 import { KiloRoutingTables, type KiloRouting, type RouteKernel, type RoutingRead } from './reconciler.js';
@@ -34,14 +35,27 @@ export class IprouteRoutes implements RouteKernel {
    * size it by the read alone, which asks for few texts (routes equal to the plan's are taken
    * whole), and the next plan would find it emptied and parse every route again.
    */
+  /**
+   * Kilo's next-hop objects (nexthops.ts); null where the kernel or iproute2 has none (found on the
+   * first read, once): then gateway routes are written plain, as `via`.
+   */
+  private nexthops: Nexthops | null;
+  /** The owner's protocol, for the next hops Kilo writes: the last read's. */
+  private protocol: number = defaultOwnership.protocol;
+  /** Applies begun and ended: a read that saw one of them does not replace what the apply followed. */
+  private writes = 0;
+
   constructor(
     private readonly exec: Exec,
     addresses?: AddressMemo,
     /** Free routes from which a batch is split in two (see batchesOf). */
     private readonly splitAt = defaultSplitAt,
+    /** false: gateway routes plain (`via`), as on a kernel without next-hop objects. */
+    nexthops = true,
   ) {
     this.addresses = addresses ?? new AddressMemo();
     this.ownsMemo = addresses === undefined;
+    this.nexthops = nexthops ? new Nexthops(() => this.protocol) : null;
   }
 
   /** The reads behind `read`: routes by Kilo's protocol and all rules (filtered here by priority), per family. */
@@ -56,9 +70,18 @@ export class IprouteRoutes implements RouteKernel {
 
   async read(owner: Ownership): Promise<RoutingRead> {
     const reads = this.reads(owner);
-    const texts = await Promise.all(
-      reads.map((r) => Promise.all([this.show(r.family, r.routes), this.show(r.family, r.rules)])),
-    );
+    const writes = this.writes;
+    this.protocol = owner.protocol;
+    const [texts, nexthops] = await Promise.all([
+      Promise.all(reads.map((r) => Promise.all([this.show(r.family, r.routes), this.show(r.family, r.rules)]))),
+      this.showNexthops(),
+    ]);
+    // A read taken while this reader wrote may miss routes the write has followed since.
+    if (this.nexthops && nexthops !== null && writes === this.writes && writes % 2 === 0)
+      this.nexthops.read(
+        nexthops,
+        reads.map((r, i) => ({ family: r.family, json: texts[i]![0] })),
+      );
     // Listed by Kilo's protocol: any route is one of Kilo's (and a megabyte is not parsed to say so).
     const empty = texts.every(
       ([routes, rules], i) =>
@@ -78,12 +101,35 @@ export class IprouteRoutes implements RouteKernel {
     )
       return last.routing;
     const families = reads.map((r, i) => ({
-      routes: parseRoutes(texts[i]![0], r.family, owner.protocol, this.addresses, expected),
+      routes: parseRoutes(texts[i]![0], r.family, owner.protocol, this.addresses, expected, (id) =>
+        this.nexthops?.hops.get(id),
+      ),
       rules: parseRules(texts[i]![1], r.family, owner.priority, this.addresses),
     }));
     const routing = { routes: families.flatMap((f) => f.routes), rules: families.flatMap((f) => f.rules) };
     this.last = { owner, expected, texts, routing };
     return routing;
+  }
+
+  /** `ip -N -j nexthop show`: every next hop, for the ids Kilo's take and the ones that are Kilo's. */
+  private async showNexthops(): Promise<string | null> {
+    if (!this.nexthops) return null;
+    try {
+      return (await this.exec.run(['ip', '-N', '-j', 'nexthop', 'show'])).stdout;
+    } catch (e) {
+      if (!(e instanceof ExecError)) throw e;
+      // A kernel before 5.3 or an iproute2 without `ip nexthop`: plain routes from now on.
+      this.nexthops = null;
+      return null;
+    }
+  }
+
+  /**
+   * Whether Kilo's next hops include some no route uses (a crash's, a clean-up's): an apply with no
+   * route to write still removes them.
+   */
+  stale(): boolean {
+    return (this.nexthops?.unused().length ?? 0) > 0;
   }
 
   /** `ip -N -j -F …`; a kernel booted with IPv6 disabled has no IPv6 state rather than an error. */
@@ -101,8 +147,58 @@ export class IprouteRoutes implements RouteKernel {
    * together), once `after` resolves (their lines are made before).
    */
   async apply(ops: readonly RouteOp[], after?: Promise<unknown>): Promise<BatchResult> {
-    const lines = renderOps(ops);
+    const nexthops = this.nexthops;
+    const hops = nexthops?.plan(ops);
+    let lines = renderOps(ops, hops?.idOf);
     await after;
+    this.writes++;
+    try {
+      if (nexthops && hops && hops.adds.length > 0) {
+        // Before the routes that use them; a route whose next hop the kernel refused is written plain.
+        const refused = new Set((await runBatch(this.exec, hops.adds)).failures.map((f) => f.index));
+        nexthops.added(hops, refused);
+        if (refused.size > 0) lines = renderOps(ops, hops.idOf);
+      }
+      const out = await this.applyLines(ops, lines);
+      if (nexthops && hops)
+        await this.tidy(
+          nexthops,
+          ops,
+          ops.map((op) => hops.idOf(op)),
+          out,
+        );
+      return out;
+    } finally {
+      this.writes++;
+    }
+  }
+
+  /**
+   * Follows the routes that took effect and, when every line did (a line iproute2 did not confirm
+   * may have moved a route to a new next hop), deletes Kilo's next hops no route uses any more:
+   * the kernel would delete a route with its next hop.
+   */
+  private async tidy(
+    nexthops: Nexthops,
+    ops: readonly RouteOp[],
+    ids: readonly (number | undefined)[],
+    out: BatchResult,
+  ): Promise<void> {
+    const failed = new Set(out.failures.map((f) => f.index));
+    const done = failed.size === 0 ? ops : ops.filter((_, i) => !failed.has(i));
+    nexthops.wrote(done, failed.size === 0 ? ids : ids.filter((_, i) => !failed.has(i)));
+    if (failed.size > 0) return;
+    const unused = nexthops.unused();
+    if (unused.length === 0) return;
+    const result = await runBatch(
+      this.exec,
+      unused.map((id) => `nexthop del id ${id}`),
+    );
+    const kept = new Set(result.failures.map((f) => f.index));
+    nexthops.deleted(unused.filter((_, i) => !kept.has(i)));
+  }
+
+  private async applyLines(ops: readonly RouteOp[], lines: readonly string[]): Promise<BatchResult> {
     const out: BatchResult = { failures: [] };
     for (const phase of batchesOf(ops, this.splitAt)) {
       const results = await Promise.all(

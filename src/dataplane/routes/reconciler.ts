@@ -50,6 +50,8 @@ export interface RouteKernel {
   read(owner: Ownership): Promise<RoutingRead>;
   /** Applies `ops` once `after` resolves (what can be done before, e.g. rendering them, is). */
   apply(ops: readonly RouteOp[], after?: Promise<unknown>): Promise<BatchResult>;
+  /** Whether the machine holds something of Kilo's an apply removes even with no ops (unused next hops). */
+  stale?(): boolean;
 }
 
 const noGuard: readonly PlanGuardRoute[] = [];
@@ -294,7 +296,7 @@ export class KiloRoutingTables implements RoutingTables {
   }
 
   private async apply(ops: readonly RouteOp[], failures: ApplyFailure[], after?: Promise<unknown>): Promise<Ops> {
-    const result = ops.length === 0 ? { failures: [] } : await this.kernel.apply(ops, after);
+    const result = ops.length === 0 && !this.kernel.stale?.() ? { failures: [] } : await this.kernel.apply(ops, after);
     const failed = new Map(result.failures.map((f) => [f.index, f.message]));
     const applied = failed.size === 0 ? ops : ops.filter((_, i) => !failed.has(i));
     for (const [i, message] of [...failed].sort((a, b) => a[0] - b[0]))

@@ -21,6 +21,8 @@ interface KernelRouteJson {
   dev?: string;
   table?: string;
   metric?: number;
+  /** Through a next-hop object of kg's (an IPv4 route with a gateway). */
+  nhid?: number;
 }
 
 const pick = <T>(items: readonly T[], n: number): T => items[n % items.length]!;
@@ -114,10 +116,12 @@ async function performOne(f: ScheduledFault, c: FaultContext): Promise<string | 
         if (routes.length === 0) continue;
         const victim = pick(routes, f.target);
         const table = victim.table ?? 'main';
-        // Named exactly (type, interface, metric): Linux takes an IPv4 delete without a metric as any
+        // Named exactly (type, next hop, metric): Linux takes an IPv4 delete without a metric as any
         // metric, and would remove the guard at the same destination instead once the route is gone.
+        // A route through a next-hop object matches no `dev` (nor `via`), only its `nhid`.
         const exact = ['unicast', victim.dst, 'table', table, 'proto', '107'];
-        if (victim.dev) exact.push('dev', victim.dev);
+        if (victim.nhid !== undefined) exact.push('nhid', String(victim.nhid));
+        else if (victim.dev) exact.push('dev', victim.dev);
         if (victim.metric !== undefined) exact.push('metric', String(victim.metric));
         run(['ip', '-n', n.ns, 'route', 'del', ...exact]);
         return {
