@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -45,14 +45,4 @@ test('kgctl run through its #! line takes the code cache the build trained', () 
   assert.equal(r.status, 0, r.stderr);
   assert.equal((JSON.parse(r.stdout) as { node: string }).node, 'aws-euw-1');
   assert.deepEqual(JSON.parse(r.stderr.split('\n').at(-1)!), { rejected: false });
-});
-
-test("kg's and kgctl's scripts are ASCII: Node reads one character past it as a two-byte string, twice the bytes", () => {
-  const scripts = readdirSync(join(root, 'dist', 'cli')).filter((f) => /^kg(ctl)?-[0-9a-f]+\.cjs$/.test(f));
-  assert.equal(scripts.length, 2);
-  for (const f of scripts) {
-    const text = readFileSync(join(root, 'dist', 'cli', f), 'utf8');
-    const at = text.search(/[^\x00-\x7f]/);
-    assert.equal(at, -1, `${f}: ${JSON.stringify(text.slice(at - 40, at + 10))}`);
-  }
 });
