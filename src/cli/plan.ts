@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import { toYaml } from './yaml-output.js';
 import { planOf } from '../mesh/compute.js';
 import { renderPlanText } from './plan-text.js';
+import { printIndentedJson } from './json-output.js';
 import { addMeshFlags, type MeshFlagValues } from './flags.js';
 import { addLiveFlags, loadCluster } from './cluster.js';
 
@@ -34,7 +35,7 @@ export function planCommand(): Command {
         process.stdout.write(
           renderPlanText(plan, { firewall: flags.firewall === 'nftables' ? 'nftables' : 'iptables' }),
         );
-      else process.stdout.write(`${JSON.stringify(plan, null, 2)}\n`);
+      else printIndentedJson(plan);
     },
   );
 }

@@ -338,7 +338,7 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
   // kilo-ts's relays (docs/relays.md): set only when present, so other nodes read as before.
   const relayed: { relay?: RelayRole; unreachable?: readonly string[]; spoke?: true } = {};
   // Without an announcement there is no role (relayRole): no label made for an error that cannot come.
-  const role = a[Annotation.meshFlags] === undefined ? undefined : relayRole(a, `Node ${JSON.stringify(name)}`);
+  const role = a[Annotation.meshFlags] === undefined ? undefined : relayRole(a, name);
   if (role instanceof ValidationError) r.fail(role.field, a[Annotation.relay], role.reason);
   else if (role !== undefined) relayed.relay = role;
   const ur = a[Annotation.unreachable];
@@ -369,12 +369,10 @@ export function parseNode(input: unknown, options: ParseOptions = {}): Parsed<Ki
     ciliumInternalIP,
     leaderHealth,
   };
-  const plain =
-    !ipv6Endpoint &&
-    !wireGuardIPv6 &&
-    relayed.relay === undefined &&
-    relayed.unreachable === undefined &&
-    !relayed.spoke;
+  const plain = !ipv6Endpoint && !wireGuardIPv6 && relayed.unreachable === undefined && !relayed.spoke;
+  // Every node of a kilo-ts mesh has a relay role, and only that: added last, where withRare's
+  // spread puts it, without a copy of the node.
+  if (plain && relayed.relay !== undefined) (node as { relay?: RelayRole }).relay = relayed.relay;
   return r.result(plain ? node : withRare(node, ipv6Endpoint, wireGuardIPv6, relayed));
 }
 

@@ -58,12 +58,14 @@ export function parseUnreachable(text: string, object: string): string[] | Valid
  */
 export function relayRole(
   annotations: Readonly<Record<string, string>>,
-  object: string,
+  nodeName: string,
 ): RelayRole | undefined | ValidationError {
   const flags = annotations[Annotation.meshFlags];
   if (flags === undefined) return undefined;
+  // The node's label is made for an error only: every node of a kilo-ts mesh comes through here.
+  const object = () => `Node ${JSON.stringify(nodeName)}`;
   if (flags.includes('"relay"')) {
-    const parsed = parseMeshFlags(flags, object);
+    const parsed = parseMeshFlags(flags, object());
     if (!(parsed instanceof ValidationError) && parsed.relay === false) return 'never';
   }
   const mark = annotations[Annotation.relay];
@@ -71,7 +73,7 @@ export function relayRole(
   const v = mark.trim().toLowerCase();
   if (v === 'true') return 'prefer';
   if (v === 'false') return 'never';
-  return new ValidationError(object, `metadata.annotations["${Annotation.relay}"]`, mark, 'not "true" or "false"');
+  return new ValidationError(object(), `metadata.annotations["${Annotation.relay}"]`, mark, 'not "true" or "false"');
 }
 
 /** kilo.squat.ai/spoke: "true" or "false" (absent: false); another value is an error naming the field. */

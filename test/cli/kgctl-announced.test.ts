@@ -124,6 +124,21 @@ describe('kgctl and the flags the agents announce', () => {
     );
   });
 
+  test('one malformed text on two nodes is a warning for each (a text read once is a good one)', () => {
+    const file = snapshot('bad-twice.json', (n) =>
+      n === 'c' ? formatMeshFlags(agents) : formatMeshFlags(agents).replace('"never"', '5'),
+    );
+    const { plan: p, stderr } = plan('c', '--cluster', file);
+    assert.deepEqual(
+      stderr.trim().split('\n'),
+      ['a', 'b'].map(
+        (n) =>
+          `warning: ignoring the announced flags of Node "${n}": field metadata.annotations["kilo.squat.ai/mesh-flags"].encapsulate: Invalid option: expected one of "never"|"crosssubnet"|"always": 5`,
+      ),
+    );
+    assert.equal(p.encapsulate, 'never');
+  });
+
   test('agents announcing Lease election: offline there are no Leases, so the annotation rule, with a warning', () => {
     const file = snapshot('lease.json', () => formatMeshFlags({ ...agents, leaderElection: 'lease' }));
     const { stderr } = plan('c', '--cluster', file);
