@@ -1,14 +1,15 @@
 import type { Cidr, IP } from '../net/cidr.js';
 import { ofFamily } from '../net/family.js';
 import { formatEndpoint } from '../model/parse.js';
-import type { KiloNode, KiloPeer } from '../model/types.js';
+import type { Endpoint, KiloNode, KiloPeer } from '../model/types.js';
 import { encapsulatorOf, type Encapsulator } from '../encapsulation/index.js';
 import { endpointFor } from './endpoint-family.js';
 import { planFirewall } from './firewall.js';
 import { planGuard } from './guard.js';
 import { withRelays } from './relay-plan.js';
 import type { MeshOptions } from './options.js';
-import { effectiveEndpoint, groupSegments, remoteSegments, type Topology } from './topology.js';
+import { effectiveEndpoint, groupSegments, remoteSegments, type Segment, type Topology } from './topology.js';
+import type { PlanMemo, SegmentPart } from './plan-memo.js';
 import {
   hostTable,
   kiloTable,
@@ -26,9 +27,16 @@ import {
  * of the encapsulation the options choose (whoever programs the machine passes the part of the same
  * choice it runs the devices of).
  */
-export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = encapsulatorOf(options)): Plan {
+export function planNode(
+  t: Topology,
+  options: MeshOptions,
+  enc: Encapsulator = encapsulatorOf(options),
+  memo?: PlanMemo,
+): Plan {
   const { node, leader } = t.local;
-  const routing = leader ? leaderRoutes(t, options, enc) : followerRoutes(t, options, enc);
+  // A leader's peer and routes of each remote segment, made together (the last pass's where the memo has them).
+  const parts = leader ? segmentParts(t, options, enc, memo) : [];
+  const routing = leader ? leaderRoutes(t, options, enc, parts) : followerRoutes(t, options, enc);
   // With the mask of the mesh subnet of each address's family.
   const wireGuardIPs = leader
     ? t.local.segment.wireGuardIPs.map((ip) => `${ip.text}/${ofFamily(t.subnets, ip.family)!.prefix}`)
@@ -50,7 +58,7 @@ export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = 
     fwmark: leader && options.routeHostTraffic ? wireGuardMark : null,
     privateKey: { path: options.privateKeyPath },
     interfaceUp: leader,
-    peers: leader ? wireGuardPeers(t) : [],
+    peers: leader ? wireGuardPeers(t, parts) : [],
     routes: routing.routes,
     rules: routing.rules,
     firewall: planFirewall(t, options, enc),
@@ -60,24 +68,82 @@ export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = 
   return withRelays(plan, t, options);
 }
 
-function wireGuardPeers(t: Topology): PlanPeer[] {
+function wireGuardPeers(t: Topology, parts: readonly SegmentPart[]): PlanPeer[] {
   const keepalive = t.local.node.persistentKeepalive;
-  const self = t.local.node;
-  const peers: PlanPeer[] = remoteSegments(t).map((s) => {
-    const annotated = endpointFor(self, s.leader);
-    const e = effectiveEndpoint(t, annotated, s.leader.key!, s.leader.persistentKeepalive, s.leader.location);
-    return {
-      kind: 'segment',
-      names: s.nodes.map((n) => n.name),
-      publicKey: s.leader.key!,
-      endpoint: e ? formatEndpoint(e) : null,
-      allowedIPs: s.allowedIPs.map((c) => c.networkText),
-      persistentKeepalive: keepalive,
-      presharedKey: null,
-    };
-  });
+  const peers: PlanPeer[] = parts.map((p) => p.peer);
   for (const p of t.peers) peers.push(peerOf(t, p, keepalive));
   return peers;
+}
+
+/** Each remote segment's part of a leader's plan, in segment order; with a memo, the last pass's where it holds. */
+function segmentParts(t: Topology, options: MeshOptions, enc: Encapsulator, memo?: PlanMemo): SegmentPart[] {
+  const self = t.local.node;
+  const remote = remoteSegments(t);
+  const parts = new Array<SegmentPart>(remote.length);
+  memo?.begin(options, enc, self);
+  for (let i = 0; i < remote.length; i++) {
+    const s = remote[i]!;
+    const e = effectiveEndpoint(
+      t,
+      endpointFor(self, s.leader),
+      s.leader.key!,
+      s.leader.persistentKeepalive,
+      s.leader.location,
+    );
+    parts[i] = memo ? memo.part(s, e, () => segmentPart(t, options, s, e)) : segmentPart(t, options, s, e);
+  }
+  memo?.end();
+  return parts;
+}
+
+/** A remote segment's WireGuard peer and routes through kilo, `e` the endpoint the local node dials. */
+function segmentPart(t: Topology, options: MeshOptions, s: Segment, e: Endpoint | null): SegmentPart {
+  const peer: PlanPeer = {
+    kind: 'segment',
+    names: s.nodes.map((n) => n.name),
+    publicKey: s.leader.key!,
+    endpoint: e ? formatEndpoint(e) : null,
+    allowedIPs: s.allowedIPs.map((c) => c.networkText),
+    persistentKeepalive: t.local.node.persistentKeepalive,
+    presharedKey: null,
+  };
+  const routes: PlanRoute[] = [];
+  const own = t.local.node.internalIPs;
+  const ruleBased = options.routeHostTraffic;
+  const endpointIP = e?.ip;
+  for (let j = 0; j < s.nodes.length; j++) {
+    const n = s.nodes[j]!;
+    for (let k = 0; k < n.podCIDRs.length; k++) routes.push(viaKilo(own, n.podCIDRs[k]!, s.wireGuardIPs));
+    for (let k = 0; k < n.internalIPs.length; k++) {
+      const internal = n.internalIPs[k]!.ip;
+      const host = viaKilo(own, internal.toHostCidr(), s.wireGuardIPs);
+      if (ruleBased) routes.push({ ...host, table: hostTable });
+      // Without the mark, a node reachable only at its endpoint IP cannot be routed to through
+      // the tunnel that carries its own packets.
+      else if (!internal.equals(endpointIP)) routes.push(host);
+    }
+  }
+  if (s.allowedLocationIPs.length > 0)
+    for (const c of s.allowedLocationIPs) routes.push(viaKilo(own, c, s.wireGuardIPs));
+  return { peer, routes };
+}
+
+/** A route through kilo from a leader with internal IPs `own`. */
+function viaKilo(own: readonly Cidr[], dst: Cidr, segmentIPs: readonly IP[] | null): PlanRoute {
+  // WireGuard picks the peer by allowed IPs, so the gateway is only a label: an IPv6 pod CIDR in
+  // a cluster with an IPv4 WireGuard subnet goes without one (Linux has no IPv4 next hop for an
+  // IPv6 route, and Kilo's route would be rejected).
+  const gw = segmentIPs && ofFamily(segmentIPs, dst.family);
+  // A source of the other family makes the route invalid (an IPv6 Peer IP in an IPv4 cluster).
+  const src = ofFamily(own, dst.family);
+  return {
+    dst: dst.networkText,
+    gw: gw ? gw.text : null,
+    dev: 'kilo',
+    src: src ? src.ip.text : null,
+    table: 'main',
+    onlink: !!gw,
+  };
 }
 
 function peerOf(t: Topology, p: KiloPeer, keepalive: number): PlanPeer {
@@ -177,27 +243,11 @@ function localRoutes(t: Topology, options: MeshOptions, enc: Encapsulator, out: 
   }
 }
 
-function leaderRoutes(t: Topology, options: MeshOptions, enc: Encapsulator): Routing {
+function leaderRoutes(t: Topology, options: MeshOptions, enc: Encapsulator, parts: readonly SegmentPart[]): Routing {
   const out: Routing = { routes: [], rules: [] };
   localRoutes(t, options, enc, out, true);
   returnRoutes(t, enc, out);
   const own = t.local.node.internalIPs;
-  const viaKilo = (dst: Cidr, segmentIPs: readonly IP[] | null): PlanRoute => {
-    // WireGuard picks the peer by allowed IPs, so the gateway is only a label: an IPv6 pod CIDR in
-    // a cluster with an IPv4 WireGuard subnet goes without one (Linux has no IPv4 next hop for an
-    // IPv6 route, and Kilo's route would be rejected).
-    const gw = segmentIPs && ofFamily(segmentIPs, dst.family);
-    // A source of the other family makes the route invalid (an IPv6 Peer IP in an IPv4 cluster).
-    const src = ofFamily(own, dst.family);
-    return {
-      dst: dst.networkText,
-      gw: gw ? gw.text : null,
-      dev: 'kilo',
-      src: src ? src.ip.text : null,
-      table: 'main',
-      onlink: !!gw,
-    };
-  };
   // Rule-based routing (wireguard.com/netns): WireGuard marks its own packets, and only unmarked
   // packets consult the table of internal-IP routes, so the tunnel's UDP to an endpoint that is
   // also an internal IP keeps following the main table.
@@ -205,32 +255,11 @@ function leaderRoutes(t: Topology, options: MeshOptions, enc: Encapsulator): Rou
   if (ruleBased) {
     out.rules.push({ src: null, dst: null, table: hostTable, iif: null, fwmark: wireGuardMark, invert: true });
   }
-  const remote = remoteSegments(t);
-  for (let i = 0; i < remote.length; i++) {
-    const s = remote[i]!;
-    const endpointIP = effectiveEndpoint(
-      t,
-      endpointFor(t.local.node, s.leader),
-      s.leader.key!,
-      s.leader.persistentKeepalive,
-      s.leader.location,
-    )?.ip;
-    for (let j = 0; j < s.nodes.length; j++) {
-      const n = s.nodes[j]!;
-      for (let k = 0; k < n.podCIDRs.length; k++) out.routes.push(viaKilo(n.podCIDRs[k]!, s.wireGuardIPs));
-      for (let k = 0; k < n.internalIPs.length; k++) {
-        const internal = n.internalIPs[k]!.ip;
-        const host = viaKilo(internal.toHostCidr(), s.wireGuardIPs);
-        if (ruleBased) out.routes.push({ ...host, table: hostTable });
-        // Without the mark, a node reachable only at its endpoint IP cannot be routed to through
-        // the tunnel that carries its own packets.
-        else if (!internal.equals(endpointIP)) out.routes.push(host);
-      }
-    }
-    if (s.allowedLocationIPs.length > 0)
-      for (const c of s.allowedLocationIPs) out.routes.push(viaKilo(c, s.wireGuardIPs));
+  for (let i = 0; i < parts.length; i++) {
+    const routes = parts[i]!.routes;
+    for (let j = 0; j < routes.length; j++) out.routes.push(routes[j]!);
   }
-  for (const p of t.peers) for (const c of p.allowedIPs) out.routes.push(viaKilo(c, null));
+  for (const p of t.peers) for (const c of p.allowedIPs) out.routes.push(viaKilo(own, c, null));
   return out;
 }
 
