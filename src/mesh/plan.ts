@@ -9,7 +9,7 @@ import { planGuard } from './guard.js';
 import { withRelays } from './relay-plan.js';
 import type { MeshOptions } from './options.js';
 import { effectiveEndpoint, groupSegments, remoteSegments, type Segment, type Topology } from './topology.js';
-import type { PlanMemo, SegmentPart } from './plan-memo.js';
+import type { PlanMemo } from './plan-memo.js';
 import {
   hostTable,
   kiloTable,
@@ -34,9 +34,9 @@ export function planNode(
   memo?: PlanMemo,
 ): Plan {
   const { node, leader } = t.local;
-  // A leader's peer and routes of each remote segment, made together (the last pass's where the memo has them).
-  const parts = leader ? segmentParts(t, options, enc, memo) : [];
-  const routing = leader ? leaderRoutes(t, options, enc, parts) : followerRoutes(t, options, enc);
+  const routing: Routing & { segmentPeers?: PlanPeer[] } = leader
+    ? leaderRoutes(t, options, enc, memo)
+    : followerRoutes(t, options, enc);
   // With the mask of the mesh subnet of each address's family.
   const wireGuardIPs = leader
     ? t.local.segment.wireGuardIPs.map((ip) => `${ip.text}/${ofFamily(t.subnets, ip.family)!.prefix}`)
@@ -58,7 +58,7 @@ export function planNode(
     fwmark: leader && options.routeHostTraffic ? wireGuardMark : null,
     privateKey: { path: options.privateKeyPath },
     interfaceUp: leader,
-    peers: leader ? wireGuardPeers(t, parts) : [],
+    peers: leader ? wireGuardPeers(t, routing.segmentPeers ?? []) : [],
     routes: routing.routes,
     rules: routing.rules,
     firewall: planFirewall(t, options, enc),
@@ -68,18 +68,26 @@ export function planNode(
   return withRelays(plan, t, options);
 }
 
-function wireGuardPeers(t: Topology, parts: readonly SegmentPart[]): PlanPeer[] {
+function wireGuardPeers(t: Topology, segmentPeers: PlanPeer[]): PlanPeer[] {
   const keepalive = t.local.node.persistentKeepalive;
-  const peers: PlanPeer[] = parts.map((p) => p.peer);
-  for (const p of t.peers) peers.push(peerOf(t, p, keepalive));
-  return peers;
+  for (const p of t.peers) segmentPeers.push(peerOf(t, p, keepalive));
+  return segmentPeers;
 }
 
-/** Each remote segment's part of a leader's plan, in segment order; with a memo, the last pass's where it holds. */
-function segmentParts(t: Topology, options: MeshOptions, enc: Encapsulator, memo?: PlanMemo): SegmentPart[] {
+/**
+ * Each remote segment's peer (returned, in segment order) and routes through kilo (onto `routes`),
+ * made together; with a memo, the last pass's where it holds them.
+ */
+function segmentParts(
+  t: Topology,
+  options: MeshOptions,
+  enc: Encapsulator,
+  routes: PlanRoute[],
+  memo?: PlanMemo,
+): PlanPeer[] {
   const self = t.local.node;
   const remote = remoteSegments(t);
-  const parts = new Array<SegmentPart>(remote.length);
+  const peers = new Array<PlanPeer>(remote.length);
   memo?.begin(options, enc, self);
   for (let i = 0; i < remote.length; i++) {
     const s = remote[i]!;
@@ -90,14 +98,23 @@ function segmentParts(t: Topology, options: MeshOptions, enc: Encapsulator, memo
       s.leader.persistentKeepalive,
       s.leader.location,
     );
-    parts[i] = memo ? memo.part(s, e, () => segmentPart(t, options, s, e)) : segmentPart(t, options, s, e);
+    if (!memo) {
+      peers[i] = segmentPart(t, options, s, e, routes);
+      continue;
+    }
+    const part = memo.part(s, e, () => {
+      const own: PlanRoute[] = [];
+      return { peer: segmentPart(t, options, s, e, own), routes: own };
+    });
+    peers[i] = part.peer;
+    for (let j = 0; j < part.routes.length; j++) routes.push(part.routes[j]!);
   }
   memo?.end();
-  return parts;
+  return peers;
 }
 
-/** A remote segment's WireGuard peer and routes through kilo, `e` the endpoint the local node dials. */
-function segmentPart(t: Topology, options: MeshOptions, s: Segment, e: Endpoint | null): SegmentPart {
+/** A remote segment's WireGuard peer, and its routes through kilo onto `routes`; `e` the endpoint the local node dials. */
+function segmentPart(t: Topology, options: MeshOptions, s: Segment, e: Endpoint | null, routes: PlanRoute[]): PlanPeer {
   const peer: PlanPeer = {
     kind: 'segment',
     names: s.nodes.map((n) => n.name),
@@ -107,7 +124,6 @@ function segmentPart(t: Topology, options: MeshOptions, s: Segment, e: Endpoint 
     persistentKeepalive: t.local.node.persistentKeepalive,
     presharedKey: null,
   };
-  const routes: PlanRoute[] = [];
   const own = t.local.node.internalIPs;
   const ruleBased = options.routeHostTraffic;
   const endpointIP = e?.ip;
@@ -125,7 +141,7 @@ function segmentPart(t: Topology, options: MeshOptions, s: Segment, e: Endpoint 
   }
   if (s.allowedLocationIPs.length > 0)
     for (const c of s.allowedLocationIPs) routes.push(viaKilo(own, c, s.wireGuardIPs));
-  return { peer, routes };
+  return peer;
 }
 
 /** A route through kilo from a leader with internal IPs `own`. */
@@ -243,7 +259,12 @@ function localRoutes(t: Topology, options: MeshOptions, enc: Encapsulator, out: 
   }
 }
 
-function leaderRoutes(t: Topology, options: MeshOptions, enc: Encapsulator, parts: readonly SegmentPart[]): Routing {
+function leaderRoutes(
+  t: Topology,
+  options: MeshOptions,
+  enc: Encapsulator,
+  memo?: PlanMemo,
+): Routing & { segmentPeers: PlanPeer[] } {
   const out: Routing = { routes: [], rules: [] };
   localRoutes(t, options, enc, out, true);
   returnRoutes(t, enc, out);
@@ -255,12 +276,9 @@ function leaderRoutes(t: Topology, options: MeshOptions, enc: Encapsulator, part
   if (ruleBased) {
     out.rules.push({ src: null, dst: null, table: hostTable, iif: null, fwmark: wireGuardMark, invert: true });
   }
-  for (let i = 0; i < parts.length; i++) {
-    const routes = parts[i]!.routes;
-    for (let j = 0; j < routes.length; j++) out.routes.push(routes[j]!);
-  }
+  const segmentPeers = segmentParts(t, options, enc, out.routes, memo);
   for (const p of t.peers) for (const c of p.allowedIPs) out.routes.push(viaKilo(own, c, null));
-  return out;
+  return { ...out, segmentPeers };
 }
 
 /** A non-leader sends everything remote to its segment leader over the private network. */
