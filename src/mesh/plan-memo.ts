@@ -101,43 +101,31 @@ export class PlanMemo {
   }
 }
 
-function sameMembers(a: readonly KiloNode[], b: readonly KiloNode[]): boolean {
+/** Two lists of equal length whose items are the same objects or `equal`. */
+function sameList<T>(a: readonly T[], b: readonly T[], equal: (x: T, y: T) => boolean): boolean {
   if (a === b) return true;
   if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i]!;
-    const y = b[i]!;
-    // A heartbeat makes a new object of an unchanged node: compare what a part reads of it.
-    if (
-      x !== y &&
-      (x.name !== y.name ||
-        x.key !== y.key ||
-        !sameCidrs(x.podCIDRs, y.podCIDRs) ||
-        !sameCidrs(x.internalIPs, y.internalIPs))
-    )
-      return false;
-  }
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && !equal(a[i]!, b[i]!)) return false;
   return true;
 }
+
+/** A heartbeat makes a new object of an unchanged node: compared as far as a part reads it. */
+const sameMembers = (a: readonly KiloNode[], b: readonly KiloNode[]) =>
+  sameList(
+    a,
+    b,
+    (x, y) =>
+      x.name === y.name &&
+      x.key === y.key &&
+      sameCidrs(x.podCIDRs, y.podCIDRs) &&
+      sameCidrs(x.internalIPs, y.internalIPs),
+  );
 
 /** Equal addresses with equal masks (host bits too: an internal IP is an address with its mask). */
-function sameCidrs(a: readonly Cidr[], b: readonly Cidr[]): boolean {
-  if (a === b) return true;
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i]!;
-    const y = b[i]!;
-    if (x !== y && (x.prefix !== y.prefix || !x.ip.equals(y.ip))) return false;
-  }
-  return true;
-}
+const sameCidrs = (a: readonly Cidr[], b: readonly Cidr[]) =>
+  sameList(a, b, (x, y) => x.prefix === y.prefix && x.ip.equals(y.ip));
 
-function sameIPs(a: readonly IP[], b: readonly IP[]): boolean {
-  if (a === b) return true;
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && !a[i]!.equals(b[i])) return false;
-  return true;
-}
+const sameIPs = (a: readonly IP[], b: readonly IP[]) => sameList(a, b, (x, y) => x.equals(y));
 
 function sameEndpoint(a: Endpoint | null, b: Endpoint | null): boolean {
   if (a === b) return true;

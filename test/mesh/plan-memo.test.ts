@@ -15,19 +15,9 @@ import { PlanMemo, type SegmentPart } from '../../src/mesh/plan-memo.js';
 import { TopologyError } from '../../src/mesh/topology.js';
 import type { Segment } from '../../src/mesh/topology.js';
 import { parseCluster, type KubeObject, type ParsedObject } from '../../src/model/parse.js';
+// The lab's seeded generator (mulberry32), so a failure names its seed and step.
+import { random } from '../../packages/lab/src/chaos/schedule.js';
 import type { Endpoint, Granularity } from '../../src/model/types.js';
-
-/** mulberry32: a small seeded generator, so a failure names its seed and step. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Spec {
   name: string;
