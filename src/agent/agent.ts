@@ -7,6 +7,7 @@ import { DataplaneMemory } from '../dataplane/cache.js';
 import { kiloRouteProtocol } from '../dataplane/routes/constants.js';
 import type { DeviceNames, WireGuardState } from '../dataplane/types.js';
 import { planNode } from '../mesh/plan.js';
+import { PlanMemo } from '../mesh/plan-memo.js';
 import { topologyOf } from '../mesh/compute.js';
 import type { MeshOptions } from '../mesh/options.js';
 import { TopologyError, type Topology } from '../mesh/topology.js';
@@ -186,6 +187,8 @@ export class Agent {
   private readonly parsed = new WeakMap<object, ParsedObject>();
   /** Cluster changes that may change the plan: every one but a ready node's heartbeat. */
   private clusterChanges = 0;
+  /** Each remote segment's part of the last plan, reused where its inputs are equal (mesh/plan-memo.ts). */
+  private readonly planMemo = new PlanMemo();
   /** The last plan and its inputs besides the fixed flags and host facts (see planned). */
   private lastPlan: { changes: number; ready: string; topology: Topology; plan: Plan } | null = null;
   /** Set once every resource has been read (start()); no pass runs before. */
@@ -570,7 +573,7 @@ export class Agent {
       return last;
     const leaders = this.election.leaders(ready, ready.find((n) => n.name === options.hostname) ?? null);
     const topology = topologyOf(cluster, options.hostname, options.mesh, readyAt, leaders);
-    const plan = planNode(topology, options.mesh, this.encapsulator);
+    const plan = planNode(topology, options.mesh, this.encapsulator, this.planMemo);
     this.status.plans++;
     this.lastPlan = { ...key, topology, plan };
     return this.lastPlan;

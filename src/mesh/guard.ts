@@ -19,11 +19,14 @@ import type { PlanGuardRoute, PlanRoute } from './types.js';
  */
 export function planGuard(routes: readonly PlanRoute[], wireGuardAddresses: readonly string[]): PlanGuardRoute[] {
   const out: PlanGuardRoute[] = [];
-  const seen = new Set<string>();
+  // A set of destinations per table, not one of "table dst" keys: the plan's texts are hashed once
+  // and kept, where a key made per route (40,000 at 20,000 nodes) is a new string to build and hash.
+  const seen = new Map<PlanGuardRoute['table'], Set<string>>();
   const add = (dst: string, table: PlanGuardRoute['table']) => {
-    const key = `${table} ${dst}`;
-    if (seen.has(key)) return;
-    seen.add(key);
+    let dsts = seen.get(table);
+    if (!dsts) seen.set(table, (dsts = new Set()));
+    if (dsts.has(dst)) return;
+    dsts.add(dst);
     out.push({ dst, table });
   };
   // The interface's connected route (proto kernel) goes with it too: other segments' WireGuard IPs.

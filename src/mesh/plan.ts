@@ -1,7 +1,7 @@
 import type { Cidr, IP } from '../net/cidr.js';
 import { ofFamily } from '../net/family.js';
 import { formatEndpoint } from '../model/parse.js';
-import type { KiloNode, KiloPeer } from '../model/types.js';
+import type { Endpoint, KiloNode, KiloPeer } from '../model/types.js';
 import { encapsulatorOf, type Encapsulator } from '../encapsulation/index.js';
 import { cutOffFollowers } from './cut-off.js';
 import { endpointFor } from './endpoint-family.js';
@@ -9,7 +9,8 @@ import { planFirewall } from './firewall.js';
 import { planGuard } from './guard.js';
 import { withRelays } from './relay-plan.js';
 import type { MeshOptions } from './options.js';
-import { effectiveEndpoint, groupSegments, remoteSegments, type Topology } from './topology.js';
+import { effectiveEndpoint, groupSegments, remoteSegments, type Segment, type Topology } from './topology.js';
+import type { PlanMemo } from './plan-memo.js';
 import {
   hostTable,
   kiloTable,
@@ -27,9 +28,16 @@ import {
  * of the encapsulation the options choose (whoever programs the machine passes the part of the same
  * choice it runs the devices of).
  */
-export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = encapsulatorOf(options)): Plan {
+export function planNode(
+  t: Topology,
+  options: MeshOptions,
+  enc: Encapsulator = encapsulatorOf(options),
+  memo?: PlanMemo,
+): Plan {
   const { node, leader } = t.local;
-  const routing = leader ? leaderRoutes(t, options, enc) : followerRoutes(t, options, enc);
+  const routing: Routing & { segmentPeers?: PlanPeer[] } = leader
+    ? leaderRoutes(t, options, enc, memo)
+    : followerRoutes(t, options, enc);
   // With the mask of the mesh subnet of each address's family.
   const wireGuardIPs = leader
     ? t.local.segment.wireGuardIPs.map((ip) => `${ip.text}/${ofFamily(t.subnets, ip.family)!.prefix}`)
@@ -51,7 +59,7 @@ export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = 
     fwmark: leader && options.routeHostTraffic ? wireGuardMark : null,
     privateKey: { path: options.privateKeyPath },
     interfaceUp: leader,
-    peers: leader ? wireGuardPeers(t) : [],
+    peers: leader ? wireGuardPeers(t, routing.segmentPeers ?? []) : [],
     routes: routing.routes,
     rules: routing.rules,
     firewall: planFirewall(t, options, enc),
@@ -63,24 +71,98 @@ export function planNode(t: Topology, options: MeshOptions, enc: Encapsulator = 
   return withRelays(plan, t, options);
 }
 
-function wireGuardPeers(t: Topology): PlanPeer[] {
+function wireGuardPeers(t: Topology, segmentPeers: PlanPeer[]): PlanPeer[] {
   const keepalive = t.local.node.persistentKeepalive;
+  for (const p of t.peers) segmentPeers.push(peerOf(t, p, keepalive));
+  return segmentPeers;
+}
+
+/**
+ * Each remote segment's peer (returned, in segment order) and routes through kilo (onto `routes`),
+ * made together; with a memo, the last pass's where it holds them.
+ */
+function segmentParts(
+  t: Topology,
+  options: MeshOptions,
+  enc: Encapsulator,
+  routes: PlanRoute[],
+  memo?: PlanMemo,
+): PlanPeer[] {
   const self = t.local.node;
-  const peers: PlanPeer[] = remoteSegments(t).map((s) => {
-    const annotated = endpointFor(self, s.leader);
-    const e = effectiveEndpoint(t, annotated, s.leader.key!, s.leader.persistentKeepalive, s.leader.location);
-    return {
-      kind: 'segment',
-      names: s.nodes.map((n) => n.name),
-      publicKey: s.leader.key!,
-      endpoint: e ? formatEndpoint(e) : null,
-      allowedIPs: s.allowedIPs.map((c) => c.networkText),
-      persistentKeepalive: keepalive,
-      presharedKey: null,
-    };
-  });
-  for (const p of t.peers) peers.push(peerOf(t, p, keepalive));
+  const remote = remoteSegments(t);
+  const peers = new Array<PlanPeer>(remote.length);
+  memo?.begin(options, enc, self);
+  for (let i = 0; i < remote.length; i++) {
+    const s = remote[i]!;
+    const e = effectiveEndpoint(
+      t,
+      endpointFor(self, s.leader),
+      s.leader.key!,
+      s.leader.persistentKeepalive,
+      s.leader.location,
+    );
+    if (!memo) {
+      peers[i] = segmentPart(t, options, s, e, routes);
+      continue;
+    }
+    const part = memo.part(s, e, () => {
+      const own: PlanRoute[] = [];
+      return { peer: segmentPart(t, options, s, e, own), routes: own };
+    });
+    peers[i] = part.peer;
+    for (let j = 0; j < part.routes.length; j++) routes.push(part.routes[j]!);
+  }
+  memo?.end();
   return peers;
+}
+
+/** A remote segment's WireGuard peer, and its routes through kilo onto `routes`; `e` the endpoint the local node dials. */
+function segmentPart(t: Topology, options: MeshOptions, s: Segment, e: Endpoint | null, routes: PlanRoute[]): PlanPeer {
+  const peer: PlanPeer = {
+    kind: 'segment',
+    names: s.nodes.map((n) => n.name),
+    publicKey: s.leader.key!,
+    endpoint: e ? formatEndpoint(e) : null,
+    allowedIPs: s.allowedIPs.map((c) => c.networkText),
+    persistentKeepalive: t.local.node.persistentKeepalive,
+    presharedKey: null,
+  };
+  const own = t.local.node.internalIPs;
+  const ruleBased = options.routeHostTraffic;
+  const endpointIP = e?.ip;
+  for (let j = 0; j < s.nodes.length; j++) {
+    const n = s.nodes[j]!;
+    for (let k = 0; k < n.podCIDRs.length; k++) routes.push(viaKilo(own, n.podCIDRs[k]!, s.wireGuardIPs));
+    for (let k = 0; k < n.internalIPs.length; k++) {
+      const internal = n.internalIPs[k]!.ip;
+      const host = viaKilo(own, internal.toHostCidr(), s.wireGuardIPs);
+      if (ruleBased) routes.push({ ...host, table: hostTable });
+      // Without the mark, a node reachable only at its endpoint IP cannot be routed to through
+      // the tunnel that carries its own packets.
+      else if (!internal.equals(endpointIP)) routes.push(host);
+    }
+  }
+  if (s.allowedLocationIPs.length > 0)
+    for (const c of s.allowedLocationIPs) routes.push(viaKilo(own, c, s.wireGuardIPs));
+  return peer;
+}
+
+/** A route through kilo from a leader with internal IPs `own`. */
+function viaKilo(own: readonly Cidr[], dst: Cidr, segmentIPs: readonly IP[] | null): PlanRoute {
+  // WireGuard picks the peer by allowed IPs, so the gateway is only a label: an IPv6 pod CIDR in
+  // a cluster with an IPv4 WireGuard subnet goes without one (Linux has no IPv4 next hop for an
+  // IPv6 route, and Kilo's route would be rejected).
+  const gw = segmentIPs && ofFamily(segmentIPs, dst.family);
+  // A source of the other family makes the route invalid (an IPv6 Peer IP in an IPv4 cluster).
+  const src = ofFamily(own, dst.family);
+  return {
+    dst: dst.networkText,
+    gw: gw ? gw.text : null,
+    dev: 'kilo',
+    src: src ? src.ip.text : null,
+    table: 'main',
+    onlink: !!gw,
+  };
 }
 
 function peerOf(t: Topology, p: KiloPeer, keepalive: number): PlanPeer {
@@ -180,27 +262,16 @@ function localRoutes(t: Topology, options: MeshOptions, enc: Encapsulator, out: 
   }
 }
 
-function leaderRoutes(t: Topology, options: MeshOptions, enc: Encapsulator): Routing {
+function leaderRoutes(
+  t: Topology,
+  options: MeshOptions,
+  enc: Encapsulator,
+  memo?: PlanMemo,
+): Routing & { segmentPeers: PlanPeer[] } {
   const out: Routing = { routes: [], rules: [] };
   localRoutes(t, options, enc, out, true);
   returnRoutes(t, enc, out);
   const own = t.local.node.internalIPs;
-  const viaKilo = (dst: Cidr, segmentIPs: readonly IP[] | null): PlanRoute => {
-    // WireGuard picks the peer by allowed IPs, so the gateway is only a label: an IPv6 pod CIDR in
-    // a cluster with an IPv4 WireGuard subnet goes without one (Linux has no IPv4 next hop for an
-    // IPv6 route, and Kilo's route would be rejected).
-    const gw = segmentIPs && ofFamily(segmentIPs, dst.family);
-    // A source of the other family makes the route invalid (an IPv6 Peer IP in an IPv4 cluster).
-    const src = ofFamily(own, dst.family);
-    return {
-      dst: dst.networkText,
-      gw: gw ? gw.text : null,
-      dev: 'kilo',
-      src: src ? src.ip.text : null,
-      table: 'main',
-      onlink: !!gw,
-    };
-  };
   // Rule-based routing (wireguard.com/netns): WireGuard marks its own packets, and only unmarked
   // packets consult the table of internal-IP routes, so the tunnel's UDP to an endpoint that is
   // also an internal IP keeps following the main table.
@@ -208,33 +279,9 @@ function leaderRoutes(t: Topology, options: MeshOptions, enc: Encapsulator): Rou
   if (ruleBased) {
     out.rules.push({ src: null, dst: null, table: hostTable, iif: null, fwmark: wireGuardMark, invert: true });
   }
-  const remote = remoteSegments(t);
-  for (let i = 0; i < remote.length; i++) {
-    const s = remote[i]!;
-    const endpointIP = effectiveEndpoint(
-      t,
-      endpointFor(t.local.node, s.leader),
-      s.leader.key!,
-      s.leader.persistentKeepalive,
-      s.leader.location,
-    )?.ip;
-    for (let j = 0; j < s.nodes.length; j++) {
-      const n = s.nodes[j]!;
-      for (let k = 0; k < n.podCIDRs.length; k++) out.routes.push(viaKilo(n.podCIDRs[k]!, s.wireGuardIPs));
-      for (let k = 0; k < n.internalIPs.length; k++) {
-        const internal = n.internalIPs[k]!.ip;
-        const host = viaKilo(internal.toHostCidr(), s.wireGuardIPs);
-        if (ruleBased) out.routes.push({ ...host, table: hostTable });
-        // Without the mark, a node reachable only at its endpoint IP cannot be routed to through
-        // the tunnel that carries its own packets.
-        else if (!internal.equals(endpointIP)) out.routes.push(host);
-      }
-    }
-    if (s.allowedLocationIPs.length > 0)
-      for (const c of s.allowedLocationIPs) out.routes.push(viaKilo(c, s.wireGuardIPs));
-  }
-  for (const p of t.peers) for (const c of p.allowedIPs) out.routes.push(viaKilo(c, null));
-  return out;
+  const segmentPeers = segmentParts(t, options, enc, out.routes, memo);
+  for (const p of t.peers) for (const c of p.allowedIPs) out.routes.push(viaKilo(own, c, null));
+  return { ...out, segmentPeers };
 }
 
 /** A non-leader sends everything remote to its segment leader over the private network. */

@@ -129,8 +129,16 @@ export function electLeader(nodes: readonly KiloNode[]): KiloNode {
  * earlier by name, would make two entries fight over one peer. The node, else the first Peer, keeps it.
  */
 export function uniqueKeys(peers: readonly KiloPeer[], nodes: readonly KiloNode[]): KiloPeer[] {
+  if (peers.length === 0) return [];
+  // Only the nodes' keys that some Peer names matter: a set of the few Peers' keys, looked up once
+  // per node, not a set of 20,000 node keys made every pass.
+  const wanted = new Set<string>();
+  for (let i = 0; i < peers.length; i++) wanted.add(peers[i]!.publicKey);
   const taken = new Set<string>();
-  for (const n of nodes) if (n.key) taken.add(n.key);
+  for (let i = 0; i < nodes.length; i++) {
+    const key = nodes[i]!.key;
+    if (key && wanted.has(key)) taken.add(key);
+  }
   return peers.filter((p) => {
     if (taken.has(p.publicKey)) return false;
     taken.add(p.publicKey);
