@@ -17,6 +17,7 @@ interface Entry {
   nodes: readonly KiloNode[];
   wireGuardIPs: readonly IP[];
   allowedLocationIPs: readonly Cidr[];
+  allowedIPs: readonly Cidr[];
   endpoint: Endpoint | null;
   part: SegmentPart;
   /** The pass that last used it: entries a pass did not use are dropped at its end. */
@@ -70,7 +71,10 @@ export class PlanMemo {
       sameEndpoint(last.endpoint, endpoint) &&
       sameMembers(last.nodes, s.nodes) &&
       sameIPs(last.wireGuardIPs, s.wireGuardIPs) &&
-      sameCidrs(last.allowedLocationIPs, s.allowedLocationIPs)
+      sameCidrs(last.allowedLocationIPs, s.allowedLocationIPs) &&
+      // Made from the above today; compared too, so that a topology that one day derives them
+      // from more cannot be served a stale peer.
+      sameCidrs(last.allowedIPs, s.allowedIPs)
     ) {
       last.pass = this.pass;
       // The newer objects: the next comparison is then most often one of identity.
@@ -83,6 +87,7 @@ export class PlanMemo {
       nodes: s.nodes,
       wireGuardIPs: s.wireGuardIPs,
       allowedLocationIPs: s.allowedLocationIPs,
+      allowedIPs: s.allowedIPs,
       endpoint,
       part,
       pass: this.pass,
