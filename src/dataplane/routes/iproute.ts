@@ -4,7 +4,7 @@ import { mainTableId } from './constants.js';
 import type { RouteOp } from './diff.js';
 import type { Hop } from './nexthops.js';
 import { routeTypeName } from './route-type.js';
-import { defaultMetric, gatewayText, markText, type KernelRoute, type KernelRule } from './state.js';
+import { defaultMetric, gatewayText, markText, routeKey, type KernelRoute, type KernelRule } from './state.js';
 
 /**
  * iproute2's JSON (`ip -N -j route|rule show`) to kernel form and RouteOps to `ip -batch` lines.
@@ -12,7 +12,7 @@ import { defaultMetric, gatewayText, markText, type KernelRoute, type KernelRule
  * 107 in /etc/iproute2 changes nothing.
  */
 
-interface IpRouteJson {
+export interface IpRouteJson {
   type?: string;
   dst?: string;
   gateway?: string;
@@ -67,6 +67,23 @@ function canonicalIP(memo: AddressMemo, text: string | undefined): string | null
 }
 
 /**
+ * The table, metric and destination of a route as `ip -N -j` prints it, the kernel's defaults filled
+ * in and a host route given its length: what routeKey reads, without parsing an address (the
+ * destination as printed, canonical for IPv4).
+ */
+export function printedKey(e: IpRouteJson, family: Family): { table: number; metric: number; dst: string } {
+  const dst =
+    e.dst === undefined || e.dst === 'default'
+      ? family === 4
+        ? '0.0.0.0/0'
+        : '::/0'
+      : e.dst.includes('/')
+        ? e.dst
+        : `${e.dst}/${family === 4 ? 32 : 128}`;
+  return { table: numeric(e.table, tableNames, mainTableId), metric: e.metric ?? defaultMetric(family), dst };
+}
+
+/**
  * Parses `ip -N -j -<family> route show …`. `protocol` stands in when the output omits it (it does
  * when the listing was filtered by protocol). `memo` is the reader's, kept across its reads.
  * `expected` (routes by routeKey, in canonical text): a route printed exactly as one of them is that
@@ -84,20 +101,16 @@ export function parseRoutes(
 ): KernelRoute[] {
   const entries = JSON.parse(json || '[]') as IpRouteJson[];
   const any = family === 4 ? '0.0.0.0/0' : '::/0';
-  const hostLength = family === 4 ? '/32' : '/128';
   return entries.map((e) => {
-    const table = numeric(e.table, tableNames, mainTableId);
-    const metric = e.metric ?? defaultMetric(family);
+    const key = printedKey(e, family);
+    const { table, metric } = key;
     const type = e.type === undefined ? 'unicast' : routeTypeName(e.type);
     const kernelProtocol = numeric(e.protocol, protocolNames, protocol);
     const hop = e.nhid !== undefined && e.dev === undefined ? hopOf?.(e.nhid) : undefined;
     const onlink = hop?.onlink ?? e.flags?.includes('onlink') ?? false;
     const dev = e.nexthops ? null : (e.dev ?? hop?.dev ?? null);
     const gw = e.gateway ?? e.via?.host ?? hop?.gw;
-    // A host route is printed without its length.
-    const dst =
-      e.dst === undefined || e.dst === 'default' ? any : e.dst.includes('/') ? e.dst : `${e.dst}${hostLength}`;
-    const want = expected?.get(`${table} ${dst} ${metric}`);
+    const want = expected?.get(routeKey(key));
     if (
       want !== undefined &&
       want.family === family &&

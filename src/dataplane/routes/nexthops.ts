@@ -1,4 +1,5 @@
 import type { RouteOp } from './diff.js';
+import { printedKey, type IpRouteJson } from './iproute.js';
 import { routeKey, type KernelRoute } from './state.js';
 
 /**
@@ -61,20 +62,8 @@ export function routeNexthops(texts: readonly { family: 4 | 6; json: string }[])
   const out = new Map<string, number>();
   for (const { family, json } of texts) {
     if (!json.includes('"nhid"')) continue;
-    const entries = JSON.parse(json) as { dst?: string; nhid?: number; table?: string; metric?: number }[];
-    for (const e of entries) {
-      if (e.nhid === undefined || e.dst === undefined) continue;
-      const dst =
-        e.dst === 'default'
-          ? family === 4
-            ? '0.0.0.0/0'
-            : '::/0'
-          : e.dst.includes('/')
-            ? e.dst
-            : `${e.dst}/${family === 4 ? 32 : 128}`;
-      const table = e.table === undefined ? 254 : e.table === 'main' ? 254 : Number(e.table);
-      out.set(`${table} ${dst} ${e.metric ?? (family === 4 ? 0 : 1024)}`, e.nhid);
-    }
+    for (const e of JSON.parse(json) as IpRouteJson[])
+      if (e.nhid !== undefined && e.dst !== undefined) out.set(routeKey(printedKey(e, family)), e.nhid);
   }
   return out;
 }

@@ -59,7 +59,7 @@ export function defaultMetric(family: Family): number {
  * used by Kilo). Two routes with the same key are one route in two versions: `replace` turns one
  * into the other.
  */
-export function routeKey(r: KernelRoute): string {
+export function routeKey(r: Pick<KernelRoute, 'table' | 'dst' | 'metric'>): string {
   return `${r.table} ${r.dst} ${r.metric}`;
 }
 
