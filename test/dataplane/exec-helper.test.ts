@@ -97,17 +97,28 @@ test('the helper leaves no zombie: every finished command is reaped', async () =
   const helper = (await exec.run(['sh', '-c', 'cut -d" " -f4 /proc/$PPID/stat'])).stdout.trim();
   await Promise.all(Array.from({ length: 40 }, (_, i) => exec.run(['true', String(i)])));
   await exec.run(['true']);
-  const zombies = readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .map((d) => {
-      try {
-        return readFileSync(`/proc/${d}/stat`, 'utf8')
-          .replace(/^.*\) /, '')
-          .split(' ');
-      } catch {
-        return [];
-      }
-    })
-    .filter(([state, ppid]) => ppid === helper && state === 'Z');
+  // A job's reap is queued behind its answer, so the last one may be a zombie for an instant (seen
+  // once in a full run); a finished command that is never reaped stays one.
+  let zombies = zombiesOf(helper);
+  for (let i = 0; i < 40 && zombies.length > 0; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    zombies = zombiesOf(helper);
+  }
   assert.equal(zombies.length, 0, `zombies of the helper ${helper}`);
 });
+
+/** The PIDs of `parent`'s children that have exited and not been waited for. */
+function zombiesOf(parent: string): string[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        const [state, ppid] = readFileSync(`/proc/${d}/stat`, 'utf8')
+          .replace(/^.*\) /, '')
+          .split(' ');
+        return ppid === parent && state === 'Z';
+      } catch {
+        return false;
+      }
+    });
+}
