@@ -49,4 +49,6 @@ COPY --from=build /app/package.json ./
 COPY --from=build /runtime/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
+# Through bin/kg's #! line (env -S): glibc's malloc settings and node's V8 flags. The manifests'
+# kg containers set args only, so every DaemonSet runs kg this way.
 ENTRYPOINT ["/app/bin/kg"]

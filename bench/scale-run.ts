@@ -25,7 +25,7 @@ import type { KubeObject } from '../src/model/parse.js';
 import { parseUapiGet, uapiRequest } from '../src/dataplane/wireguard/uapi.js';
 import { loadOrCreateKey, publicKeyOf } from '../src/wireguard/keys.js';
 import { generateCluster, publicKey } from './generate.js';
-import { nodeArgv, nodeFlags } from '../scripts/node-flags.mjs';
+import { nodeCommand } from '../scripts/node-flags.mjs';
 
 const root = join(import.meta.dirname, '..');
 // KILO_BENCH_KG: another kg launcher (e.g. an old build's bin/kg beside its dist/), for A/B runs.
@@ -307,19 +307,7 @@ export async function benchRunOnce(
     spawnSync('ip', ['netns', 'exec', ns, 'sh', '-c', setUp]);
     apiserver = spawn(
       'ip',
-      [
-        'netns',
-        'exec',
-        ns,
-        process.execPath,
-        ...nodeArgv(kg),
-        'lab',
-        'apiserver',
-        '--listen',
-        '127.0.0.1:6443',
-        '--socket',
-        sock,
-      ],
+      ['netns', 'exec', ns, ...nodeCommand(kg), 'lab', 'apiserver', '--listen', '127.0.0.1:6443', '--socket', sock],
       { stdio: 'ignore' },
     );
     const api = new LabApiClient(sock);
@@ -348,9 +336,8 @@ export async function benchRunOnce(
     // KILO_BENCH_AGENT_NODE_FLAGS: more flags for the agent's node, e.g. --heapsnapshot-signal=SIGUSR2.
     const flags = (process.env['KILO_BENCH_AGENT_NODE_FLAGS'] ?? '').split(' ').filter(Boolean);
     const profile = prof ? ['--cpu-prof', '--cpu-prof-dir', prof] : [];
-    // Run through node itself, bin/kg's own V8 flags (its #! line) go first, as the image has them.
-    const node =
-      flags.length + profile.length > 0 ? [process.execPath, ...nodeFlags(kg), ...profile, ...flags, kg] : [kg];
+    // Run through node itself, bin/kg's own environment and V8 flags (its #! line) go first, as the image has them.
+    const node = flags.length + profile.length > 0 ? nodeCommand(kg, [...profile, ...flags, kg]) : [kg];
     const argv = inNodeNs(ns, runDir, [...node, '--hostname', 'node-00000'])
       .concat(['--kubeconfig', kubeconfig, '--mesh-granularity', 'cross', '--encapsulate=never'])
       .concat(['--clean-up=false', '--key-file', keyFile, '--interface', iface, '--mtu', '1420'])

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { webhookLimits } from '../src/agent/webhook.js';
 import { wgKey } from '../test/helpers/cluster.js';
-import { nodeArgv } from '../scripts/node-flags.mjs';
+import { nodeCommand } from '../scripts/node-flags.mjs';
 
 const root = join(import.meta.dirname, '..');
 const reviews = Number(process.env['WEBHOOK_REVIEWS'] ?? 6000);
@@ -47,10 +47,12 @@ function freePort(): Promise<number> {
 
 const port = await freePort();
 const metricsPort = await freePort();
+// kg as the image runs it: its #! line's environment and node flags (scripts/node-flags.mjs).
+const [kgFile, ...kgArgs] = nodeCommand(join(root, 'bin', 'kg'));
 const kg = spawn(
-  process.execPath,
+  kgFile,
   [
-    ...nodeArgv(join(root, 'bin', 'kg')),
+    ...kgArgs,
     'webhook',
     // The review path alone: no API server here to list Nodes from.
     '--check-pod-cidrs=false',

@@ -11,7 +11,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import ts from 'typescript';
-import { nodeFlags } from '../scripts/node-flags.mjs';
+import { nodeCommand, nodeFlags } from '../scripts/node-flags.mjs';
 
 const root = join(import.meta.dirname, '..');
 
@@ -505,7 +505,7 @@ describe('the bundle the image runs', () => {
   });
 
   test("kg apply, run as bin/kg runs it, loads no ES module, starts its helper first, loads none of the agent's packages nor node:crypto nor pino, and takes its code cache", () => {
-    // bin/kg's V8 flags: the build trained kg apply's code cache under them, and V8 takes it only under the same.
+    // bin/kg's environment and V8 flags: the build trained kg apply's code cache under the flags, and V8 takes it only under the same.
     const flags = nodeFlags(join(root, 'bin', 'kg'));
     assert.ok(flags.length > 0, "bin/kg's #! line names node's flags");
     // A node the snapshot does not hold: kg apply reads and plans the snapshot, then stops before any
@@ -513,9 +513,8 @@ describe('the bundle the image runs', () => {
     const key = join(dir, 'key');
     writeFileSync(key, `${Buffer.alloc(32, 9).toString('base64')}\n`, { mode: 0o600 });
     const argv = ['apply', '--cluster', cluster, '--hostname', 'nosuch', '--key-file', key, '--interface', 'ktsprobe0'];
-    const r = spawnSync(process.execPath, [...flags, '--require', probe, join(dir, 'bin', 'kg'), ...argv], {
-      encoding: 'utf8',
-    });
+    const [file, ...args] = nodeCommand(join(root, 'bin', 'kg'), ['--require', probe, join(dir, 'bin', 'kg')]);
+    const r = spawnSync(file, [...args, ...argv], { encoding: 'utf8' });
     assert.match(r.stderr, /node "nosuch" not found among the 3 valid Nodes/);
     const [files, builtins, order, rejected] = JSON.parse(r.stderr.slice(r.stderr.lastIndexOf('\n[') + 1)) as [
       string[],

@@ -100,6 +100,15 @@ test(`every container runs ${image}, the image the Dockerfile builds`, () => {
   }
 });
 
+test("every container but the CNI installer runs kg through the image's entrypoint, bin/kg's #! line (its malloc settings and V8 flags)", () => {
+  for (const { file, doc } of docs) {
+    const pod = doc.spec?.template?.spec;
+    if (!pod) continue;
+    for (const c of [...(pod.initContainers ?? []), ...pod.containers])
+      if (c.name !== 'install-cni') assert.equal(c.command, undefined, `${file}: ${c.name} sets a command`);
+  }
+});
+
 // ---------------------------------------------------------------------------------------------
 // The Peer CRD
 

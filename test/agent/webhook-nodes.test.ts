@@ -17,12 +17,15 @@ import { NodePodCIDRs } from '../../src/agent/webhook-nodes.js';
 import { KubernetesNodes } from '../../src/backend/kubernetes/nodes.js';
 import type { Logger } from '../../src/backend/source.js';
 import { kubeConfigFor } from '../../packages/lab/src/apiserver-kubeconfig.js';
-import { nodeArgv } from '../../scripts/node-flags.mjs';
+import { nodeCommand } from '../../scripts/node-flags.mjs';
 import { ensureBuilt, root } from '../cli/built.js';
 import { TestApiServer } from '../fixtures/apiserver.js';
 import { node, wgKey } from '../helpers/cluster.js';
 import { skipUnless } from '../helpers/requirements.js';
 import { makeCertificate } from './webhook-tls.js';
+
+// kg as the image runs it: its #! line's environment and node flags (scripts/node-flags.mjs).
+const [kgFile, ...kgArgs] = nodeCommand(join(root, 'bin', 'kg'));
 
 const noOpenssl = skipUnless(spawnSync('openssl', ['version']).status === 0, 'needs the openssl command');
 
@@ -172,9 +175,9 @@ describe('kg webhook --check-pod-cidrs (the built command)', { skip: noOpenssl, 
     t.after(() => api.close());
     seed(api);
     const child = spawn(
-      process.execPath,
+      kgFile,
       [
-        ...nodeArgv(join(root, 'bin', 'kg')),
+        ...kgArgs,
         'webhook',
         `--cert-file=${cert}`,
         `--key-file=${key}`,
@@ -218,11 +221,7 @@ describe('kg webhook --check-pod-cidrs (the built command)', { skip: noOpenssl, 
     ensureBuilt();
     const env = { ...process.env };
     delete env['KUBERNETES_SERVICE_HOST'];
-    const r = spawnSync(
-      process.execPath,
-      [...nodeArgv(join(root, 'bin', 'kg')), 'webhook', '--cert-file=/x', '--key-file=/y'],
-      { encoding: 'utf8', env },
-    );
+    const r = spawnSync(kgFile, [...kgArgs, 'webhook', '--cert-file=/x', '--key-file=/y'], { encoding: 'utf8', env });
     assert.equal(r.status, 1);
     assert.match(r.stderr, /not running inside a cluster.*--check-pod-cidrs=false/);
   });

@@ -21,8 +21,11 @@ import { ensureBuilt, root } from '../cli/built.js';
 import { wgKey } from '../helpers/cluster.js';
 import { badPeers, goodPeers, hostilePeers } from './peer-examples.js';
 import { skipUnless } from '../helpers/requirements.js';
-import { nodeArgv } from '../../scripts/node-flags.mjs';
+import { nodeCommand } from '../../scripts/node-flags.mjs';
 import { makeCertificate } from './webhook-tls.js';
+
+// kg as the image runs it: its #! line's environment and node flags (scripts/node-flags.mjs).
+const [kgFile, ...kgArgs] = nodeCommand(join(root, 'bin', 'kg'));
 
 const noOpenssl = skipUnless(spawnSync('openssl', ['version']).status === 0, 'needs the openssl command');
 
@@ -566,7 +569,7 @@ describe('kg webhook (the built command)', { skip: noOpenssl }, () => {
   });
 
   test('without --cert-file it exits 1 and says which flag is missing', () => {
-    const r = spawnSync(process.execPath, [...nodeArgv(join(root, 'bin', 'kg')), 'webhook', '--key-file=/x'], {
+    const r = spawnSync(kgFile, [...kgArgs, 'webhook', '--key-file=/x'], {
       encoding: 'utf8',
     });
     assert.equal(r.status, 1);
@@ -575,9 +578,9 @@ describe('kg webhook (the built command)', { skip: noOpenssl }, () => {
 
   test('an unreadable certificate is one line on stderr, exit 1, no stack trace', () => {
     const r = spawnSync(
-      process.execPath,
+      kgFile,
       [
-        ...nodeArgv(join(root, 'bin', 'kg')),
+        ...kgArgs,
         'webhook',
         '--check-pod-cidrs=false',
         `--cert-file=${join(tmp, 'missing.crt')}`,
@@ -608,9 +611,9 @@ describe('kg webhook (the built command)', { skip: noOpenssl }, () => {
     const { cert, key } = makeCertificate(tmp, `cli-${level}`);
     const [webhookPort, metricsPort] = [await freePort(), await freePort()];
     const child = spawn(
-      process.execPath,
+      kgFile,
       [
-        ...nodeArgv(join(root, 'bin', 'kg')),
+        ...kgArgs,
         'webhook',
         '--check-pod-cidrs=false',
         `--cert-file=${cert}`,
@@ -737,13 +740,9 @@ describe('kg webhook (the built command)', { skip: noOpenssl }, () => {
   });
 
   test("--log-level takes Kilo's levels only", () => {
-    const r = spawnSync(
-      process.execPath,
-      [...nodeArgv(join(root, 'bin', 'kg')), 'webhook', '--cert-file=/x', '--key-file=/x', '--log-level=verbose'],
-      {
-        encoding: 'utf8',
-      },
-    );
+    const r = spawnSync(kgFile, [...kgArgs, 'webhook', '--cert-file=/x', '--key-file=/x', '--log-level=verbose'], {
+      encoding: 'utf8',
+    });
     assert.equal(r.status, 1);
     assert.match(r.stderr, /--log-level.*verbose.*all, debug, info, warn, error, none/);
   });

@@ -11,13 +11,15 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createNamespace, skipNoNetns, type TestNamespace } from '../helpers/netns.js';
 import { ensureBuilt, example, root, type Run } from './built.js';
-import { nodeArgv } from '../../scripts/node-flags.mjs';
+import { nodeCommand } from '../../scripts/node-flags.mjs';
 
 ensureBuilt();
 const kgBin = join(root, 'bin', 'kg');
+// kg as the image runs it: its #! line's environment and node flags (scripts/node-flags.mjs).
+const [kgFile, ...kgArgs] = nodeCommand(kgBin);
 
 function kg(...args: string[]): Run {
-  const r = spawnSync(process.execPath, [...nodeArgv(kgBin), ...args], { cwd: root, encoding: 'utf8' });
+  const r = spawnSync(kgFile, [...kgArgs, ...args], { cwd: root, encoding: 'utf8' });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -109,7 +111,8 @@ describe('kg as the image installs it (dist without the lab)', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   const kgThere = (...args: string[]): Run => {
-    const r = spawnSync(process.execPath, [...nodeArgv(join(dir, 'bin', 'kg')), ...args], {
+    const [file, ...argv] = nodeCommand(join(dir, 'bin', 'kg'));
+    const r = spawnSync(file, [...argv, ...args], {
       cwd: dir,
       encoding: 'utf8',
     });
@@ -149,8 +152,8 @@ describe('kg apply on a machine without a default route', { skip: skipNoNetns },
         'netns',
         'exec',
         ns.name,
-        process.execPath,
-        ...nodeArgv(kgBin),
+        kgFile,
+        ...kgArgs,
         'apply',
         '--cluster',
         example,

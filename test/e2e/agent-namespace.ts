@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { nodeArgv } from '../../scripts/node-flags.mjs';
+import { nodeCommand } from '../../scripts/node-flags.mjs';
 import { ensureBuilt, root } from '../cli/built.js';
 import { TestApiServer } from '../fixtures/apiserver.js';
 import { createNamespace, type TestNamespace } from '../helpers/netns.js';
@@ -94,8 +94,7 @@ export async function agentNamespace(t: TestContext, prefix: string): Promise<Ag
   const startKg = (flags: readonly string[]): KgRun => {
     // Through the namespace's own /var/run/wireguard, exec'd all the way down: the PID is kg's.
     const child = inNamespace.exec.start([
-      process.execPath,
-      ...nodeArgv(join(root, 'bin', 'kg')),
+      ...nodeCommand(join(root, 'bin', 'kg')),
       '--hostname',
       'a',
       '--kubeconfig',

@@ -24,7 +24,7 @@ import { generatePrivateKey, publicKeyOf } from '../../src/wireguard/keys.js';
 import { ensureBuilt, root } from '../cli/built.js';
 import { node } from '../helpers/cluster.js';
 import { createNamespace, type TestNamespace } from '../helpers/netns.js';
-import { nodeArgv } from '../../scripts/node-flags.mjs';
+import { nodeCommand } from '../../scripts/node-flags.mjs';
 import { iptablesRulesOf } from '../../src/dataplane/iptables/rules.js';
 
 const kgBin = join(root, 'bin', 'kg');
@@ -135,8 +135,7 @@ export class Lab {
       '-c',
       'mount --bind "$0" /var/run/wireguard && exec "$@"',
       node.ns.runDir,
-      process.execPath,
-      ...nodeArgv(kgBin),
+      ...nodeCommand(kgBin),
       'apply',
       '--cluster',
       cluster,

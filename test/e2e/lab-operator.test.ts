@@ -12,10 +12,11 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { ensureBuilt, kgctl, root } from '../cli/built.js';
 import { eventually, skipLab } from './lab-helpers.js';
-import { nodeArgv } from '../../scripts/node-flags.mjs';
+import { nodeCommand } from '../../scripts/node-flags.mjs';
 
-const kg = (...args: string[]) =>
-  spawnSync(process.execPath, [...nodeArgv(join(root, 'bin', 'kg')), ...args], { encoding: 'utf8' });
+// kg as the image runs it: its #! line's environment and node flags (scripts/node-flags.mjs).
+const [kgFile, ...kgArgs] = nodeCommand(join(root, 'bin', 'kg'));
+const kg = (...args: string[]) => spawnSync(kgFile, [...kgArgs, ...args], { encoding: 'utf8' });
 
 test(
   'kg lab from the host: kgctl with the printed kubeconfig, wg show in the Peer, down',

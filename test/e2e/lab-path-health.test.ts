@@ -9,11 +9,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { kgctl, root } from '../cli/built.js';
-import { nodeArgv } from '../../scripts/node-flags.mjs';
+import { nodeCommand } from '../../scripts/node-flags.mjs';
 import { eventually, skipLab, upLab } from './lab-helpers.js';
 
-const kg = (...args: string[]) =>
-  spawnSync(process.execPath, [...nodeArgv(join(root, 'bin', 'kg')), ...args], { encoding: 'utf8' });
+// kg as the image runs it: its #! line's environment and node flags (scripts/node-flags.mjs).
+const [kgFile, ...kgArgs] = nodeCommand(join(root, 'bin', 'kg'));
+const kg = (...args: string[]) => spawnSync(kgFile, [...kgArgs, ...args], { encoding: 'utf8' });
 
 const reason =
   "loc1-n2 ↔ loc2-n1 (private): loc1-n2's internal IP 192.168.1.12/24 is not on loc2-n1's network 192.168.2.0/24: same location loc2, different LANs (use subnet granularity, or fix the location)";

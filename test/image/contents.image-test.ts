@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { nodeFlags } from '../../scripts/node-flags.mjs';
+import { nodeLaunch } from '../../scripts/node-flags.mjs';
 import { buildah } from './kubelet.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -23,16 +23,17 @@ const image = process.env['KILO_IMAGE'] ?? `ghcr.io/kilo-ts/kilo-ts:${version}`;
 /** issue 37's bound, in buildah's units (`buildah images` says MB for 10^6 bytes). */
 const maxBytes = 150_000_000;
 
-/** Runs argv in the image's root (chrooted), with the image's PATH. */
+/** Runs argv in the image's root (chrooted), with the image's PATH (and `env`). */
 function inImage(
   rootfs: string,
   argv: string[],
   input?: string,
+  env: Record<string, string> = {},
 ): { status: number | null; stdout: string; stderr: string } {
   return spawnSync('chroot', [rootfs, ...argv], {
     encoding: 'utf8',
     input,
-    env: { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', NODE_ENV: 'production' },
+    env: { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', NODE_ENV: 'production', ...env },
     timeout: 60_000,
   });
 }
@@ -118,14 +119,27 @@ describe(`the image ${image}`, () => {
   });
 
   test("takes the code caches the build trained (the image's node, stripped, is the same V8)", () => {
-    // Asked of the loaders as bin/kg and bin/kgctl run them: kg under its #! line's V8 flags.
-    const kg = inImage(rootfs, [
-      'node',
-      ...nodeFlags(join(root, 'bin', 'kg')),
-      '-e',
-      "const k = require('/app/dist/cli/kg.js'); process.on('exit', () => process.stderr.write('\\nrejected=' + k.codeCacheRejected())); void k.main(['--version']);",
-    ]);
-    assert.match(kg.stderr, /\nrejected=false$/, `kg: ${kg.stderr}`);
+    // Asked of the loaders as the image runs them: /app/bin/kg through its #! line (env -S with
+    // glibc's malloc settings, node with the V8 flags the cache was trained under), which must
+    // reach node; a module required first asks.
+    writeFileSync(
+      join(rootfs, 'tmp', 'kg-probe.cjs'),
+      "const k = require('/app/dist/cli/kg.js'); process.on('exit', () => process.stderr.write('\\n' + JSON.stringify({ rejected: k.codeCacheRejected(), env: process.env, flags: process.execArgv })));",
+    );
+    const kg = inImage(rootfs, ['/app/bin/kg', '--version'], undefined, {
+      NODE_OPTIONS: '--require=/tmp/kg-probe.cjs',
+    });
+    assert.equal(kg.status, 0, kg.stderr);
+    const got = JSON.parse(kg.stderr.slice(kg.stderr.lastIndexOf('\n') + 1)) as {
+      rejected: boolean;
+      env: Record<string, string>;
+      flags: string[];
+    };
+    assert.equal(got.rejected, false, `kg: ${kg.stderr}`);
+    const { env, flags } = nodeLaunch(join(root, 'bin', 'kg'));
+    assert.equal(got.env['MALLOC_ARENA_MAX'], '2');
+    for (const [name, value] of Object.entries(env)) assert.equal(got.env[name], value, name);
+    assert.deepEqual(got.flags, flags);
   });
 
   test('has the tools kg runs, each starting', () => {

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { nodeArgv, nodeFlags } from '../../../scripts/node-flags.mjs';
+import { nodeCommand } from '../../../scripts/node-flags.mjs';
 import { repository } from './repository.js';
 import { run, sleep } from './sh.js';
 import { isAlive, processStart, type StateDir } from './state.js';
@@ -12,27 +12,25 @@ const fromSource = import.meta.url.endsWith('.ts');
  * How to run one of our CLIs (kg, kgctl) from wherever this module runs: bin/ (dist/) when the
  * lab runs built, and from src/ (the tests) too when dist/ was built after the last source
  * change (an agent started through tsx takes seconds longer, which a 2-core machine running a
- * dozen of them feels); else the sources through tsx. Always under the node flags of the CLI's
- * `#!` line, as the image runs it: bin/kg's tune the heap, and kg's code cache is trained under
- * them (docs/performance.md#bundling-and-the-code-cache).
+ * dozen of them feels); else the sources through tsx. Always under the environment and node flags
+ * of the CLI's `#!` line, as the image runs it: bin/kg's set glibc's malloc and tune the heap, and
+ * kg's code cache is trained under the flags (docs/performance.md#the-heap).
  */
 export function cliArgv(cli: 'kg' | 'kgctl'): string[] {
   const bin = join(repository, 'bin', cli);
-  if (!fromSource) return [process.execPath, ...nodeArgv(bin)];
+  if (!fromSource) return nodeCommand(bin);
   // kg's script holds the lab too (`kg lab`).
   const sources = [join(repository, 'src'), join(repository, 'packages', 'lab', 'src')];
   if (mtimeOf(join(repository, 'dist', 'cli', `${cli}.js`)) >= Math.max(...sources.map(newestMtime)))
-    return [process.execPath, ...nodeArgv(bin)];
+    return nodeCommand(bin);
   const entry = join(repository, 'src', 'cli', `${cli}.ts`);
-  return [
-    process.execPath,
-    ...nodeFlags(bin),
+  return nodeCommand(bin, [
     '--import',
     import.meta.resolve('tsx'),
     '-e',
     `import(${JSON.stringify(entry)}).then((m) => m.main(process.argv.slice(1)))`,
     '--',
-  ];
+  ]);
 }
 
 function mtimeOf(path: string): number {
