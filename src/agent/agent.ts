@@ -12,7 +12,8 @@ import { topologyOf } from '../mesh/compute.js';
 import type { MeshOptions } from '../mesh/options.js';
 import { TopologyError, type Topology } from '../mesh/topology.js';
 import type { Plan } from '../mesh/types.js';
-import { formatEndpoint, parseCluster, parseEndpoint, type ParsedCluster, type ParsedObject } from '../model/parse.js';
+import { formatEndpoint, parseCluster, parseEndpoint, type ParsedCluster } from '../model/parse.js';
+import { ParseMemo } from './parse-memo.js';
 import { Annotation, lastSeenIntervalSeconds } from '../model/annotations.js';
 import { judgeReadiness, rememberCheckIn, type ReadinessMemory } from '../model/ready.js';
 import type { Endpoint, KiloNode } from '../model/types.js';
@@ -180,11 +181,15 @@ export class Agent {
   private planDue = true;
   /** What the last full pass published as discovered endpoints (the check-in pass publishes it again). */
   private lastDiscovered = new Map<string, Endpoint>();
-  /** The roaming peers as the last read of WireGuard saw them, and when (seconds). */
-  private roaming: { state: WireGuardState; at: number } | null = null;
+  /** The roaming peers as the last read of WireGuard saw them, when (seconds), and by whose keys. */
+  private roaming: { state: WireGuardState; at: number; of: Topology | null } | null = null;
   private roamingOf: { topology: Topology; keys: ReadonlySet<string> } | null = null;
+  /** The public keys of a plan's peers, kept with the plan (see peersPlanned). */
+  private plannedKeys: { plan: Plan; keys: ReadonlySet<string> } | null = null;
+  /** What the mixed-allocation check last saw: the cluster's changes counted then, and the topology. */
+  private allocationsChecked: { changes: number; topology: Topology | null } | null = null;
   /** Each cached object's parse: a pass parses only what changed since the last (docs/performance.md#parsing). */
-  private readonly parsed = new WeakMap<object, ParsedObject>();
+  private readonly parsed = new ParseMemo();
   /** Cluster changes that may change the plan: every one but a ready node's heartbeat. */
   private clusterChanges = 0;
   /** Each remote segment's part of the last plan, reused where its inputs are equal (mesh/plan-memo.ts). */
@@ -341,12 +346,9 @@ export class Agent {
    * next pass does not parse again the thousands of nodes that checked in since the last one.
    */
   private carryParse(update: ObjectUpdate): void {
-    const before = this.parsed.get(update.previous);
     const text = update.current.metadata?.annotations?.[Annotation.lastSeen]?.trim() ?? '';
     // Only what parseNode takes as last-seen; anything else is parsed (and reported) as usual.
-    if (before?.kind !== 'Node' || !before.parsed.ok || !/^\d{1,12}$/.test(text)) return;
-    const value = { ...before.parsed.value, lastSeen: Number(text) };
-    this.parsed.set(update.current, { kind: 'Node', parsed: { ok: true, value } });
+    if (/^\d{1,12}$/.test(text)) this.parsed.carry(update.previous, update.current, Number(text));
   }
 
   /**
@@ -413,6 +415,7 @@ export class Agent {
       // Read before the objects: a change arriving during the pass makes the next one plan.
       const changes = this.clusterChanges;
       const cluster = parseCluster(source.objects(), { topologyLabel: options.topologyLabel, memo: this.parsed });
+      this.parsed.settle();
       for (const e of cluster.errors) {
         // Logged and counted once per distinct problem: a bad annotation must not flood the log.
         if (this.reported.has(e.message)) continue;
@@ -436,7 +439,10 @@ export class Agent {
       const dump = trustLastWrite ? null : await this.deps.dataplane.device.dump().catch(() => null);
       if (dump) this.memory.deviceRead(dump);
       const device = dump?.state ?? null;
-      const roaming = device ? { state: device, at: nowSeconds } : this.roaming;
+      // The read's roaming peers (by the last topology's keys), found once: at 20,000 nodes each walk
+      // of the read is 19,000 peers, and the discovered endpoints, the roaming rule and the next
+      // passes want only these few.
+      const roaming = device ? this.roamingSeen(device, nowSeconds) : this.roaming;
       const discovered = this.discoveredEndpoints(roaming?.state ?? null);
       let topology: Topology | null = null;
       let plan: Plan | null = null;
@@ -463,7 +469,7 @@ export class Agent {
       lap('planMs');
       this.readyNodes = new Set(topology?.segments.flatMap((s) => s.nodes.map((n) => n.name)));
       // An API server that is away must not stop the dataplane from being kept as planned.
-      this.reportMixedAllocation();
+      this.reportMixedAllocation(topology);
       const publishError = await this.publish(plan, topology, discovered, nowSeconds).then(
         () => null,
         (e: unknown) => {
@@ -480,7 +486,7 @@ export class Agent {
       }
       this.leadership.observe(topology);
       this.status.topology = topology;
-      if (device) this.roaming = this.roamingSeen(device, nowSeconds);
+      if (device) this.roaming = roaming?.of === topology ? roaming : this.roamingSeen(device, nowSeconds);
       const lastPlan = this.status.plan;
       this.status.plan = plan;
       this.relayWatch.observe(plan);
@@ -505,9 +511,9 @@ export class Agent {
                   () => null,
                 ),
               ),
-              roaming?.state ?? null,
+              this.roaming?.state ?? null,
               this.roamingKeys(),
-              roaming?.at ?? nowSeconds,
+              this.roaming?.at ?? nowSeconds,
             ),
             devices: await this.devices(),
             privateKey: this.keys.deviceKey,
@@ -530,7 +536,7 @@ export class Agent {
       const keyError =
         result.errors.length === 0 ? await this.publishSwitchedKey(plan, topology, discovered, nowSeconds) : null;
       // The pass's one read, as the write left it: the removed peers' series go with them.
-      if (device) metrics.observeDevice(peersPlanned(device, plan), this.clock() / 1000);
+      if (device) metrics.observeDevice(this.peersPlanned(device, plan), this.clock() / 1000);
       await this.relayedTraffic.pass(plan.firewall.countRelayed === true, this.deps.dataplane.firewall, log);
       const failures = [
         ...(publishError ? [publishError] : []),
@@ -641,7 +647,12 @@ export class Agent {
   }
 
   /** A cluster whose agents allocate WireGuard IPs by different rules is said once per mix of rules. */
-  private reportMixedAllocation(): void {
+  private reportMixedAllocation(topology: Topology | null): void {
+    // Its inputs are the Nodes' announcements and the ready set: no counted change (a heartbeat is not
+    // one) and the same topology leave both as they were, and 20,000 Nodes are not walked again.
+    const seen = this.allocationsChecked;
+    if (seen && seen.changes === this.clusterChanges && seen.topology === topology) return;
+    this.allocationsChecked = { changes: this.clusterChanges, topology };
     const mixed = mixedAllocation(this.deps.source.objects(), this.readyNodes);
     if (mixed) this.once(`wireguard-ip-allocation:${mixed.key}`, () => this.deps.log.warn({}, mixed.message));
   }
@@ -761,9 +772,18 @@ export class Agent {
   }
 
   /** The roaming peers of a read (a handful of its thousands of peers), for the passes until the next. */
-  private roamingSeen(device: WireGuardState, at: number): { state: WireGuardState; at: number } {
+  private roamingSeen(device: WireGuardState, at: number): { state: WireGuardState; at: number; of: Topology | null } {
     const keys = this.roamingKeys();
-    return { state: { ...device, peers: device.peers.filter((p) => keys.has(p.publicKey)) }, at };
+    const of = this.status.topology;
+    return { state: { ...device, peers: device.peers.filter((p) => keys.has(p.publicKey)) }, at, of };
+  }
+
+  /** The peers of a read that the plan keeps (the write removed the others); new ones appear at the next read. */
+  private peersPlanned(device: WireGuardState, plan: Plan): WireGuardState {
+    // The plan's keys, kept with it: a resync reuses the last plan, and 19,000 keys are a set each time.
+    if (this.plannedKeys?.plan !== plan) this.plannedKeys = { plan, keys: new Set(plan.peers.map((p) => p.publicKey)) };
+    const keys = this.plannedKeys.keys;
+    return { ...device, peers: device.peers.filter((p) => keys.has(p.publicKey)) };
   }
 
   private async devices(): Promise<DeviceNames> {
@@ -777,12 +797,6 @@ export class Agent {
     }
     return { kilo, private: ip ? (this.privateIface?.name ?? null) : null, tunnel };
   }
-}
-
-/** The peers of a read that the plan keeps (the write removed the others); new ones appear at the next read. */
-function peersPlanned(device: WireGuardState, plan: Plan): WireGuardState {
-  const keys = new Set(plan.peers.map((p) => p.publicKey));
-  return { ...device, peers: device.peers.filter((p) => keys.has(p.publicKey)) };
 }
 
 function sumOf(took: Record<string, number>): number {

@@ -10,7 +10,9 @@ import { liveHandshakeSeconds } from './roaming.js';
  */
 export function rekeyedSegments(plan: Plan, last: Plan | null): Map<number, string> {
   const out = new Map<number, string>();
-  if (!last) return out;
+  // The reused plan (a pass with only heartbeats since the last) is the last one: no key moved, and
+  // 19,000 keys are not hashed into a set to find that out.
+  if (!last || last === plan) return out;
   const lastKeys = new Set(last.peers.map((p) => p.publicKey));
   let byNames: Map<string, string> | null = null;
   for (let i = 0; i < plan.peers.length; i++) {

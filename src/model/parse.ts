@@ -39,7 +39,13 @@ export interface ParseOptions {
    * agent, whose cache hands out an unchanged object as the same object): one of those is not parsed
    * again. Keep one memo per set of the other options.
    */
-  memo?: WeakMap<object, ParsedObject>;
+  memo?: ParseMemoLike;
+}
+
+/** What parseCluster asks of a memo: a WeakMap does, and so does the agent's (agent/parse-memo.ts). */
+export interface ParseMemoLike {
+  get(obj: object): ParsedObject | undefined;
+  set(obj: object, parsed: ParsedObject): unknown;
 }
 
 /** What one object of a cluster parsed to; other kinds are ignored. */

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { describe, test, type TestContext } from 'node:test';
 import { createAgentServer } from '../../src/agent/http.js';
-import { wgKey } from '../helpers/cluster.js';
+import { peer, wgKey } from '../helpers/cluster.js';
 import { eventually, settled, startHarness, type Harness } from './agent-harness.js';
 
 async function serve(
@@ -88,6 +88,14 @@ describe('agent HTTP', () => {
     const after = (await get('/metrics')).body;
     assert.ok(!after.includes(wgKey('laptop')), 'a removed peer still has series');
     assert.match(after, /^kilo_peers 0$/m);
+
+    // A new peer's series come with the next read of the device (the plan's keys follow the plan).
+    h.api.addPeer(peer('phone', { allowedIPs: ['10.5.0.2/32'] }));
+    await eventually('the Peer is written', async () => (await h.peerKeys()).includes(wgKey('phone')));
+    h.agent.resync();
+    await settled(h);
+    const added = (await get('/metrics')).body;
+    assert.ok(added.includes(`kilo_wireguard_peer_transmit_bytes{public_key="${wgKey('phone')}"} 0`), added);
   });
 
   test('/graph: DOT by default, SVG on request, 400 for an unknown format', async (t) => {

@@ -67,6 +67,12 @@ describe('agent: WireGuard IP allocation', () => {
     await settled(h);
     assert.equal(h.api.node('a')!.metadata!.annotations![Annotation.wireGuardIP], '');
     assert.ok(!h.log.entries.some((e) => /different rules/.test(e.msg)));
+    // Passes with nothing changed do not look again (the check is skipped); a node's announcement
+    // changing after them is still found.
+    for (let i = 0; i < 2; i++) await h.agent.reconcileOnce();
+    h.api.patchNode('c', { metadata: { annotations: { [Annotation.meshFlags]: stableFlags } } });
+    await waitUntil('the mix is logged', () => h.log.entries.some((e) => /different rules/.test(e.msg)), 5_000);
+    assert.match(h.log.entries.find((e) => /different rules/.test(e.msg))!.msg, /stable on 1 \("c"\)/);
   });
 
   test('stable: a pass without a topology (the node not ready yet, as after a restart) keeps the published address', () => {

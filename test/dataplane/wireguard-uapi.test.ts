@@ -140,3 +140,51 @@ test('get: every public key of a large device is its base64, in one conversion o
   odd[150] = odd[150]!.slice(0, 62);
   assert.deepEqual(read(odd), odd.map(old).sort());
 });
+
+test('get: lines are read as the device writes them, whatever surrounds them: unknown keys, no "=", odd numbers, no last newline', () => {
+  const [first, second] = [a, b].sort();
+  const text = [
+    'listen_port=0051820',
+    'no equals sign here',
+    'fwmark=',
+    'public_key_extra=ff',
+    `public_key=${hex(first!)}`,
+    'protocol_version=1',
+    'last_handshake_time_nsec=5',
+    'endpoint=192.0.2.2:51820',
+    'rx_bytes=123456789012345678',
+    'tx_bytes=12x',
+    'persistent_keepalive_interval=',
+    '',
+    'allowed_ip=10.4.0.2/32',
+    'allowed_ips=10.9.9.9/32',
+    `public_key=${hex(second!)}`,
+    'last_handshake_time_sec=1764662400',
+    'allowed_ip=10.4.0.3/32',
+  ].join('\n');
+  const { state } = parseUapiGet(text);
+  assert.equal(state.listenPort, 51820);
+  assert.equal(state.fwmark, 0);
+  assert.deepEqual(state.peers, [
+    {
+      publicKey: first,
+      endpoint: '192.0.2.2:51820',
+      allowedIPs: ['10.4.0.2/32'],
+      persistentKeepalive: 0,
+      hasPresharedKey: false,
+      latestHandshake: 0,
+      rxBytes: 123456789012345678,
+      txBytes: NaN,
+    },
+    {
+      publicKey: second,
+      endpoint: null,
+      allowedIPs: ['10.4.0.3/32'],
+      persistentKeepalive: 0,
+      hasPresharedKey: false,
+      latestHandshake: 1764662400,
+      rxBytes: 0,
+      txBytes: 0,
+    },
+  ]);
+});
