@@ -95,8 +95,9 @@ describe("a launcher's #! line (scripts/node-flags.mjs)", () => {
 
   test("bin/kg's line: within what Linux reads of a #! line, and run by the kernel and env -S as nodeLaunch reads it", () => {
     const line = readFileSync(join(root, 'bin', 'kg'), 'utf8').split('\n', 1)[0]!;
-    // Linux reads 256 bytes of a #! line since 5.1 (BINPRM_BUF_SIZE), and cuts the rest.
-    assert.ok(Buffer.byteLength(line) < 256, `${Buffer.byteLength(line)} bytes: ${line}`);
+    // Linux reads 256 bytes of a #! line since 5.1 (BINPRM_BUF_SIZE), 128 before, and cuts the rest:
+    // the userspace manifests run on kernels older than that.
+    assert.ok(Buffer.byteLength(line) <= 127, `${Buffer.byteLength(line)} bytes: ${line}`);
     const { env, flags } = nodeLaunch(join(root, 'bin', 'kg'));
     assert.ok(Object.keys(env).length > 0 && flags.length > 0, line);
     // The same line over a launcher that prints what it got.
