@@ -110,8 +110,10 @@ export class Nexthops {
   /** The next hop of each route of Kilo's written through one, by routeKey. */
   private routes = new Map<string, number>();
   private next = kiloNexthopBase;
-  /** The last read's next hops: its text's digest (printed.ts) and the text parsed. */
-  private lastHops: { digest: string; entries: IpNexthopJson[] } | null = null;
+  /** The digest (printed.ts) of the last read's next hops and the protocol they were parsed for. */
+  private lastHops: { digest: string; protocol: number } | null = null;
+  /** Whether `byHop`, `hopOf` and `taken` are still the last read's: no next hop added, deleted or taken since. */
+  private hopsAsRead = false;
   /** The digest of the last read's route texts (routesDigest). */
   private lastRoutes: string | null = null;
   /** Whether `routes` is still the last read's: no write followed since. */
@@ -138,16 +140,18 @@ export class Nexthops {
     const json = this.pendingHops;
     if (json === null) return;
     this.pendingHops = null;
-    // The same text as the last read's (a quiet pass): the same next hops, not parsed again.
+    // The same text as the last read's and nothing changed since (a quiet pass): the same next hops,
+    // kept as they are rather than the text parsed again, or its parse kept to build them from.
     const digest = textDigest(json);
+    const protocol = this.protocol();
     const last = this.lastHops;
-    const entries = last?.digest === digest ? last.entries : (JSON.parse(json || '[]') as IpNexthopJson[]);
-    this.lastHops = { digest, entries };
+    this.lastHops = { digest, protocol };
+    if (this.hopsAsRead && last?.digest === digest && last.protocol === protocol) return;
+    this.hopsAsRead = true;
     this.byHop = new Map();
     this.hopOf = new Map();
     this.taken = new Set();
-    const protocol = this.protocol();
-    for (const e of entries) {
+    for (const e of JSON.parse(json || '[]') as IpNexthopJson[]) {
       if (e.id === undefined) continue;
       this.taken.add(e.id);
       const ours = e.protocol !== undefined && Number(e.protocol) === protocol;
@@ -212,6 +216,7 @@ export class Nexthops {
       this.next = id + 1 >= kiloNexthopEnd ? kiloNexthopBase : id + 1;
       if (!this.taken.has(id)) {
         this.taken.add(id);
+        this.hopsAsRead = false;
         return id;
       }
     }
@@ -222,6 +227,7 @@ export class Nexthops {
   added(write: NexthopWrite, failed: ReadonlySet<number>): void {
     this.parsedHops();
     this.unusedNow = null;
+    if (write.addIds.length > 0) this.hopsAsRead = false;
     write.addIds.forEach((id, i) => {
       const key = write.addKeys[i]!;
       if (failed.has(i)) {
@@ -270,6 +276,7 @@ export class Nexthops {
   deleted(ids: readonly number[]): void {
     this.parsedHops();
     this.unusedNow = null;
+    if (ids.length > 0) this.hopsAsRead = false;
     for (const id of ids) {
       const key = this.hopOf.get(id)?.key;
       this.hopOf.delete(id);
