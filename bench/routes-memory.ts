@@ -9,11 +9,11 @@
  * CPU; asserts nothing. For an A/B, run it in the other tree.
  */
 import type { PlanGuardRoute, PlanRoute, PlanRule } from '../src/mesh/types.js';
-import type { Exec } from '../src/dataplane/exec.js';
 import { IprouteRoutes } from '../src/dataplane/routes/linux.js';
 import { kiloNexthopBase } from '../src/dataplane/routes/nexthops.js';
 import { KiloRoutingTables } from '../src/dataplane/routes/reconciler.js';
 import { AddressMemo } from '../src/net/memo.js';
+import { cannedIp } from '../test/dataplane/canned-ip.js';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with node --expose-gc');
@@ -60,24 +60,11 @@ const hopsText = () =>
 const texts = { routes: [routesText(), routesText()], hops: [hopsText(), hopsText()] };
 let turn = 0;
 let batches = 0;
-const exec: Exec = {
-  run: (argv) => {
-    const line = argv.join(' ');
-    if (argv.includes('-batch')) batches++;
-    const stdout = line.includes('nexthop show')
-      ? texts.hops[turn % 2]!
-      : line.includes('-4 route show')
-        ? texts.routes[turn++ % 2]!
-        : line.includes('show')
-          ? '[]'
-          : '';
-    return Promise.resolve({ stdout, stderr: '' });
-  },
-  start: () => {
-    throw new Error('nothing is started here');
-  },
-  wireGuardRunDir: '/nonexistent',
-};
+const exec = cannedIp(
+  // Each read takes the other copy of each text (the routes' is asked first).
+  { nexthops: () => texts.hops[turn % 2]!, routes4: () => texts.routes[turn++ % 2]! },
+  () => batches++,
+);
 
 const mib = (n: number) => (n / 2 ** 20).toFixed(1);
 const heap = () => {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Exec, RunOptions } from '../../src/dataplane/exec.js';
 import { IprouteRoutes } from '../../src/dataplane/routes/linux.js';
 import { kiloNexthopBase } from '../../src/dataplane/routes/nexthops.js';
 import { defaultOwnership, routeKey, type KernelRoute } from '../../src/dataplane/routes/state.js';
+import { cannedIp } from './canned-ip.js';
 
 /**
  * A route read whose text changed is parsed once: the reader's parse (parseRoutes) records the
@@ -23,28 +23,6 @@ const nexthops = JSON.stringify([
   { id: used, gateway: '10.4.0.1', dev: 'kilo0', flags: ['onlink'], protocol: '107' },
   { id: unused, gateway: '10.4.0.9', dev: 'kilo0', flags: ['onlink'], protocol: '107' },
 ]);
-
-/** `ip` as a machine holding `routes4` would answer; batches recorded. */
-function cannedIp(batches: string[]): Exec {
-  return {
-    run: (argv: readonly string[], opts?: RunOptions) => {
-      const line = argv.join(' ');
-      if (argv.includes('-batch')) batches.push(opts?.input ?? '');
-      const stdout = line.includes('nexthop show')
-        ? nexthops
-        : line.includes('-4 route show')
-          ? routes4
-          : line.includes('route show') || line.includes('rule show')
-            ? '[]'
-            : '';
-      return Promise.resolve({ stdout, stderr: '' });
-    },
-    start: () => {
-      throw new Error('not started here');
-    },
-    wireGuardRunDir: '/nonexistent',
-  };
-}
 
 /** How many times `run` has JSON.parse read `text`. */
 async function parsesOf(text: string, run: () => Promise<void>): Promise<number> {
@@ -77,7 +55,9 @@ const route = (dst: string, gw: string | null, onlink: boolean): KernelRoute => 
 
 test("a changed route read is parsed once: the next hops take their routes from the reader's parse", async () => {
   const batches: string[] = [];
-  const kernel = new IprouteRoutes(cannedIp(batches));
+  const kernel = new IprouteRoutes(
+    cannedIp({ nexthops: () => nexthops, routes4: () => routes4 }, (input) => batches.push(input)),
+  );
   const planned = [
     route('10.42.1.0/24', '10.4.0.1', true),
     route('10.42.2.0/24', '10.4.0.1', true),
