@@ -26,8 +26,8 @@ export class IprouteRoutes implements RouteKernel {
   private last: {
     owner: Ownership;
     expected: ReadonlyMap<string, KernelRoute> | undefined;
-    /** The texts' digests (printed.ts): routes and rules of each family. */
-    digests: string[];
+    /** The texts' digests (printed.ts): routes and rules of each family; null for the first read. */
+    digests: string[] | null;
     routing: KiloRouting;
   } | null = null;
 
@@ -104,8 +104,15 @@ export class IprouteRoutes implements RouteKernel {
     if (this.ownsMemo) this.addresses.nextPass();
     const reads = this.reads(owner);
     const last = this.last;
-    const digests = texts.flatMap(([routes, rules]) => [routes.digest, textDigest(rules)]);
-    if (last?.owner === owner && last.expected === expected && last.digests.every((d, i) => d === digests[i]))
+    // The first read is not digested (printed.ts): nothing came before it, and kg apply reads once.
+    const digests = last === null ? null : texts.flatMap(([routes, rules]) => [routes.digest, textDigest(rules)]);
+    if (
+      digests !== null &&
+      last?.digests &&
+      last.owner === owner &&
+      last.expected === expected &&
+      last.digests.every((d, i) => d === digests[i])
+    )
       return last.routing;
     const families = reads.map((r, i) => {
       const printed = texts[i]![0];

@@ -111,11 +111,11 @@ export class Nexthops {
   private routes = new Map<string, number>();
   private next = kiloNexthopBase;
   /** The digest (printed.ts) of the last read's next hops and the protocol they were parsed for. */
-  private lastHops: { digest: string; protocol: number } | null = null;
+  private lastHops: { digest: string | null; protocol: number } | null = null;
   /** Whether `byHop`, `hopOf` and `taken` are still the last read's: no next hop added, deleted or taken since. */
   private hopsAsRead = false;
-  /** The digest of the last read's route texts (routesDigest). */
-  private lastRoutes: string | null = null;
+  /** The digest of the last read's route texts (routesDigest): undefined before a read, null for the first. */
+  private lastRoutes: string | null | undefined = undefined;
   /** Whether `routes` is still the last read's: no write followed since. */
   private routesAsRead = false;
   /** `ip nexthop show` of a read, not parsed yet. */
@@ -142,11 +142,12 @@ export class Nexthops {
     this.pendingHops = null;
     // The same text as the last read's and nothing changed since (a quiet pass): the same next hops,
     // kept as they are rather than the text parsed again, or its parse kept to build them from.
-    const digest = textDigest(json);
-    const protocol = this.protocol();
+    // The first read is not digested (printed.ts): nothing came before it, and kg apply reads once.
     const last = this.lastHops;
+    const digest = last === null ? null : textDigest(json);
+    const protocol = this.protocol();
     this.lastHops = { digest, protocol };
-    if (this.hopsAsRead && last?.digest === digest && last.protocol === protocol) return;
+    if (this.hopsAsRead && digest !== null && last?.digest === digest && last.protocol === protocol) return;
     this.hopsAsRead = true;
     this.byHop = new Map();
     this.hopOf = new Map();
@@ -171,9 +172,9 @@ export class Nexthops {
     const texts = this.pendingRoutes;
     if (texts === null) return;
     this.pendingRoutes = null;
-    const digest = routesDigest(texts);
+    const digest = this.lastRoutes === undefined ? null : routesDigest(texts);
     // The same texts as the last read's, and no write since (a quiet pass): the same routes, kept.
-    if (!(this.routesAsRead && this.lastRoutes === digest)) this.routes = routeNexthops(texts);
+    if (!(this.routesAsRead && digest !== null && this.lastRoutes === digest)) this.routes = routeNexthops(texts);
     this.routesAsRead = true;
     this.lastRoutes = digest;
     this.unusedNow = null;

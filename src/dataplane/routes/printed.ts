@@ -1,14 +1,17 @@
-import { createHash } from 'node:crypto';
 import type { Family } from '../../net/cidr.js';
 
 /**
  * What is kept of a text iproute2 printed, to tell the next read's from it: a digest, not the text.
  * At 20,000 nodes a route read is megabytes, and a copy of it kept only for that comparison was the
  * largest single object of the agent's heap (docs/performance.md). SHA-256 of 6.6 MB takes ~5 ms here,
- * a twentieth of the parse it saves; two texts with the same digest are taken as the same text.
+ * a twentieth of the parse it saves; two texts with the same digest are taken as the same text. A
+ * reader's first read is not digested: there is nothing to compare it with, and a reader that reads
+ * once need not compare at all.
  */
 export function textDigest(text: string): string {
-  return createHash('sha256').update(text).digest('base64');
+  // node:crypto when first needed (~10 ms to load): a reader digests from its second read on, so kg
+  // apply, which reads once, loads none (test/imports.test.ts).
+  return process.getBuiltinModule('node:crypto').createHash('sha256').update(text).digest('base64');
 }
 
 /**
