@@ -98,6 +98,8 @@ export function parseRoutes(
   expected?: ReadonlyMap<string, KernelRoute>,
   /** Kilo's next hop of an id, for a route printed by `nhid` alone (nexthops.ts). */
   hopOf?: (id: number) => Hop | undefined,
+  /** Filled with the id of each route printed with `nhid`, by routeKey: the next hops' routes, from this one parse. */
+  nhids?: Map<string, number>,
 ): KernelRoute[] {
   const entries = JSON.parse(json || '[]') as IpRouteJson[];
   const any = family === 4 ? '0.0.0.0/0' : '::/0';
@@ -110,7 +112,10 @@ export function parseRoutes(
     const onlink = hop?.onlink ?? e.flags?.includes('onlink') ?? false;
     const dev = e.nexthops ? null : (e.dev ?? hop?.dev ?? null);
     const gw = e.gateway ?? e.via?.host ?? hop?.gw;
-    const want = expected?.get(routeKey(key));
+    const byNhid = nhids !== undefined && e.nhid !== undefined && e.dst !== undefined;
+    const k = expected !== undefined || byNhid ? routeKey(key) : '';
+    if (byNhid) nhids.set(k, e.nhid!);
+    const want = expected?.get(k);
     if (
       want !== undefined &&
       want.family === family &&

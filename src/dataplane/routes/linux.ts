@@ -6,6 +6,7 @@ import type { RouteOp } from './diff.js';
 import { Nexthops } from './nexthops.js';
 import { batchesOf, defaultSplitAt } from './schedule.js';
 import { parseRoutes, parseRules, renderOps } from './iproute.js';
+import { PrintedRoutes, textDigest } from './printed.js';
 import { KiloRoutingTables, type KiloRouting, type RouteKernel, type RoutingRead } from './reconciler.js';
 import { defaultOwnership, type KernelRoute, type Ownership } from './state.js';
 
@@ -25,7 +26,8 @@ export class IprouteRoutes implements RouteKernel {
   private last: {
     owner: Ownership;
     expected: ReadonlyMap<string, KernelRoute> | undefined;
-    texts: [string, string][];
+    /** The texts' digests (printed.ts): routes and rules of each family; null for the first read. */
+    digests: string[] | null;
     routing: KiloRouting;
   } | null = null;
 
@@ -72,42 +74,64 @@ export class IprouteRoutes implements RouteKernel {
     const reads = this.reads(owner);
     const writes = this.writes;
     this.protocol = owner.protocol;
-    const [texts, nexthops] = await Promise.all([
+    const [shown, nexthops] = await Promise.all([
       Promise.all(reads.map((r) => Promise.all([this.show(r.family, r.routes), this.show(r.family, r.rules)]))),
       this.showNexthops(),
+    ]);
+    const texts = shown.map(([routes, rules], i): [PrintedRoutes, string] => [
+      new PrintedRoutes(reads[i]!.family, routes),
+      rules,
     ]);
     // A read taken while this reader wrote may miss routes the write has followed since.
     if (this.nexthops && nexthops !== null && writes === this.writes && writes % 2 === 0)
       this.nexthops.read(
         nexthops,
-        reads.map((r, i) => ({ family: r.family, json: texts[i]![0] })),
+        texts.map(([routes]) => routes),
       );
     // Listed by Kilo's protocol: any route is one of Kilo's (and a megabyte is not parsed to say so).
     const empty = texts.every(
       ([routes, rules], i) =>
-        /^\s*(\[\s*\])?\s*$/.test(routes) && parseRules(rules, reads[i]!.family, owner.priority).length === 0,
+        /^\s*(\[\s*\])?\s*$/.test(routes.json) && parseRules(rules, reads[i]!.family, owner.priority).length === 0,
     );
     return { empty, parse: (expected) => this.parse(owner, texts, expected) };
   }
 
-  private parse(owner: Ownership, texts: [string, string][], expected?: ReadonlyMap<string, KernelRoute>): KiloRouting {
+  private parse(
+    owner: Ownership,
+    texts: [PrintedRoutes, string][],
+    expected?: ReadonlyMap<string, KernelRoute>,
+  ): KiloRouting {
     if (this.ownsMemo) this.addresses.nextPass();
     const reads = this.reads(owner);
     const last = this.last;
+    // The first read is not digested (printed.ts): nothing came before it, and kg apply reads once.
+    const digests = last === null ? null : texts.flatMap(([routes, rules]) => [routes.digest, textDigest(rules)]);
     if (
-      last?.owner === owner &&
+      digests !== null &&
+      last?.digests &&
+      last.owner === owner &&
       last.expected === expected &&
-      last.texts.every((t, i) => t[0] === texts[i]![0] && t[1] === texts[i]![1])
+      last.digests.every((d, i) => d === digests[i])
     )
       return last.routing;
-    const families = reads.map((r, i) => ({
-      routes: parseRoutes(texts[i]![0], r.family, owner.protocol, this.addresses, expected, (id) =>
-        this.nexthops?.hops.get(id),
-      ),
-      rules: parseRules(texts[i]![1], r.family, owner.priority, this.addresses),
-    }));
+    const families = reads.map((r, i) => {
+      const printed = texts[i]![0];
+      // The next hops' routes come from this parse (nexthops.ts), unless they parsed the text already.
+      const nhids = printed.nhids === null ? new Map<string, number>() : undefined;
+      const routes = parseRoutes(
+        printed.json,
+        r.family,
+        owner.protocol,
+        this.addresses,
+        expected,
+        (id) => this.nexthops?.hops.get(id),
+        nhids,
+      );
+      if (nhids) printed.nhids = nhids;
+      return { routes, rules: parseRules(texts[i]![1], r.family, owner.priority, this.addresses) };
+    });
     const routing = { routes: families.flatMap((f) => f.routes), rules: families.flatMap((f) => f.rules) };
-    this.last = { owner, expected, texts, routing };
+    this.last = { owner, expected, digests, routing };
     return routing;
   }
 

@@ -1,5 +1,6 @@
 import type { RouteOp } from './diff.js';
 import { printedKey, type IpRouteJson } from './iproute.js';
+import { routesDigest, type PrintedRoutes, textDigest } from './printed.js';
 import { routeKey, type KernelRoute } from './state.js';
 
 /**
@@ -57,14 +58,24 @@ export function throughNexthop(r: KernelRoute): boolean {
   return r.type === 'unicast' && r.family === 4 && r.gw !== null && r.dev !== null;
 }
 
-/** The id of each route (by routeKey) printed with `nhid`, from `ip -N -j route show` texts. */
-export function routeNexthops(texts: readonly { family: 4 | 6; json: string }[]): Map<string, number> {
+/**
+ * The id of each route (by routeKey) printed with `nhid`, from a read's `ip -N -j route show` texts:
+ * what the reader's parse recorded (parseRoutes), else parsed here.
+ */
+export function routeNexthops(texts: readonly PrintedRoutes[]): Map<string, number> {
+  const maps = texts.map((t) => (t.nhids ??= nhidsOf(t)));
+  const filled = maps.filter((m) => m.size > 0);
+  if (filled.length <= 1) return filled[0] ?? new Map<string, number>();
   const out = new Map<string, number>();
-  for (const { family, json } of texts) {
-    if (!json.includes('"nhid"')) continue;
-    for (const e of JSON.parse(json) as IpRouteJson[])
-      if (e.nhid !== undefined && e.dst !== undefined) out.set(routeKey(printedKey(e, family)), e.nhid);
-  }
+  for (const m of filled) for (const [key, id] of m) out.set(key, id);
+  return out;
+}
+
+function nhidsOf({ family, json }: PrintedRoutes): Map<string, number> {
+  const out = new Map<string, number>();
+  if (!json.includes('"nhid"')) return out;
+  for (const e of JSON.parse(json) as IpRouteJson[])
+    if (e.nhid !== undefined && e.dst !== undefined) out.set(routeKey(printedKey(e, family)), e.nhid);
   return out;
 }
 
@@ -99,47 +110,49 @@ export class Nexthops {
   /** The next hop of each route of Kilo's written through one, by routeKey. */
   private routes = new Map<string, number>();
   private next = kiloNexthopBase;
-  /** The last read's texts, parsed (kept as read: `routes` is followed through applies). */
-  private lastRead: {
-    json: string;
-    entries: IpNexthopJson[];
-    routeTexts: readonly { family: 4 | 6; json: string }[];
-    routes: ReadonlyMap<string, number>;
-  } | null = null;
-  /** The texts of a read not parsed yet. */
-  private pending: { json: string; routeTexts: readonly { family: 4 | 6; json: string }[] } | null = null;
+  /** The digest (printed.ts) of the last read's next hops and the protocol they were parsed for. */
+  private lastHops: { digest: string | null; protocol: number } | null = null;
+  /** Whether `byHop`, `hopOf` and `taken` are still the last read's: no next hop added, deleted or taken since. */
+  private hopsAsRead = false;
+  /** The digest of the last read's route texts (routesDigest): undefined before a read, null for the first. */
+  private lastRoutes: string | null | undefined = undefined;
+  /** Whether `routes` is still the last read's: no write followed since. */
+  private routesAsRead = false;
+  /** `ip nexthop show` of a read, not parsed yet. */
+  private pendingHops: string | null = null;
+  /** The route texts of a read, not parsed yet: parsed when first needed, by the reader's parse if it comes first. */
+  private pendingRoutes: readonly PrintedRoutes[] | null = null;
   /** unused(), until the next change (every pass asks). */
   private unusedNow: number[] | null = null;
 
   constructor(private readonly protocol: () => number) {}
 
   /** Takes a read: `ip -N -j nexthop show` and Kilo's routes (`ip -N -j route show` per family). */
-  read(json: string, routeTexts: readonly { family: 4 | 6; json: string }[]): void {
+  read(json: string, routeTexts: readonly PrintedRoutes[]): void {
     // Parsed when first needed: a one-shot apply that finds the routes equal to its plan never does.
-    this.pending = { json, routeTexts };
+    this.pendingHops = json;
+    this.pendingRoutes = routeTexts;
     this.unusedNow = null;
   }
 
-  /** Parses the last read's texts, if not yet. */
-  private parsed(): void {
-    const pending = this.pending;
-    if (!pending) return;
-    this.pending = null;
-    const { json, routeTexts } = pending;
-    // The same texts as the last read's (a quiet pass): the same next hops and routes, not parsed again.
-    const last = this.lastRead;
-    const entries = last?.json === json ? last.entries : (JSON.parse(json || '[]') as IpNexthopJson[]);
-    const sameRoutes =
-      last !== null &&
-      last.routeTexts.length === routeTexts.length &&
-      last.routeTexts.every((t, i) => t.family === routeTexts[i]!.family && t.json === routeTexts[i]!.json);
-    const routes = sameRoutes ? new Map(last.routes) : routeNexthops(routeTexts);
-    this.lastRead = { json, entries, routeTexts, routes: sameRoutes ? last.routes : new Map(routes) };
+  /** Parses the last read's next hops, if not yet. */
+  private parsedHops(): void {
+    const json = this.pendingHops;
+    if (json === null) return;
+    this.pendingHops = null;
+    // The same text as the last read's and nothing changed since (a quiet pass): the same next hops,
+    // kept as they are rather than the text parsed again, or its parse kept to build them from.
+    // The first read is not digested (printed.ts): nothing came before it, and kg apply reads once.
+    const last = this.lastHops;
+    const digest = last === null ? null : textDigest(json);
+    const protocol = this.protocol();
+    this.lastHops = { digest, protocol };
+    if (this.hopsAsRead && digest !== null && last?.digest === digest && last.protocol === protocol) return;
+    this.hopsAsRead = true;
     this.byHop = new Map();
     this.hopOf = new Map();
     this.taken = new Set();
-    const protocol = this.protocol();
-    for (const e of entries) {
+    for (const e of JSON.parse(json || '[]') as IpNexthopJson[]) {
       if (e.id === undefined) continue;
       this.taken.add(e.id);
       const ours = e.protocol !== undefined && Number(e.protocol) === protocol;
@@ -150,13 +163,26 @@ export class Nexthops {
       if (!this.byHop.has(key)) this.byHop.set(key, e.id);
       this.hopOf.set(e.id, { key, gw: e.gateway, dev: e.dev, onlink });
     }
-    this.routes = routes;
+    this.unusedNow = null;
+  }
+
+  /** Takes the last read's routes, if not yet. */
+  private parsedRoutes(): void {
+    this.parsedHops();
+    const texts = this.pendingRoutes;
+    if (texts === null) return;
+    this.pendingRoutes = null;
+    const digest = this.lastRoutes === undefined ? null : routesDigest(texts);
+    // The same texts as the last read's, and no write since (a quiet pass): the same routes, kept.
+    if (!(this.routesAsRead && digest !== null && this.lastRoutes === digest)) this.routes = routeNexthops(texts);
+    this.routesAsRead = true;
+    this.lastRoutes = digest;
     this.unusedNow = null;
   }
 
   /** The next hops `ops` need, new ones at free ids. */
   plan(ops: readonly RouteOp[]): NexthopWrite {
-    this.parsed();
+    this.parsedHops();
     const adds: string[] = [];
     const addIds: number[] = [];
     const addKeys: string[] = [];
@@ -191,6 +217,7 @@ export class Nexthops {
       this.next = id + 1 >= kiloNexthopEnd ? kiloNexthopBase : id + 1;
       if (!this.taken.has(id)) {
         this.taken.add(id);
+        this.hopsAsRead = false;
         return id;
       }
     }
@@ -199,8 +226,9 @@ export class Nexthops {
 
   /** Records the next hops the kernel took: every line of `write.adds` but the `failed` indices. */
   added(write: NexthopWrite, failed: ReadonlySet<number>): void {
-    this.parsed();
+    this.parsedHops();
     this.unusedNow = null;
+    if (write.addIds.length > 0) this.hopsAsRead = false;
     write.addIds.forEach((id, i) => {
       const key = write.addKeys[i]!;
       if (failed.has(i)) {
@@ -215,10 +243,11 @@ export class Nexthops {
 
   /** Follows the routes `ops` wrote (only those that took effect), `ids` as written (idOf). */
   wrote(ops: readonly RouteOp[], ids: readonly (number | undefined)[]): void {
-    this.parsed();
+    this.parsedRoutes();
     this.unusedNow = null;
     ops.forEach((op, i) => {
       if (op.kind !== 'route') return;
+      this.routesAsRead = false;
       const key = routeKey(op.route);
       const id = ids[i];
       if (id === undefined) this.routes.delete(key);
@@ -231,13 +260,13 @@ export class Nexthops {
    * `nhid` alone, and the reader takes its gateway, device and onlink flag from here.
    */
   get hops(): ReadonlyMap<number, Hop> {
-    this.parsed();
+    this.parsedHops();
     return this.hopOf;
   }
 
   /** Kilo's next hops no route of Kilo's uses (left by a change of gateway, a clean-up or a crash). */
   unused(): readonly number[] {
-    this.parsed();
+    this.parsedRoutes();
     if (this.unusedNow) return this.unusedNow;
     const used = new Set(this.routes.values());
     this.unusedNow = this.hopOf.size === 0 ? [] : [...this.hopOf.keys()].filter((id) => !used.has(id));
@@ -246,8 +275,9 @@ export class Nexthops {
 
   /** Forgets next hops the kernel deleted. */
   deleted(ids: readonly number[]): void {
-    this.parsed();
+    this.parsedHops();
     this.unusedNow = null;
+    if (ids.length > 0) this.hopsAsRead = false;
     for (const id of ids) {
       const key = this.hopOf.get(id)?.key;
       this.hopOf.delete(id);
