@@ -288,6 +288,9 @@ export class Agent {
    * call (DataplaneMemory.explains): never a change that can drop routes without a word.
    */
   private judge(e: RoutingEvent): void {
+    const ours = this.memory.explains(e);
+    // Route events come by the thousand in a first apply; the others are few, and tell why a pass read.
+    if (e.kind !== 'route') this.deps.log.debug({ change: e, ours }, 'routing event');
     if (e.kind === 'lost') {
       this.fullReadDue = true;
       return;
@@ -296,9 +299,6 @@ export class Agent {
       this.resync();
       return;
     }
-    const ours = this.memory.explains(e);
-    // Route events come by the thousand in a first apply; the others are few, and tell why a pass read.
-    if (e.kind !== 'route') this.deps.log.debug({ change: e, ours }, 'routing event');
     if (ours) return;
     if (!this.fullReadDue) this.deps.log.info({ change: e }, 'routing changed outside kilo: reading the machine again');
     this.resync();
