@@ -4,7 +4,6 @@ import { reconcile, cleanUp, type Dataplane, type ReconcileResult } from '../dat
 import type { RoutingEvent } from '../dataplane/monitor.js';
 import { summarizePeerChanges } from '../dataplane/log-summary.js';
 import { DataplaneMemory } from '../dataplane/cache.js';
-import { kiloRouteProtocol } from '../dataplane/routes/constants.js';
 import type { DeviceNames, WireGuardState } from '../dataplane/types.js';
 import { planNode } from '../mesh/plan.js';
 import { PlanMemo } from '../mesh/plan-memo.js';
@@ -289,10 +288,14 @@ export class Agent {
 
   /**
    * A change the last write does not account for means: read everything. So does a blind spell of
-   * the monitor, once it listens again ('ready'; until then every pass reads anyway). Interface and
-   * address changes always do: the kernel drops routes through a device going down silently.
+   * the monitor, once it listens again ('ready'; until then every pass reads anyway). What is the
+   * echo of the last write (its routes, the address it added, the link it set up) is the memory's
+   * call (DataplaneMemory.explains): never a change that can drop routes without a word.
    */
   private judge(e: RoutingEvent): void {
+    const ours = this.memory.explains(e);
+    // Route events come by the thousand in a first apply; the others are few, and tell why a pass read.
+    if (e.kind !== 'route') this.deps.log.debug({ change: e, ours }, 'routing event');
     if (e.kind === 'lost') {
       this.fullReadDue = true;
       return;
@@ -301,21 +304,7 @@ export class Agent {
       this.resync();
       return;
     }
-    if (e.kind === 'route') {
-      const route = {
-        family: e.family,
-        dst: e.dst,
-        table: e.table,
-        metric: e.metric,
-        gw: e.gateway,
-        dev: e.dev,
-        src: e.src,
-        onlink: e.onlink,
-        type: e.type,
-        protocol: kiloRouteProtocol,
-      };
-      if (this.memory.accounts({ deleted: e.deleted, route })) return;
-    }
+    if (ours) return;
     if (!this.fullReadDue) this.deps.log.info({ change: e }, 'routing changed outside kilo: reading the machine again');
     this.resync();
   }

@@ -1,4 +1,6 @@
+import { echoesLinkWrite, routeOfEvent, type LinkWrite } from './echo.js';
 import { desiredAddresses, type DesiredLink } from './links.js';
+import type { RoutingEvent } from './monitor-line.js';
 import { routeKey, sameRoute, type KernelRoute } from './routes/state.js';
 import type { DiffAgainst, FirewallWritten, RoutingWritten, WireGuardWritten } from './types.js';
 
@@ -8,14 +10,14 @@ import type { DiffAgainst, FirewallWritten, RoutingWritten, WireGuardWritten } f
  * trusting the last write"). The seams know nothing of it: reconcile() hands a step what this
  * remembers as the state to diff against (DiffAgainst.current) and keeps what the step says it
  * wrote. Whoever owns it (the agent) calls forget() when the next pass must read: on its resync
- * timer, when the routing monitor is blind or reports a change that accounts() does not account
+ * timer, when the routing monitor is blind or reports a change that explains() does not account
  * for, after a wireguard-go restart. reconcile() forgets everything after a pass with an error.
  */
 export class DataplaneMemory {
   private device: WireGuardWritten | null = null;
   /** The device as this pass read it (a full pass): its configure diffs against that read. */
   private deviceJustRead: WireGuardWritten | null = null;
-  private readonly links = new Map<string, DesiredLink>();
+  private readonly links = new Map<string, LinkWrite>();
   private routes: RoutingWritten | null = null;
   private firewall: FirewallWritten | null = null;
 
@@ -26,6 +28,23 @@ export class DataplaneMemory {
     this.links.clear();
     this.routes = null;
     this.firewall = null;
+  }
+
+  /**
+   * Whether a change the routing monitor reported is the echo of the last write (echo.ts): a route
+   * as accounts() says; an interface's address or link as its last write left it. A rule, a change
+   * that may have dropped routes and anything else is not: the next pass must read.
+   */
+  explains(e: RoutingEvent): boolean {
+    switch (e.kind) {
+      case 'route':
+        return this.accounts({ deleted: e.deleted, route: routeOfEvent(e) });
+      case 'address':
+      case 'link':
+        return echoesLinkWrite(this.links.get(e.name), e);
+      default:
+        return false;
+    }
   }
 
   /**
@@ -74,7 +93,7 @@ export class DataplaneMemory {
 
   /** Whether the last write left `device` as `state` says (then its reconcile has nothing to do). */
   linkHolds(device: string, state: DesiredLink): boolean {
-    const last = this.links.get(device);
+    const last = this.links.get(device)?.state;
     return (
       last !== undefined &&
       last.address === state.address &&
@@ -84,9 +103,9 @@ export class DataplaneMemory {
     );
   }
 
-  /** `device`'s reconcile (to `state`) succeeded, or failed (null). */
-  linkWrote(device: string, state: DesiredLink | null): void {
-    if (state) this.links.set(device, { ...state });
+  /** `device`'s reconcile (to `state`, running the lines `did`) succeeded, or failed (null). */
+  linkWrote(device: string, state: DesiredLink | null, did: readonly string[]): void {
+    if (state) this.links.set(device, { state: { ...state }, did: [...did] });
     else this.links.delete(device);
   }
 }

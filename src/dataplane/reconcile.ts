@@ -134,7 +134,7 @@ export async function reconcile(
       ? Promise.resolve({ value: noOps() })
       : step(`interface ${kilo}`, async () => dp.links.reconcile(kilo, link, await given(linkRead)), written).then(
           (r) => {
-            memory?.linkWrote(kilo, r.error ? null : link);
+            memory?.linkWrote(kilo, r.error ? null : link, r.value?.details ?? []);
             return r;
           },
         );

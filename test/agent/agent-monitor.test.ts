@@ -131,6 +131,82 @@ describe('agent: trusting the last write', () => {
     assert.equal(firstWrite['trustLastWrite'], false, 'the first write trusted a write that never happened');
   });
 
+  test('the echo of its own address and link writes starts no pass; a foreign address, another MTU, a removal do', async (t) => {
+    const { m, watchRouting } = fakeMonitor();
+    // As kg's monitor: subscribed before the first pass (the cluster is still being listed).
+    const watch = (onEvent: (e: RoutingEvent) => void) => {
+      const w = watchRouting(onEvent);
+      queueMicrotask(() => m.emit({ kind: 'ready' }));
+      return w;
+    };
+    const h = await startHarness(t, { deps: { watchRouting: watch }, agent: { mtu: 1420 }, start: false });
+    // The kernel's report of each write to kilo0, delivered as `ip monitor`'s would be: once the write
+    // is made, while the pass that made it still runs (the agent holds it until the pass is over).
+    const echoes: RoutingEvent[] = [];
+    const echo = (e: RoutingEvent) => {
+      echoes.push(e);
+      setImmediate(() => m.emit(e));
+    };
+    const k = h.kernel;
+    const [addAddress, setUp, setMTU] = [k.addAddress.bind(k), k.setUp.bind(k), k.setMTU.bind(k)];
+    k.addAddress = (name, address) => {
+      addAddress(name, address);
+      echo({ kind: 'address', name, deleted: false, family: address.includes(':') ? 6 : 4, cidr: address });
+    };
+    const linkEcho = (name: string) => echo({ kind: 'link', name, deleted: false, ...k.link(name) });
+    k.setUp = (name, up) => (setUp(name, up), linkEcho(name));
+    k.setMTU = (name, mtu) => (setMTU(name, mtu), linkEcho(name));
+
+    await h.agent.start();
+    await eventually('the agent applied a plan', () => h.agent.status.plan !== null && h.agent.status.lastReconcileOk);
+    await settled(h);
+    const own = k.link('kilo0').addresses[0]!;
+    assert.deepEqual(
+      echoes.map((e) => e.kind),
+      ['address', 'link'],
+      'the first write added kilo0’s address and set it up',
+    );
+    const passes = () => h.log.entries.filter((e) => e.msg === 'reconcile pass').map((e) => e.obj);
+    const firstWrite = passes().findIndex((p) => (p['writes'] as number) > 0);
+    const readsAfter = passes()
+      .slice(firstWrite + 1)
+      .filter((p) => p['trustLastWrite'] === false);
+    assert.deepEqual(readsAfter, [], 'a pass after the first write read the machine again');
+    const judged = () =>
+      h.log.entries
+        .filter((e) => e.msg === 'routing event' && (e.obj['change'] as RoutingEvent).kind !== 'ready')
+        .map((e) => e.obj['ours']);
+    assert.deepEqual(judged(), [true, true], 'both echoes were judged the write’s own');
+
+    // Delivered late (after the pass that wrote them): still the last write's.
+    const before = h.agent.status.reconciles;
+    for (const e of echoes) m.emit(e);
+    await sleep(150);
+    await settled(h);
+    assert.equal(h.agent.status.reconciles, before, 'a late echo started a pass');
+
+    // Not the last write's: each starts a pass that reads the machine.
+    const readsNow = () => passes().filter((p) => p['trustLastWrite'] === false).length;
+    const foreign: RoutingEvent[] = [
+      { kind: 'address', name: 'kilo0', deleted: false, family: 4, cidr: '10.99.0.1/32' },
+      { kind: 'address', name: 'eth1', deleted: false, family: 4, cidr: own },
+      { kind: 'link', name: 'kilo0', deleted: false, up: true, mtu: 1380 },
+    ];
+    for (const e of foreign) {
+      const reads = readsNow();
+      m.emit(e);
+      await eventually(`a pass that reads after ${JSON.stringify(e)}`, () => readsNow() > reads);
+      await settled(h);
+    }
+    // kilo0's address removed by hand (the kernel flushes the routes through it silently): put back.
+    const reads = readsNow();
+    k.delAddress('kilo0', own);
+    m.emit({ kind: 'address', name: 'kilo0', deleted: true, family: 4, cidr: own });
+    await eventually('the address is back', () => k.link('kilo0').addresses.includes(own));
+    await settled(h);
+    assert.ok(readsNow() > reads, 'the address came back without a pass that read');
+  });
+
   test('without a monitor every pass reads: a deleted route comes back with the next cluster event', async (t) => {
     const h = await startHarness(t);
     await settled(h);
