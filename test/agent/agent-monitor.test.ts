@@ -207,6 +207,49 @@ describe('agent: trusting the last write', () => {
     assert.ok(readsNow() > reads, 'the address came back without a pass that read');
   });
 
+  test('a blind spell that began during a pass is made up by the next pass, not one at once; one while idle reads at once', async (t) => {
+    const { m, watchRouting } = fakeMonitor();
+    const h = await startHarness(t, { deps: { watchRouting } });
+    m.emit({ kind: 'ready' });
+    await settled(h);
+    const passes = () => h.log.entries.filter((e) => e.msg === 'reconcile pass').map((e) => e.obj);
+    const route = kiloRoute(h, '10.42.2.0/24')!;
+
+    // The monitor overflows while a pass writes (a first apply's burst): 'lost' and 'ready' reach
+    // the agent during that pass. Someone's delete may be among what was dropped.
+    const k = h.kernel;
+    const routeAdd = k.routeAdd.bind(k);
+    let overflowed = false;
+    k.routeAdd = (r, nexthop) => {
+      routeAdd(r, nexthop);
+      if (overflowed) return;
+      overflowed = true;
+      k.routeDel(route);
+      m.emit({ kind: 'lost', reason: 'ip monitor: netlink receive error No buffer space available' });
+      m.emit({ kind: 'ready' });
+    };
+    await clusterEvent(h, 'phone', '10.5.0.7/32');
+    assert.ok(overflowed, 'the pass wrote a route');
+    const after = h.agent.status.reconciles;
+    await sleep(200);
+    await settled(h);
+    assert.equal(h.agent.status.reconciles, after, 'a pass at once after a blind spell of the agent’s own pass');
+    assert.equal(kiloRoute(h, '10.42.2.0/24'), undefined, 'nothing read the machine yet');
+
+    // The next pass, whatever starts it, reads everything and puts the dropped delete right.
+    await clusterEvent(h, 'tablet', '10.5.0.8/32');
+    assert.equal(passes().at(-1)?.['trustLastWrite'], false, 'the pass after the blind spell trusted its last write');
+    assert.ok(kiloRoute(h, '10.42.2.0/24'), 'the route deleted in the blind spell is back');
+
+    // A blind spell while no pass runs: read at once.
+    const idle = h.agent.status.reconciles;
+    m.emit({ kind: 'lost', reason: 'ip monitor exited' });
+    m.emit({ kind: 'ready' });
+    await eventually('a pass after a blind spell while idle', () => h.agent.status.reconciles > idle);
+    await settled(h);
+    assert.equal(passes().at(-1)?.['trustLastWrite'], false, 'that pass read the machine');
+  });
+
   test('without a monitor every pass reads: a deleted route comes back with the next cluster event', async (t) => {
     const h = await startHarness(t);
     await settled(h);
