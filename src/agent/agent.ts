@@ -129,6 +129,9 @@ export interface AgentStatus {
  * The control loop of `kg`: read the cluster, publish the local node, compute the plan and make
  * the machine match it — on every change (bursts coalesced) and on the resync timer.
  */
+/** How long after a pass a blind spell of the monitor is taken for that pass's own burst (see judge). */
+const ownBurstGraceMs = 2_000;
+
 export class Agent {
   readonly status: AgentStatus = {
     lastReconcileAt: 0,
@@ -293,11 +296,12 @@ export class Agent {
    * the monitor, once it listens again ('ready'; until then every pass reads anyway). What is the
    * echo of the last write (its routes, the address it added, the link it set up) is the memory's
    * call (DataplaneMemory.explains): never a change that can drop routes without a word. A blind
-   * spell that began during a pass (`held`: a first apply's tens of thousands of writes overflow the
-   * monitor's socket) is made up by the next pass, which reads everything, not by one at once: the
-   * resync timer brings it within the resync period, as it does for a machine without a monitor,
-   * and at 20,000 nodes a pass at once was a second full pass right after the first apply (the
-   * agent's RSS peak, ~1.7 s of CPU).
+   * spell that began during a pass or just after it (`held`, or within ownBurstGraceMs of its end: a
+   * first apply's tens of thousands of writes overflow the monitor's socket, and `ip monitor` says
+   * so only once it has drained what it had, ~0.1 s after the pass at 20,000 nodes) is made up by
+   * the next pass, which reads everything, not by one at once: the resync timer brings it within
+   * the resync period, as it does for a machine without a monitor. At 20,000 nodes a pass at once
+   * was a second full pass right after the first apply (the agent's RSS peak, ~1.7 s of CPU).
    */
   private judge(e: RoutingEvent, held = false): void {
     const ours = this.memory.explains(e);
@@ -305,7 +309,7 @@ export class Agent {
     if (e.kind !== 'route') this.deps.log.debug({ change: e, ours }, 'routing event');
     if (e.kind === 'lost') {
       this.fullReadDue = true;
-      this.blindDuringPass = held;
+      this.blindDuringPass = held || this.running !== null || performance.now() - this.passEndedAt < ownBurstGraceMs;
       return;
     }
     if (e.kind === 'ready') {
