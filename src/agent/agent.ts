@@ -125,13 +125,13 @@ export interface AgentStatus {
   lastResult: ReconcileResult | null;
 }
 
+/** How long after a pass a blind spell of the monitor is taken for that pass's own burst (see judge). */
+const ownBurstGraceMs = 2_000;
+
 /**
  * The control loop of `kg`: read the cluster, publish the local node, compute the plan and make
  * the machine match it — on every change (bursts coalesced) and on the resync timer.
  */
-/** How long after a pass a blind spell of the monitor is taken for that pass's own burst (see judge). */
-const ownBurstGraceMs = 2_000;
-
 export class Agent {
   readonly status: AgentStatus = {
     lastReconcileAt: 0,
@@ -309,7 +309,8 @@ export class Agent {
     if (e.kind !== 'route') this.deps.log.debug({ change: e, ours }, 'routing event');
     if (e.kind === 'lost') {
       this.fullReadDue = true;
-      this.blindDuringPass = held || this.running !== null || performance.now() - this.passEndedAt < ownBurstGraceMs;
+      // Not held, it came while no pass ran (onRoutingEvent holds what comes during one).
+      this.blindDuringPass = held || performance.now() - this.passEndedAt < ownBurstGraceMs;
       return;
     }
     if (e.kind === 'ready') {
