@@ -6,15 +6,16 @@
  * resync period, from its creation on, spread evenly over it (Kilo's heartbeat). Measures:
  * - start-up: process start to its list done ("cluster synced"), and that to the first apply
  *   done (the first "dataplane updated");
- * - steady state under heartbeats: the agent's CPU (% of one core, from /proc) over a window, its
- *   RSS over the window (median and highest of a reading a second) and its peak RSS since start;
+ * - steady state under heartbeats: the agent's CPU (% of one core, from /proc; its descendants',
+ *   the command helper's, apart) over a window that begins after its first resync, its RSS over the
+ *   window (median and highest of a reading a second) and its peak RSS since start;
  * - join: a new Node object created → the pass that put its peer and routes on the machine done
  *   ("dataplane updated", with the peer then checked in wireguard-go and the route in the kernel).
  * The agent runs as the image runs it (bin/kg with its V8 flags). Everything runs inside the
  * namespace and is killed with it.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { LabApiClient } from '../packages/lab/src/client.js';
@@ -41,6 +42,10 @@ export interface RunFigures {
   cpuPercent: number;
   /** The part of cpuPercent spent on the main thread (the rest: V8's GC and compiler threads, libuv's pool). */
   mainThreadCpuPercent: number;
+  /** The CPU of the agent's descendants (its command helper and what that runs): not in cpuPercent. */
+  childrenCpuPercent: number;
+  /** When the window began, s after the agent's start. */
+  windowStartS: number;
   windowS: number;
   heartbeatsPerS: number;
   /**
@@ -128,6 +133,45 @@ function cpuSeconds(pid: number, thread?: number): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // Fields 14 and 15 of stat(5); the slice starts at field 3.
   return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+}
+
+/**
+ * CPU seconds of the process's descendants (the command helper's shell and the ip, iptables-save
+ * and wg it runs), each one's own and its reaped children's (fields 14-17 of stat(5)): a
+ * difference of two readings counts what ran between them, a child that ended in between through
+ * its parent. wireguard-go runs detached and is not among them.
+ */
+function descendantsCpuSeconds(pid: number): number {
+  const stats = new Map<number, { ppid: number; ticks: number }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // ended since the listing
+    }
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    stats.set(Number(entry), {
+      ppid: Number(f[1]),
+      ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]),
+    });
+  }
+  const tree = new Set([pid]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const [p, s] of stats)
+      if (!tree.has(p) && tree.has(s.ppid)) {
+        tree.add(p);
+        grew = true;
+      }
+  }
+  let ticks = 0;
+  for (const p of tree) if (p !== pid) ticks += stats.get(p)?.ticks ?? 0;
+  // The agent's own reaped children (fields 16 and 17).
+  const own = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = own.slice(own.lastIndexOf(')') + 2).split(' ');
+  return (ticks + Number(f[13]) + Number(f[14])) / clockTicks;
 }
 
 function statusMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
@@ -353,13 +397,21 @@ export async function benchRunOnce(
     const synced = await log.waitFor((l) => l.msg === 'cluster synced', 0, 120_000);
     const applied = await log.waitFor((l) => l.msg === 'dataplane updated', 0, 120_000);
 
-    // Settle (the agent's own annotations published and seen) under heartbeats before measuring.
-    await sleep(8000);
+    // Settle under heartbeats before measuring: the agent's own annotations published and seen, and
+    // its first resync done (the timer starts at "cluster synced"), since that first full read after
+    // the first apply parses everything once and is not what each period costs. KILO_BENCH_RUN_SETTLE
+    // (s after the first apply) measures from an earlier moment.
+    const settleS = process.env['KILO_BENCH_RUN_SETTLE'];
+    const settleUntil = settleS
+      ? applied.time + Number(settleS) * 1000
+      : Math.max(applied.time + 8000, synced.time + resyncPeriodMs + 8000);
+    await sleep(Math.max(0, settleUntil - Date.now()));
     const passes0 = reconciles(ns);
     const sent0 = beating.sent();
     beating.lateMs();
     const cpu0 = cpuSeconds(pid);
     const main0 = cpuSeconds(pid, pid);
+    const children0 = descendantsCpuSeconds(pid);
     const t0 = Date.now();
     // RSS once a second: a single reading lands anywhere between two collections.
     const rssSamples: number[] = [];
@@ -369,6 +421,7 @@ export async function benchRunOnce(
     }
     const cpu1 = cpuSeconds(pid);
     const main1 = cpuSeconds(pid, pid);
+    const children1 = descendantsCpuSeconds(pid);
     const t1 = Date.now();
     const sent1 = beating.sent();
     const passes1 = reconciles(ns);
@@ -416,6 +469,8 @@ export async function benchRunOnce(
       syncedToAppliedS: (applied.time - synced.time) / 1000,
       cpuPercent: ((cpu1 - cpu0) / ((t1 - t0) / 1000)) * 100,
       mainThreadCpuPercent: ((main1 - main0) / ((t1 - t0) / 1000)) * 100,
+      childrenCpuPercent: ((children1 - children0) / ((t1 - t0) / 1000)) * 100,
+      windowStartS: (t0 - started) / 1000,
       windowS: (t1 - t0) / 1000,
       heartbeatsPerS: (sent1 - sent0) / ((t1 - t0) / 1000),
       heartbeatsLateS: lateS,

@@ -11,8 +11,10 @@
  * several runs; memory is the peak RSS (`/usr/bin/time`'s maximum resident set size). Prints
  * figures, asserts nothing; the machine's load is printed with them, since it moves them.
  * Environment: KILO_BENCH_PARTS (kgctl,apply,run), KILO_BENCH_SIZES, KILO_BENCH_KGCTL_SIZES, KILO_BENCH_RUNS,
- * KILO_BENCH_GRANULARITY (location,cross), KILO_BENCH_RUN_WINDOW (s), KILO_BENCH_RUN_JOINS, and for
- * looking into the agent KILO_BENCH_AGENT_LOG (file), KILO_BENCH_AGENT_LOG_LEVEL, KILO_BENCH_AGENT_PROF (dir), KILO_BENCH_AGENT_STDOUT
+ * KILO_BENCH_GRANULARITY (location,cross), KILO_BENCH_RUN_WINDOW (s), KILO_BENCH_RUN_SETTLE (s after the first
+ * apply; default: past the first resync), KILO_BENCH_RUN_JOINS, and for
+ * looking into the agent KILO_BENCH_AGENT_LOG (file), KILO_BENCH_AGENT_LOG_LEVEL, KILO_BENCH_AGENT_PROF (dir),
+ * KILO_BENCH_AGENT_NODE_FLAGS (more node flags for the agent), KILO_BENCH_AGENT_STDOUT
  * (file), KILO_BENCH_KG (another kg, for A/B).
  */
 import { spawnSync } from 'node:child_process';
@@ -457,9 +459,9 @@ async function benchRun(): Promise<void> {
   const joins = Number(process.env['KILO_BENCH_RUN_JOINS'] ?? 9);
   console.log(`\n## kg run under heartbeats (every node's last-seen once per 30 s; CPU over ${windowS} s)\n`);
   console.log(
-    '| nodes | start → synced s | synced → first apply s | heartbeats/s (most late s) | passes in window | CPU % of a core (main thread) | RSS MiB (median / max in window) | peak RSS MiB | join p50 ms | join max ms | join pass parse/plan/publish/apply ms | longest log line | load |',
+    '| nodes | start → synced s | synced → first apply s | heartbeats/s (most late s) | window from s | passes in window | CPU % of a core (main thread; children) | RSS MiB (median / max in window) | peak RSS MiB | join p50 ms | join max ms | join pass parse/plan/publish/apply ms | longest log line | load |',
   );
-  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|');
+  console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|');
   const rss = new Map<number, number>();
   for (const n of agentSizes) {
     const before = load();
@@ -467,10 +469,10 @@ async function benchRun(): Promise<void> {
       const r = await benchRunOnce(n, dir, { windowS, joins });
       rss.set(n, r.rssMiB);
       console.log(
-        `| ${n} | ${r.toSyncedS.toFixed(2)} | ${r.syncedToAppliedS.toFixed(2)} | ${r.heartbeatsPerS.toFixed(0)} (${r.heartbeatsLateS.toFixed(0)}) | ${r.passesInWindow} | ${r.cpuPercent.toFixed(1)} (${r.mainThreadCpuPercent.toFixed(1)}) | ${r.rssMiB.toFixed(0)} / ${r.rssMaxMiB.toFixed(0)} | ${r.peakRssMiB.toFixed(0)} | ${r.joinP50Ms}${r.joinFailure ? ` (${r.joins} joins; failed: ${r.joinFailure})` : ''} | ${r.joinMaxMs} | ${r.joinPhasesMs ?? 'at debug level'} | ${r.longestLogLine} | ${before} → ${load()} |`,
+        `| ${n} | ${r.toSyncedS.toFixed(2)} | ${r.syncedToAppliedS.toFixed(2)} | ${r.heartbeatsPerS.toFixed(0)} (${r.heartbeatsLateS.toFixed(0)}) | ${r.windowStartS.toFixed(0)} | ${r.passesInWindow} | ${r.cpuPercent.toFixed(1)} (${r.mainThreadCpuPercent.toFixed(1)}; ${r.childrenCpuPercent.toFixed(1)}) | ${r.rssMiB.toFixed(0)} / ${r.rssMaxMiB.toFixed(0)} | ${r.peakRssMiB.toFixed(0)} | ${r.joinP50Ms}${r.joinFailure ? ` (${r.joins} joins; failed: ${r.joinFailure})` : ''} | ${r.joinMaxMs} | ${r.joinPhasesMs ?? 'at debug level'} | ${r.longestLogLine} | ${before} → ${load()} |`,
       );
     } catch (e) {
-      console.log(`| ${n} | failed: ${(e as Error).message.slice(0, 200)} | | | | | | | | | | | ${before} |`);
+      console.log(`| ${n} | failed: ${(e as Error).message.slice(0, 200)} | | | | | | | | | | | | ${before} |`);
     }
   }
   const [small, big] = [Math.min(...rss.keys()), Math.max(...rss.keys())];
