@@ -31,7 +31,8 @@ import { baselineScript, commandOutput, plainToolsInput, readDumps } from './pla
 
 const root = join(import.meta.dirname, '..');
 const kgctl = join(root, 'bin', 'kgctl');
-const kg = join(root, 'bin', 'kg');
+// KILO_BENCH_KG: another build's kg for kg apply's rows too (A/B), as for kg run's (scale-run.ts).
+const kg = process.env['KILO_BENCH_KG'] ?? join(root, 'bin', 'kg');
 const dir = mkdtempSync(join(tmpdir(), 'kts-bench-scale-'));
 const runs = Number(process.env['KILO_BENCH_RUNS'] ?? 3);
 const sizes = (process.env['KILO_BENCH_SIZES'] ?? '1000,2000,5000,10000').split(',').map(Number);

@@ -22,15 +22,18 @@ function load(): typeof Pino.pino {
   return pino.pino;
 }
 
-/** Structured JSON logs on stderr (stdout stays free for command output). */
-export function createLogger(level: LogLevel): Logger {
+/**
+ * Structured JSON logs on stderr (stdout stays free for command output). `sync`: each line written
+ * before the call returns, for a process that ends itself at once when done (kg apply).
+ */
+export function createLogger(level: LogLevel, options: { sync?: boolean } = {}): Logger {
   let out: Logger | undefined;
   const pino = (): Logger => {
     if (out) return out;
     const p = load();
     return (out = p(
       { level: pinoLevel(level), base: { component: 'kg' }, timestamp: p.stdTimeFunctions.isoTime },
-      p.destination(2),
+      p.destination(options.sync ? { dest: 2, sync: true } : 2),
     ));
   };
   const method =

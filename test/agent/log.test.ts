@@ -47,3 +47,28 @@ test('lines below the level are dropped without loading pino; the others are pin
   );
   for (const l of lines) assert.match(String(l['time']), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'ISO time');
 });
+
+// kg apply ends its process as soon as its pass is done (src/cli/apply.ts): its lines must be out by then.
+test('a sync logger has written each line when the call returns: a process killed right after loses none', () => {
+  const log = pathToFileURL(join(import.meta.dirname, '../../src/agent/log.ts')).href;
+  const code = `
+    const { createLogger } = await import(${JSON.stringify(log)});
+    const log = createLogger('info', { sync: SYNC });
+    for (let n = 0; n < 300; n++) log.info({ n }, 'line');
+    process.kill(process.pid, 'SIGKILL');
+  `;
+  const lines = (sync: boolean) => {
+    const r = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', code.replace('SYNC', String(sync))],
+      {
+        encoding: 'utf8',
+      },
+    );
+    assert.equal(r.signal, 'SIGKILL', r.stderr);
+    return r.stderr.split('\n').filter((l) => l.includes('"msg":"line"')).length;
+  };
+  assert.equal(lines(true), 300);
+  // The test can tell: the default (asynchronous) logger loses what it had not written yet.
+  assert.ok(lines(false) < 300, 'an asynchronous logger killed at once kept every line: this test cannot tell');
+});
