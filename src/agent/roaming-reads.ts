@@ -1,0 +1,62 @@
+import type { WireGuardState } from '../dataplane/types.js';
+
+/** A read a second while a roaming peer's first handshake is most likely (WireGuard retries after 5 s). */
+export const roamingReadMs = 1_000;
+const everySecond = 5;
+/** Reads per roaming peer at most: 5 a second apart, then after 2, 4, 8, 16 s (~35 s); then the resync timer's. */
+export const roamingReadsPerPeer = everySecond + 4;
+
+/** How long after its `reads`-th read without a handshake a roaming peer is read again. */
+export function roamingReadDelayMs(reads: number): number {
+  return reads < everySecond ? roamingReadMs : roamingReadMs * 2 ** (reads - everySecond + 1);
+}
+
+/**
+ * Full reads for roaming peers (behind NAT: their endpoint is the one WireGuard learns from their
+ * handshake) that no read has seen handshake yet. Until a read sees the learned endpoint, the plan
+ * dials the one the peer announced, often its internal IP, and then withholds the route to that
+ * internal IP through the tunnel (mesh/plan.ts segmentPart): the peer's own traffic from that
+ * address (its path-health probes, anything its host sends) gets no answer, and the endpoint is not
+ * published as discovered for the others. Passes that trust the last write do not read WireGuard,
+ * so without these reads the learned endpoint waited for the resync timer (30 s by default) or an
+ * unrelated full pass. A peer that never handshakes costs a handful of reads, backing off, then none.
+ */
+export class RoamingReads {
+  /** Reads made so far for each roaming peer not seen handshaking, by public key. */
+  private readonly waiting = new Map<string, number>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly read: () => void) {}
+
+  /**
+   * After a pass: `keys`, the plan's roaming peers; `last`, the roaming peers as the last read saw
+   * them; `readNow`, whether this pass made that read. Arms one read for the soonest peer due.
+   */
+  passed(keys: ReadonlySet<string>, last: WireGuardState | null, readNow: boolean): void {
+    const seen = new Set<string>();
+    for (const p of last?.peers ?? []) if (p.latestHandshake > 0) seen.add(p.publicKey);
+    for (const k of this.waiting.keys()) if (!keys.has(k) || seen.has(k)) this.waiting.delete(k);
+    let soonest = Infinity;
+    for (const k of keys) {
+      if (seen.has(k)) continue;
+      const before = this.waiting.get(k);
+      // A peer new to the plan starts at 0; a read that still did not see it counts as one more.
+      const reads = before === undefined ? 0 : before + (readNow ? 1 : 0);
+      this.waiting.set(k, reads);
+      if (reads < roamingReadsPerPeer) soonest = Math.min(soonest, roamingReadDelayMs(reads));
+    }
+    // Nobody waits any more (seen, or out of reads): a read armed for them is not wanted.
+    if (soonest === Infinity) this.stop();
+    if (soonest === Infinity || this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.read();
+    }, soonest);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}
