@@ -189,7 +189,7 @@ export class Agent {
   /** The roaming peers as the last read of WireGuard saw them, when (seconds), and by whose keys. */
   private roaming: { state: WireGuardState; at: number; of: Topology | null } | null = null;
   private roamingOf: { topology: Topology; keys: ReadonlySet<string> } | null = null;
-  /** A full read soon for roaming peers no read has seen handshake yet (roaming-reads.ts). */
+  /** A full read soon for NAT'd nodes no read has seen handshake yet (roaming-reads.ts). */
   private readonly roamingReads = new RoamingReads(() => this.resync());
   /** The public keys of a plan's peers, kept with the plan (see peersPlanned). */
   private plannedKeys: { plan: Plan; keys: ReadonlySet<string> } | null = null;
@@ -533,7 +533,7 @@ export class Agent {
         this.deps.paths?.planned(topology, device);
       }
       this.status.lastResult = result;
-      this.roamingReads.passed(this.roamingKeys(), this.roaming?.state ?? null, device !== null);
+      this.roamingReads.passed(topology, this.roaming?.state ?? null, device !== null);
       metrics.writes.inc(result.writes);
       if (result.writes > 0)
         log.info({ writes: result.writes, wireGuard: summarizePeerChanges(result.wireGuard) }, 'dataplane updated');
