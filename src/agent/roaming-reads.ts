@@ -70,7 +70,10 @@ export class RoamingReads {
   private roamingSegments(topology: Topology): ReadonlySet<string> {
     if (this.keysOf?.topology === topology) return this.keysOf.keys;
     const keys = new Set<string>();
-    for (const s of topology.segments) if (s.leader.persistentKeepalive > 0 && s.leader.key) keys.add(s.leader.key);
+    // Its own segment is no peer; a follower has none but its leader (the remote ones are its leader's).
+    if (topology.local.leader)
+      for (const s of topology.segments)
+        if (s !== topology.local.segment && s.leader.persistentKeepalive > 0 && s.leader.key) keys.add(s.leader.key);
     this.keysOf = { topology, keys };
     return keys;
   }

@@ -128,5 +128,10 @@ test('roaming reads: a second apart at first, then backing off, a bounded number
   );
   t.mock.timers.tick(60_000);
   assert.equal(reads, 1);
+  // The NAT'd node itself: its own segment is no peer of its own.
+  const r3 = new RoamingReads(() => reads++);
+  r3.passed(topologyFor(base, 'phone'), null, false);
+  t.mock.timers.tick(60_000);
+  assert.equal(reads, 1, 'a NAT’d node reads for no handshake of its own');
   r.stop();
 });
