@@ -13,6 +13,7 @@ import { TopologyError, type Topology } from '../mesh/topology.js';
 import type { Plan } from '../mesh/types.js';
 import { formatEndpoint, parseCluster, parseEndpoint, type ParsedCluster } from '../model/parse.js';
 import { ParseMemo } from './parse-memo.js';
+import { RoamingReads } from './roaming-reads.js';
 import { Annotation, lastSeenIntervalSeconds } from '../model/annotations.js';
 import { judgeReadiness, rememberCheckIn, type ReadinessMemory } from '../model/ready.js';
 import type { Endpoint, KiloNode } from '../model/types.js';
@@ -188,6 +189,8 @@ export class Agent {
   /** The roaming peers as the last read of WireGuard saw them, when (seconds), and by whose keys. */
   private roaming: { state: WireGuardState; at: number; of: Topology | null } | null = null;
   private roamingOf: { topology: Topology; keys: ReadonlySet<string> } | null = null;
+  /** A full read soon for NAT'd nodes no read has seen handshake yet (roaming-reads.ts). */
+  private readonly roamingReads = new RoamingReads(() => this.resync());
   /** The public keys of a plan's peers, kept with the plan (see peersPlanned). */
   private plannedKeys: { plan: Plan; keys: ReadonlySet<string> } | null = null;
   /** What the mixed-allocation check last saw: the cluster's changes counted then, and the topology. */
@@ -258,6 +261,7 @@ export class Agent {
     const detached = this.deps.dataplane.device.detach();
     for (const t of this.timers) clearInterval(t);
     this.deps.paths?.stop();
+    this.roamingReads.stop();
     if (this.rotationTimer) clearTimeout(this.rotationTimer);
     if (this.pending) clearTimeout(this.pending);
     // First, so the next leader takes over while this one cleans up.
@@ -529,6 +533,7 @@ export class Agent {
         this.deps.paths?.planned(topology, device);
       }
       this.status.lastResult = result;
+      this.roamingReads.passed(topology, this.roaming?.state ?? null, device !== null);
       metrics.writes.inc(result.writes);
       if (result.writes > 0)
         log.info({ writes: result.writes, wireGuard: summarizePeerChanges(result.wireGuard) }, 'dataplane updated');

@@ -16,6 +16,22 @@ import {
 import { pairKey, pathTargets, type PathTarget } from './health-targets.js';
 import { directAddresses, directPathSeconds, handshakeProvesPath } from './relay-detect.js';
 
+/** A device read older than this is dated in a failing pair's reason (a round is 2 s; a full pass may be 30 s away). */
+const staleReadSeconds = 5;
+
+/**
+ * A failing WireGuard pair's handshake as its reason says it: `at`, the peer's latest handshake as
+ * read at `readAt` (Unix seconds; 0: never). Handshakes are read at full passes only (at scale
+ * every peer at once), so a reason from an old read dates it: "no handshake yet" from a read half
+ * a minute old is not the state now.
+ */
+export function handshakeSaid(at: number, now: number, readAt: number): string {
+  if (readAt === 0) return 'its handshake not read yet';
+  const age = now - readAt;
+  const read = age > staleReadSeconds ? ` as of a read ${age} s ago` : '';
+  return at === 0 ? `no handshake yet${read}` : `last handshake ${now - at} s ago${read}`;
+}
+
 /** What the figures are told (health-metrics.ts over prom-client; nothing in tests). */
 export interface PathObserver {
   probed(path: PathTarget['path'], ok: boolean): void;
@@ -83,6 +99,8 @@ export class PathHealth {
   private lanWarned = new Set<string>();
   private handshakes: PathHealthSummary['handshakes'] = { recent: 0, stale: 0, never: 0 };
   private latest = new Map<string, number>();
+  /** When `latest` was read from the device (Unix seconds; 0: never): a reason says its age if old. */
+  private readAt = 0;
   private cursor = 0;
   private timer: NodeJS.Timeout | null = null;
   /** A failing pair's handshake stops vetoing then (unreachablePeers). */
@@ -288,6 +306,7 @@ export class PathHealth {
     const now = Math.floor((this.o.clock ?? Date.now)() / 1000);
     const h = { recent: 0, stale: 0, never: 0 };
     this.latest = new Map();
+    this.readAt = now;
     for (const p of device.peers) {
       this.latest.set(p.publicKey, p.latestHandshake);
       if (p.latestHandshake === 0) h.never++;
@@ -313,7 +332,7 @@ export class PathHealth {
       return `${p.node}'s pods (${p.address}) do not answer in the clear over the private network (${fails} probes in a row)`;
     const at = p.key ? (this.latest.get(p.key) ?? 0) : 0;
     const now = Math.floor((this.o.clock ?? Date.now)() / 1000);
-    const hs = at === 0 ? 'no handshake yet' : `last handshake ${now - at} s ago`;
+    const hs = handshakeSaid(at, now, this.readAt);
     return `${p.node}'s pods (${p.address}) do not answer through WireGuard (${fails} probes in a row; ${hs})`;
   }
 

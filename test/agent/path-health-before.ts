@@ -18,7 +18,7 @@ import {
 } from '../../src/agent/health-summary.js';
 import { pairKey, pathTargets, type PathTarget } from '../../src/agent/health-targets.js';
 import { directAddresses, directPathSeconds, handshakeProvesPath } from '../../src/agent/relay-detect.js';
-import type { PathHealthOptions } from '../../src/agent/path-health.js';
+import { handshakeSaid, type PathHealthOptions } from '../../src/agent/path-health.js';
 
 interface PairState {
   /** Unanswered probes in a row; 0 after an answer. */
@@ -48,6 +48,7 @@ export class PathHealthBefore {
   private lanWarned = new Set<string>();
   private handshakes: PathHealthSummary['handshakes'] = { recent: 0, stale: 0, never: 0 };
   private latest = new Map<string, number>();
+  private readAt = 0;
   private cursor = 0;
   private timer: NodeJS.Timeout | null = null;
   /** A failing pair's handshake stops vetoing then (unreachablePeers). */
@@ -240,6 +241,7 @@ export class PathHealthBefore {
     const now = Math.floor((this.o.clock ?? Date.now)() / 1000);
     const h = { recent: 0, stale: 0, never: 0 };
     this.latest = new Map();
+    this.readAt = now;
     for (const p of device.peers) {
       this.latest.set(p.publicKey, p.latestHandshake);
       if (p.latestHandshake === 0) h.never++;
@@ -265,7 +267,7 @@ export class PathHealthBefore {
       return `${p.node}'s pods (${p.address}) do not answer in the clear over the private network (${fails} probes in a row)`;
     const at = p.key ? (this.latest.get(p.key) ?? 0) : 0;
     const now = Math.floor((this.o.clock ?? Date.now)() / 1000);
-    const hs = at === 0 ? 'no handshake yet' : `last handshake ${now - at} s ago`;
+    const hs = handshakeSaid(at, now, this.readAt);
     return `${p.node}'s pods (${p.address}) do not answer through WireGuard (${fails} probes in a row; ${hs})`;
   }
 
