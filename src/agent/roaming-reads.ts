@@ -13,8 +13,9 @@ export function roamingReadDelayMs(reads: number): number {
 }
 
 /**
- * Full reads for roaming segments (nodes behind NAT, `persistent-keepalive`: their endpoint is the
- * one WireGuard learns from their handshake) that no read has seen handshake yet. Until a read sees
+ * Reads of the WireGuard device (Agent.readDevice: routes and firewall trusted to the last write)
+ * for roaming segments (nodes behind NAT, `persistent-keepalive`: their endpoint is the one
+ * WireGuard learns from their handshake) that no read has seen handshake yet. Until a read sees
  * the learned endpoint, the plan dials the one the node announced, often its internal IP, and then
  * withholds the route to that internal IP through the tunnel (mesh/plan.ts segmentPart): the node's
  * own traffic from that address (its path-health probes, anything its host sends) gets no answer,

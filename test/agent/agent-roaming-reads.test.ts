@@ -40,6 +40,7 @@ test('a NAT’d node’s first handshake is read within seconds with no event: t
   );
   await settled(h);
   assert.equal(route(), undefined, 'dialled at its internal IP, the route to that IP is withheld');
+  const passesBefore = h.log.entries.length;
   // It handshakes from behind its NAT after the pass that configured it; nothing tells the agent.
   h.device.handshake(wgKey('nat'), NOW);
   h.device.learnEndpoint(wgKey('nat'), '198.18.9.1:40000');
@@ -50,6 +51,17 @@ test('a NAT’d node’s first handshake is read within seconds with no event: t
   );
   const discovered = h.api.node('a')?.metadata?.annotations?.[Annotation.discoveredEndpoints] ?? '';
   assert.match(discovered, /198\.18\.9\.1/, 'the learned endpoint is published for the others');
+  // What it waited for is WireGuard's alone: those passes read the device, not routes and firewall.
+  const passes = h.log.entries.slice(passesBefore).filter((e) => e.msg === 'reconcile pass');
+  assert.ok(
+    passes.some((e) => e.obj['deviceRead'] === true),
+    'a pass read the device',
+  );
+  assert.deepEqual(
+    passes.filter((e) => e.obj['trustLastWrite'] !== true),
+    [],
+    'no full read of the machine for it',
+  );
 });
 
 test('roaming reads: a second apart at first, then backing off, a bounded number per node, none once seen', (t) => {
