@@ -174,6 +174,19 @@ describe('routes through next-hop objects', { skip: skipNoNetns }, () => {
     },
   );
 
+  withNamespace(
+    "kg apply's one read: a crash's unused next hop removed though every route is the plan",
+    async (ns, exec) => {
+      await tablesOf(exec).reconcile(plan, [], devices);
+      const before = await ours(exec);
+      ns.sh(`ip nexthop add id ${kiloNexthopBase + 1000} via 10.4.0.77 dev kilo0 onlink proto 107`);
+      // A fresh reader planning once (kg apply): the routes printed as the plan writes them.
+      const result = await tablesOf(exec).reconcile(plan, [], devices, { once: true });
+      assert.equal(result.writes, 0, result.details.join('\n'));
+      assert.deepEqual(await ours(exec), before, 'the unused next hop removed, the used ones kept');
+    },
+  );
+
   withNamespace('routes printed by nhid alone (nexthop_compat_mode 0) read back as the plan', async (ns, exec) => {
     ns.sh('sysctl -qw net.ipv4.nexthop_compat_mode=0');
     const tables = tablesOf(exec);

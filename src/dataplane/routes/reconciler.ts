@@ -195,11 +195,13 @@ export class KiloRoutingTables implements RoutingTables {
         actual = await read(guess.byKey);
         const rulesWanted = desiredState([], rules, devices, this.owner, this.addresses);
         // Every route on the machine is one of the plan's, printed exactly as the plan writes it, and
-        // none is missing: the kernel's text is canonical, so the plan's is too, and nothing changes.
+        // none is missing: the kernel's text is canonical, so the plan's is too, and nothing changes;
+        // unless a crash left next hops of Kilo's no route uses, which an apply removes (below).
         if (
           rulesWanted.problems.length === 0 &&
           sameRoutes(actual.routes, guess.byKey) &&
-          diffState({ routes: [], rules: rulesWanted.rules }, { routes: [], rules: actual.rules }).length === 0
+          diffState({ routes: [], rules: rulesWanted.rules }, { routes: [], rules: actual.rules }).length === 0 &&
+          !this.kernel.stale?.()
         )
           return { writes: 0, details: [] };
         // Something changes: the routes the kernel printed as guessed need no parsing for the diff.
