@@ -126,12 +126,16 @@ function reconciles(ns: string): number {
   return Number(/^kilo_reconciles_total(?:\{[^}]*\})? (\d+)/m.exec(text)?.[1] ?? NaN);
 }
 
+/** The fields of a stat(5) text from field 3 on (the name in parentheses may hold spaces): field n is [n - 3]. */
+function statFields(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 /** utime + stime of a process (all its threads), or of one of its threads, in seconds. */
 function cpuSeconds(pid: number, thread?: number): number {
   const path = thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`;
-  const stat = spawnSync('cat', [path], { encoding: 'utf8' }).stdout;
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // Fields 14 and 15 of stat(5); the slice starts at field 3.
+  const fields = statFields(spawnSync('cat', [path], { encoding: 'utf8' }).stdout);
+  // Fields 14 and 15 of stat(5).
   return (Number(fields[11]) + Number(fields[12])) / clockTicks;
 }
 
@@ -142,19 +146,20 @@ function cpuSeconds(pid: number, thread?: number): number {
  * its parent. wireguard-go runs detached and is not among them.
  */
 function descendantsCpuSeconds(pid: number): number {
-  const stats = new Map<number, { ppid: number; ticks: number }>();
+  // utime + stime of each process, and cutime + cstime (fields 14-15, 16-17) of its reaped children.
+  const stats = new Map<number, { ppid: number; own: number; reaped: number }>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
+    let f: string[];
     try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      f = statFields(readFileSync(`/proc/${entry}/stat`, 'utf8'));
     } catch {
       continue; // ended since the listing
     }
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     stats.set(Number(entry), {
       ppid: Number(f[1]),
-      ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]),
+      own: Number(f[11]) + Number(f[12]),
+      reaped: Number(f[13]) + Number(f[14]),
     });
   }
   const tree = new Set([pid]);
@@ -167,11 +172,11 @@ function descendantsCpuSeconds(pid: number): number {
       }
   }
   let ticks = 0;
-  for (const p of tree) if (p !== pid) ticks += stats.get(p)?.ticks ?? 0;
-  // The agent's own reaped children (fields 16 and 17).
-  const own = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = own.slice(own.lastIndexOf(')') + 2).split(' ');
-  return (ticks + Number(f[13]) + Number(f[14])) / clockTicks;
+  for (const p of tree) {
+    const s = stats.get(p);
+    if (s) ticks += p === pid ? s.reaped : s.own + s.reaped;
+  }
+  return ticks / clockTicks;
 }
 
 function statusMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {

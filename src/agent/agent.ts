@@ -191,7 +191,7 @@ export class Agent {
   /** The roaming peers as the last read of WireGuard saw them, when (seconds), and by whose keys. */
   private roaming: { state: WireGuardState; at: number; of: Topology | null } | null = null;
   private roamingOf: { topology: Topology; keys: ReadonlySet<string> } | null = null;
-  /** A full read soon for NAT'd nodes no read has seen handshake yet (roaming-reads.ts). */
+  /** A read of the WireGuard device soon for NAT'd nodes no read has seen handshake yet (roaming-reads.ts). */
   private readonly roamingReads = new RoamingReads(() => this.readDevice());
   /** The public keys of a plan's peers, kept with the plan (see peersPlanned). */
   private plannedKeys: { plan: Plan; keys: ReadonlySet<string> } | null = null;
@@ -452,12 +452,11 @@ export class Agent {
       const trustLastWrite = !this.fullReadDue && this.watch !== null;
       this.fullReadDue = false;
       if (!trustLastWrite) this.memory.forget();
-      // Only a full pass (or one readDevice asked for) reads WireGuard (docs/performance.md#heartbeats-and-passes), once: configure diffs against
-      // the same read. A pass trusting the last write takes the roaming peers (their learned
-      // endpoints, their sessions live or not) as the last read saw them, judged when it was taken:
-      // it writes against the last write, so a session that started since leaves nothing to undo.
-      // A pass asked for the device alone (readDevice) reads it too; configure still diffs against
-      // the last write when it trusts it (DataplaneMemory.forDevice).
+      // Only a full pass, or one readDevice asked for, reads WireGuard (docs/performance.md#heartbeats-and-passes),
+      // once: configure diffs against that read, or against the last write when the pass trusts it
+      // (DataplaneMemory.forDevice). A pass that reads no WireGuard takes the roaming peers (their
+      // learned endpoints, their sessions live or not) as the last read saw them, judged when it was
+      // taken: it writes against the last write, so a session that started since leaves nothing to undo.
       const readDevice = !trustLastWrite || this.deviceReadDue;
       this.deviceReadDue = false;
       const dump = readDevice ? await this.deps.dataplane.device.dump().catch(() => null) : null;
